@@ -1,0 +1,335 @@
+// Package agent runs a shoal agent: serf gossip membership (through serf's
+// own agent package, so that the Serf RPC protocol is served unchanged), the
+// start-up join with retries, tags and keyring persistence, and the
+// Serf-compatible RPC listener. The HTTP API is served by package api on top
+// of the methods here.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	sagent "github.com/hashicorp/serf/cmd/serf/command/agent"
+	"github.com/hashicorp/serf/serf"
+
+	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/logging"
+	"github.com/shoaldb/shoal/pkg/client"
+)
+
+// monitorWriter is serf's log ring, used by `serf monitor` and our HTTP monitor.
+type monitorWriter interface {
+	Write([]byte) (int, error)
+	RegisterHandler(sagent.LogHandler)
+	DeregisterHandler(sagent.LogHandler)
+}
+
+// Agent is a running shoal agent.
+type Agent struct {
+	cfg     *config.Config
+	logs    *logging.Logging
+	log     *slog.Logger
+	sa      *sagent.Agent
+	ipc     *sagent.AgentIPC
+	rpcLn   net.Listener
+	monitor monitorWriter
+	events  *eventHub
+	started time.Time
+
+	keyWarning string
+
+	mu       sync.Mutex
+	join     client.JoinStatus
+	conflict string // address of the other holder of our name, once known
+
+	fatalOnce sync.Once
+	fatal     chan error
+	leaveReq  chan struct{}
+	leaveOnce sync.Once
+	cancel    context.CancelFunc
+	stopOnce  sync.Once
+	wg        sync.WaitGroup
+}
+
+// New validates what it can without binding ports and prepares the agent.
+func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
+	a := &Agent{
+		cfg:      cfg,
+		logs:     logs,
+		log:      logs.Logger.With("component", "agent"),
+		events:   newEventHub(),
+		fatal:    make(chan error, 1),
+		leaveReq: make(chan struct{}),
+		join:     client.JoinStatus{Addrs: cfg.Join},
+	}
+	a.events.onEvent = a.observeEvent
+	return a, nil
+}
+
+// Start binds the gossip ports, starts serf, the RPC listener and the join.
+func (a *Agent) Start(ctx context.Context) error {
+	a.started = time.Now()
+	serfOut := &logging.StdWriter{Logger: a.logs.Logger, Observe: a.observeSerfLog}
+	sc, err := serfConfig(a.cfg, serfOut)
+	if err != nil {
+		return err
+	}
+	kr, warn, err := setupKeyring(a.cfg.Encrypt, a.cfg.KeyringFile)
+	if err != nil {
+		return err
+	}
+	sc.MemberlistConfig.Keyring = kr
+	a.keyWarning = warn
+	if warn != "" {
+		a.log.Warn(warn)
+	}
+	if kr == nil {
+		a.log.Warn("gossip encryption is OFF: any host that can reach the gossip port can join and read cluster traffic", "insecure_no_encryption", a.cfg.InsecureNoEncryption, "dev", a.cfg.Dev)
+	}
+	tags, err := a.initialTags()
+	if err != nil {
+		return err
+	}
+	sc.Tags = tags
+
+	lw := sagent.NewLogWriter(512)
+	a.monitor = lw
+	a.logs.SetMonitor(lw)
+
+	ac := sagent.DefaultConfig()
+	ac.NodeName = a.cfg.Node
+	sa, err := sagent.Create(ac, sc, serfOut)
+	if err != nil {
+		return fmt.Errorf("create serf agent: %w", err)
+	}
+	sa.RegisterEventHandler(a.events)
+	if err := sa.Start(); err != nil {
+		return fmt.Errorf("start gossip on %s: %w", a.cfg.Bind, err)
+	}
+	a.sa = sa
+
+	if a.cfg.RPCAddr != "" {
+		ln, err := net.Listen("tcp", a.cfg.RPCAddr)
+		if err != nil {
+			a.sa.Shutdown()
+			return fmt.Errorf("rpc_addr %s: %w", a.cfg.RPCAddr, err)
+		}
+		a.rpcLn = ln
+		// The IPC's own logger must not feed the monitor stream it serves.
+		ipcOut := &logging.StdWriter{Logger: a.logs.Plain}
+		a.ipc = sagent.NewAgentIPC(sa, a.cfg.RPCAuth, ln, ipcOut, lw, false)
+		a.log.Info("serf-compatible rpc listening", "addr", ln.Addr().String(), "auth", a.cfg.RPCAuth != "")
+	}
+
+	ctx, a.cancel = context.WithCancel(ctx)
+	a.wg.Add(2)
+	go func() {
+		defer a.wg.Done()
+		a.retryJoin(ctx)
+	}()
+	go func() {
+		defer a.wg.Done()
+		select {
+		case <-ctx.Done():
+		case <-sa.ShutdownCh():
+			a.mu.Lock()
+			conflict := a.conflict
+			a.mu.Unlock()
+			if conflict != "" {
+				a.fail(fmt.Errorf("node name %q is already used by a live member at %s: refusing to run with a duplicate name; pick another --node", a.cfg.Node, conflict))
+				return
+			}
+			a.fail(errors.New("gossip layer shut down unexpectedly (see the log)"))
+		}
+	}()
+	local := sa.Serf().LocalMember()
+	a.log.Info("agent started", "node", a.cfg.Node, "gossip", fmt.Sprintf("%s:%d", local.Addr, local.Port),
+		"profile", a.cfg.Profile, "encrypted", kr != nil, "snapshot", a.cfg.Snapshot)
+	return nil
+}
+
+// initialTags returns the tags to start with: the tags file when it exists
+// (it holds runtime changes), else the configured tags.
+func (a *Agent) initialTags() (map[string]string, error) {
+	tags := maps.Clone(a.cfg.Tags)
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	if a.cfg.TagsFile == "" {
+		return tags, nil
+	}
+	data, err := os.ReadFile(a.cfg.TagsFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return tags, a.writeTagsFile(tags)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tags_file: %w", err)
+	}
+	var fileTags map[string]string
+	if err := json.Unmarshal(data, &fileTags); err != nil {
+		return nil, fmt.Errorf("tags_file %s: want a JSON object of string values: %w", a.cfg.TagsFile, err)
+	}
+	if fileTags == nil {
+		fileTags = map[string]string{}
+	}
+	if len(a.cfg.Tags) > 0 && !maps.Equal(fileTags, a.cfg.Tags) {
+		a.log.Warn("tags file holds runtime tag changes and takes precedence over the configured tags; delete it to return to the configured tags", "tags_file", a.cfg.TagsFile)
+	}
+	return fileTags, nil
+}
+
+func (a *Agent) writeTagsFile(tags map[string]string) error {
+	if a.cfg.TagsFile == "" {
+		return nil
+	}
+	data, err := json.MarshalIndent(tags, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(a.cfg.TagsFile, append(data, '\n'), 0o600)
+}
+
+// observeSerfLog watches serf's log for the outcome of a name conflict,
+// which serf reports only there before shutting itself down.
+func (a *Agent) observeSerfLog(_ slog.Level, component, msg string) {
+	if component != "serf" {
+		return
+	}
+	const prefix = "Node name conflicts with another node at "
+	if i := strings.Index(msg, prefix); i >= 0 {
+		addr := msg[i+len(prefix):]
+		if j := strings.Index(addr, ". Names"); j > 0 {
+			addr = addr[:j]
+		}
+		a.mu.Lock()
+		a.conflict = addr
+		a.mu.Unlock()
+	}
+}
+
+// observeEvent runs inline in serf's event loop: keep it cheap.
+func (a *Agent) observeEvent(e serf.Event) {
+	me, ok := e.(serf.MemberEvent)
+	if !ok || me.Type != serf.EventMemberUpdate || a.cfg.TagsFile == "" {
+		return
+	}
+	for _, m := range me.Members {
+		if m.Name == a.cfg.Node {
+			// Tags changed through the Serf RPC: persist them too.
+			if err := a.writeTagsFile(m.Tags); err != nil {
+				a.log.Error("persist tags", "err", err)
+			}
+		}
+	}
+}
+
+func (a *Agent) fail(err error) {
+	a.fatalOnce.Do(func() {
+		a.log.Error("agent stopping", "err", err)
+		a.fatal <- err
+	})
+}
+
+// Fatal delivers an error that must stop the agent (name conflict, join
+// given up, gossip shut down).
+func (a *Agent) Fatal() <-chan error { return a.fatal }
+
+// LeaveRequested is closed when a client asked the agent to leave (API or RPC).
+func (a *Agent) LeaveRequested() <-chan struct{} { return a.leaveReq }
+
+// RequestLeave asks the run loop to leave gracefully and exit.
+func (a *Agent) RequestLeave() { a.leaveOnce.Do(func() { close(a.leaveReq) }) }
+
+// Leave leaves the cluster gracefully, bounded by leave_timeout.
+func (a *Agent) Leave() error {
+	if a.sa == nil {
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.sa.Leave() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("leave: %w", err)
+		}
+		a.log.Info("left the cluster")
+		return nil
+	case <-time.After(a.cfg.LeaveTimeout):
+		return fmt.Errorf("leave: not confirmed within leave_timeout %s", a.cfg.LeaveTimeout)
+	}
+}
+
+// Shutdown stops everything. It is idempotent.
+func (a *Agent) Shutdown() {
+	a.stopOnce.Do(func() {
+		if a.cancel != nil {
+			a.cancel()
+		}
+		if a.ipc != nil {
+			a.ipc.Shutdown()
+		}
+		if a.sa != nil {
+			if err := a.sa.Shutdown(); err != nil {
+				a.log.Warn("serf shutdown", "err", err)
+			}
+		}
+		a.wg.Wait()
+		a.logs.SetMonitor(nil)
+	})
+}
+
+// Reload applies what can change at runtime: tags (from the configuration,
+// unless a tags file holds runtime changes) and the log level.
+func (a *Agent) Reload(cfg *config.Config) {
+	if lv, err := logging.ParseLevel(cfg.LogLevel); err == nil {
+		a.logs.Level.Set(lv)
+		a.log.Info("reloaded log level", "level", cfg.LogLevel)
+	}
+	if a.cfg.TagsFile == "" && !maps.Equal(cfg.Tags, a.Serf().LocalMember().Tags) {
+		if err := a.Serf().SetTags(cfg.Tags); err != nil {
+			a.log.Error("reload tags", "err", err)
+		} else {
+			a.log.Info("reloaded tags", "tags", len(cfg.Tags))
+		}
+	}
+	var ignored []string
+	if cfg.Bind != a.cfg.Bind || cfg.Advertise != a.cfg.Advertise {
+		ignored = append(ignored, "bind/advertise")
+	}
+	if cfg.Profile != a.cfg.Profile || cfg.Gossip != a.cfg.Gossip {
+		ignored = append(ignored, "profile/gossip timings")
+	}
+	if cfg.HTTPAddr != a.cfg.HTTPAddr || cfg.RPCAddr != a.cfg.RPCAddr || cfg.RPCAuth != a.cfg.RPCAuth {
+		ignored = append(ignored, "http_addr/rpc_addr/rpc_auth")
+	}
+	if cfg.Node != a.cfg.Node || cfg.Encrypt != a.cfg.Encrypt || cfg.KeyringFile != a.cfg.KeyringFile {
+		ignored = append(ignored, "node/encryption (use shoal keys for key rotation)")
+	}
+	if len(ignored) > 0 {
+		a.log.Warn("reload: these settings need a restart and were not changed", "settings", strings.Join(ignored, ", "))
+	}
+}
+
+// Serf returns the serf instance.
+func (a *Agent) Serf() *serf.Serf { return a.sa.Serf() }
+
+// Subscribe returns a subscription to serf events with a bounded buffer.
+func (a *Agent) Subscribe(buf int) *Subscription { return a.events.subscribe(buf) }
+
+// RPCAddr is the bound Serf RPC address, or "".
+func (a *Agent) RPCAddr() string {
+	if a.rpcLn == nil {
+		return ""
+	}
+	return a.rpcLn.Addr().String()
+}

@@ -1,0 +1,132 @@
+package agent
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// GenerateKey returns a new random 32-byte gossip key, base64 encoded.
+func GenerateKey() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("read random bytes: %w", err)
+	}
+	return base64.StdEncoding.EncodeToString(b), nil
+}
+
+// setupKeyring returns the keyring to gossip with, or nil for none. A keyring
+// file, when it exists, wins; when it does not and a key is given, the file
+// is created from the key (mode 0600) so that later rotations persist.
+func setupKeyring(encrypt, keyringFile string) (kr *memberlist.Keyring, warning string, err error) {
+	if keyringFile != "" {
+		keys, err := readKeyringFile(keyringFile)
+		switch {
+		case err == nil:
+			if encrypt != "" && !slices.Contains(keys, encrypt) {
+				warning = fmt.Sprintf("keyring file %s exists and does not contain the --encrypt key; the keyring file wins (install the key with shoal keys install)", keyringFile)
+			}
+			kr, err := newKeyring(keys)
+			if err != nil {
+				return nil, "", fmt.Errorf("keyring file %s: %w", keyringFile, err)
+			}
+			return kr, warning, nil
+		case errors.Is(err, fs.ErrNotExist):
+			if encrypt == "" {
+				return nil, "", fmt.Errorf("keyring file %s does not exist and no --encrypt key was given to create it", keyringFile)
+			}
+			if err := writeKeyringFile(keyringFile, []string{encrypt}); err != nil {
+				return nil, "", err
+			}
+		default:
+			return nil, "", err
+		}
+	}
+	if encrypt == "" {
+		return nil, "", nil
+	}
+	kr, err = newKeyring([]string{encrypt})
+	return kr, "", err
+}
+
+func newKeyring(keys []string) (*memberlist.Keyring, error) {
+	if len(keys) == 0 {
+		return nil, errors.New("no keys")
+	}
+	decoded := make([][]byte, len(keys))
+	for i, k := range keys {
+		b, err := base64.StdEncoding.DecodeString(k)
+		if err != nil {
+			return nil, fmt.Errorf("key %d is not base64: %w", i+1, err)
+		}
+		decoded[i] = b
+	}
+	return memberlist.NewKeyring(decoded, decoded[0])
+}
+
+func readKeyringFile(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	if err := json.Unmarshal(data, &keys); err != nil {
+		return nil, fmt.Errorf("keyring file %s: want a JSON array of base64 keys: %w", path, err)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("keyring file %s holds no keys", path)
+	}
+	return keys, nil
+}
+
+// writeKeyringFile writes the serf keyring format (a JSON array of base64
+// keys, primary first) atomically with mode 0600.
+func writeKeyringFile(path string, keys []string) error {
+	data, err := json.MarshalIndent(keys, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, data, 0o600)
+}
+
+// WriteFileAtomic replaces path with data: temp file, fsync, rename.
+func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}

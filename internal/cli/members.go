@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shoaldb/shoal/pkg/client"
+)
+
+func newMembersCmd(g *globals) *cobra.Command {
+	var (
+		format, status, name string
+		tags                 []string
+		showTags             []string
+	)
+	cmd := &cobra.Command{
+		Use:   "members",
+		Short: "List the cluster members the agent knows",
+		Example: `  shoal members
+  shoal members --status alive --tag role=db
+  shoal members --format json`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			f := client.MemberFilter{Status: status, Name: name, Tags: map[string]string{}}
+			for _, t := range tags {
+				k, v, ok := strings.Cut(t, "=")
+				if !ok || k == "" {
+					return usagef("--tag %q: want key=regex", t)
+				}
+				f.Tags[k] = v
+			}
+			ms, err := g.client().Members(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			return writeMembers(g.stdout, ms, format, showTags)
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "table", "output format: table or json")
+	cmd.Flags().StringVar(&status, "status", "", "only members whose status matches this regex (alive, failed, left, leaving)")
+	cmd.Flags().StringVar(&name, "name", "", "only members whose name matches this regex")
+	cmd.Flags().StringArrayVar(&tags, "tag", nil, "only members with tag key matching regex: key=regex (repeatable)")
+	cmd.Flags().StringSliceVar(&showTags, "columns", nil, "tag keys to show as table columns (default: all tags in one column)")
+	return cmd
+}
+
+// writeMembers prints members as an aligned table or as JSON.
+func writeMembers(w io.Writer, ms []client.Member, format string, columns []string) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if ms == nil {
+			ms = []client.Member{}
+		}
+		return enc.Encode(client.MembersResponse{Members: ms})
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	header := []string{"NAME", "ADDRESS", "STATUS"}
+	if len(columns) > 0 {
+		for _, c := range columns {
+			header = append(header, strings.ToUpper(c))
+		}
+	} else {
+		header = append(header, "TAGS")
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, m := range ms {
+		row := []string{m.Name, fmt.Sprintf("%s:%d", m.Addr, m.Port), m.Status}
+		if len(columns) > 0 {
+			for _, c := range columns {
+				v := m.Tags[c]
+				if v == "" {
+					v = "-"
+				}
+				row = append(row, sanitize(v))
+			}
+		} else {
+			row = append(row, formatTags(m.Tags))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	return tw.Flush()
+}
+
+func formatTags(tags map[string]string) string {
+	keys := make([]string, 0, len(tags))
+	for k := range tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, sanitize(k)+"="+sanitize(tags[k]))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ",")
+}
+
+// sanitize keeps remote-controlled strings from breaking the table or the
+// terminal: control characters are shown escaped.
+func sanitize(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) < 0 {
+		return s
+	}
+	q := fmt.Sprintf("%q", s)
+	return q[1 : len(q)-1]
+}

@@ -1,0 +1,304 @@
+// Package config holds the shoal agent configuration: defaults, the YAML
+// config file, SHOAL_* environment variables and command-line flags, applied
+// in that order, and validated once.
+package config
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Default ports.
+const (
+	DefaultGossipPort = 7946
+	DefaultHTTPAddr   = "127.0.0.1:8946"
+	DefaultRPCAddr    = "127.0.0.1:7373"
+)
+
+// Config is the complete agent configuration. The yaml keys are the config
+// file keys; every key has a matching --flag (underscores become dashes) and
+// most have a SHOAL_<KEY> environment variable (see options.go).
+type Config struct {
+	Node      string `yaml:"node"`
+	Bind      string `yaml:"bind"`
+	Advertise string `yaml:"advertise"`
+
+	Join          []string      `yaml:"join"`
+	RetryInterval time.Duration `yaml:"retry_interval"`
+	RetryMaxWait  time.Duration `yaml:"retry_max_wait"`
+	RetryMax      int           `yaml:"retry_max"`
+	Rejoin        bool          `yaml:"rejoin"`
+	Snapshot      string        `yaml:"snapshot"`
+
+	Tags     map[string]string `yaml:"tags"`
+	TagsFile string            `yaml:"tags_file"`
+
+	Encrypt              string `yaml:"encrypt"`
+	KeyringFile          string `yaml:"keyring_file"`
+	InsecureNoEncryption bool   `yaml:"insecure_no_encryption"`
+
+	Profile string `yaml:"profile"`
+	Gossip  Gossip `yaml:"gossip"`
+
+	HTTPAddr string `yaml:"http_addr"`
+	RPCAddr  string `yaml:"rpc_addr"`
+	RPCAuth  string `yaml:"rpc_auth"`
+
+	LogLevel  string `yaml:"log_level"`
+	LogFormat string `yaml:"log_format"`
+
+	LeaveTimeout time.Duration `yaml:"leave_timeout"`
+
+	// Dev is set by --dev only: no encryption required, local profile,
+	// a node name derived from the bind port when none is given.
+	Dev bool `yaml:"-"`
+}
+
+// Gossip holds explicit overrides of the timing profile. Zero means "use
+// the profile's value".
+type Gossip struct {
+	ProbeInterval           time.Duration `yaml:"probe_interval"`
+	ProbeTimeout            time.Duration `yaml:"probe_timeout"`
+	SuspicionMult           int           `yaml:"suspicion_mult"`
+	SuspicionMaxTimeoutMult int           `yaml:"suspicion_max_timeout_mult"`
+	GossipInterval          time.Duration `yaml:"gossip_interval"`
+	GossipNodes             int           `yaml:"gossip_nodes"`
+	RetransmitMult          int           `yaml:"retransmit_mult"`
+	IndirectChecks          int           `yaml:"indirect_checks"`
+	PushPullInterval        time.Duration `yaml:"push_pull_interval"`
+	ReconnectInterval       time.Duration `yaml:"reconnect_interval"`
+	ReconnectTimeout        time.Duration `yaml:"reconnect_timeout"`
+	TombstoneTimeout        time.Duration `yaml:"tombstone_timeout"`
+}
+
+// Default returns the built-in defaults.
+func Default() *Config {
+	host, _ := os.Hostname()
+	return &Config{
+		Node:          host,
+		Bind:          fmt.Sprintf("0.0.0.0:%d", DefaultGossipPort),
+		RetryInterval: time.Second,
+		RetryMaxWait:  30 * time.Second,
+		Rejoin:        true,
+		Tags:          map[string]string{},
+		Profile:       "lan",
+		HTTPAddr:      DefaultHTTPAddr,
+		RPCAddr:       DefaultRPCAddr,
+		LogLevel:      "info",
+		LogFormat:     "text",
+		LeaveTimeout:  5 * time.Second,
+	}
+}
+
+// Validation limits.
+const (
+	MaxNodeNameLen = 128
+	minProbe       = 10 * time.Millisecond
+)
+
+var (
+	tagKeyRe   = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,64}$`)
+	nodeNameRe = regexp.MustCompile(`^[A-Za-z0-9_.\-:]+$`)
+)
+
+// FieldError is a validation error that names the config key (and its flag).
+type FieldError struct {
+	Key   string
+	Value string
+	Msg   string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("%s (--%s) %q: %s", e.Key, strings.ReplaceAll(e.Key, "_", "-"), e.Value, e.Msg)
+}
+
+func fieldErr(key, value, format string, args ...any) error {
+	return &FieldError{Key: key, Value: value, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Validate checks the whole configuration and returns every problem found,
+// joined, each naming its key.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.Node == "" {
+		add(fieldErr("node", c.Node, "must not be empty"))
+	} else if len(c.Node) > MaxNodeNameLen {
+		add(fieldErr("node", c.Node, "longer than %d characters", MaxNodeNameLen))
+	} else if !nodeNameRe.MatchString(c.Node) {
+		add(fieldErr("node", c.Node, "may contain only letters, digits and . _ - :"))
+	}
+	add(validateHostPort("bind", c.Bind, true))
+	if c.Advertise != "" {
+		add(validateHostPort("advertise", c.Advertise, true))
+		if h, _, err := SplitHostPortDefault(c.Advertise, DefaultGossipPort); err == nil {
+			if ip := net.ParseIP(h); ip != nil && ip.IsUnspecified() {
+				add(fieldErr("advertise", c.Advertise, "must be a reachable address, not %s", h))
+			}
+		}
+	}
+	for _, j := range c.Join {
+		if j == "" {
+			add(fieldErr("join", j, "empty address"))
+		}
+	}
+	if c.RetryInterval < 10*time.Millisecond {
+		add(fieldErr("retry_interval", c.RetryInterval.String(), "must be at least 10ms"))
+	}
+	if c.RetryMaxWait < c.RetryInterval {
+		add(fieldErr("retry_max_wait", c.RetryMaxWait.String(), "must be at least retry_interval (%s)", c.RetryInterval))
+	}
+	if c.RetryMax < 0 {
+		add(fieldErr("retry_max", strconv.Itoa(c.RetryMax), "must be 0 (retry forever) or positive"))
+	}
+	keys := make([]string, 0, len(c.Tags))
+	for k := range c.Tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !tagKeyRe.MatchString(k) {
+			add(fieldErr("tags", k+"="+c.Tags[k], "tag key must be 1-64 characters of letters, digits, . _ -"))
+		}
+	}
+	if c.Encrypt != "" {
+		add(ValidateKey("encrypt", c.Encrypt))
+	}
+	if c.Encrypt == "" && c.KeyringFile == "" && !c.InsecureNoEncryption && !c.Dev {
+		add(fieldErr("encrypt", "", "gossip encryption is required: give a key (shoal keygen) with --encrypt or --keyring-file, or run without encryption explicitly with --insecure-no-encryption (or --dev)"))
+	}
+	if _, ok := Profiles[c.Profile]; !ok {
+		add(fieldErr("profile", c.Profile, "unknown profile; choose one of %s", strings.Join(ProfileNames(), ", ")))
+	}
+	add(c.Gossip.validate())
+	if c.HTTPAddr != "" {
+		add(validateHostPort("http_addr", c.HTTPAddr, false))
+	}
+	if c.RPCAddr != "" {
+		add(validateHostPort("rpc_addr", c.RPCAddr, false))
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "trace", "debug", "info", "warn", "error":
+	default:
+		add(fieldErr("log_level", c.LogLevel, "must be one of trace, debug, info, warn, error"))
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		add(fieldErr("log_format", c.LogFormat, "must be text or json"))
+	}
+	if c.LeaveTimeout <= 0 {
+		add(fieldErr("leave_timeout", c.LeaveTimeout.String(), "must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+func (g *Gossip) validate() error {
+	var errs []error
+	durPos := func(key string, d time.Duration, min time.Duration) {
+		if d != 0 && d < min {
+			errs = append(errs, fieldErr("gossip."+key, d.String(), "must be at least %s (or 0 for the profile's value)", min))
+		}
+	}
+	intPos := func(key string, v, min int) {
+		if v != 0 && v < min {
+			errs = append(errs, fieldErr("gossip."+key, strconv.Itoa(v), "must be at least %d (or 0 for the profile's value)", min))
+		}
+	}
+	durPos("probe_interval", g.ProbeInterval, minProbe)
+	durPos("probe_timeout", g.ProbeTimeout, minProbe)
+	durPos("gossip_interval", g.GossipInterval, minProbe)
+	durPos("push_pull_interval", g.PushPullInterval, time.Second)
+	durPos("reconnect_interval", g.ReconnectInterval, 100*time.Millisecond)
+	durPos("reconnect_timeout", g.ReconnectTimeout, time.Minute)
+	durPos("tombstone_timeout", g.TombstoneTimeout, time.Minute)
+	intPos("suspicion_mult", g.SuspicionMult, 1)
+	intPos("suspicion_max_timeout_mult", g.SuspicionMaxTimeoutMult, 1)
+	intPos("gossip_nodes", g.GossipNodes, 1)
+	intPos("retransmit_mult", g.RetransmitMult, 1)
+	intPos("indirect_checks", g.IndirectChecks, 1)
+	if g.ProbeInterval != 0 && g.ProbeTimeout != 0 && g.ProbeTimeout > g.ProbeInterval {
+		errs = append(errs, fieldErr("gossip.probe_timeout", g.ProbeTimeout.String(), "must not exceed gossip.probe_interval (%s)", g.ProbeInterval))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateKey checks a base64 gossip encryption key (16, 24 or 32 bytes).
+func ValidateKey(key, value string) error {
+	b, err := base64.StdEncoding.DecodeString(value)
+	if err != nil {
+		return fieldErr(key, redact(value), "not valid base64: %v", err)
+	}
+	switch len(b) {
+	case 16, 24, 32:
+		return nil
+	}
+	return fieldErr(key, redact(value), "key is %d bytes; must be 16, 24 or 32 bytes (use shoal keygen)", len(b))
+}
+
+// redact shows only the first characters of a secret in error messages.
+func redact(s string) string {
+	if len(s) <= 4 {
+		return s
+	}
+	return s[:4] + "..."
+}
+
+func validateHostPort(key, v string, allowNoPort bool) error {
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		if allowNoPort && net.ParseIP(strings.Trim(v, "[]")) != nil {
+			return nil
+		}
+		return fieldErr(key, v, "want host:port (%v)", err)
+	}
+	if host != "" && net.ParseIP(host) == nil {
+		// A host name is fine for join targets, but listeners want an IP.
+		return fieldErr(key, v, "host must be an IP address")
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return fieldErr(key, v, "port must be a number from 0 to 65535")
+	}
+	return nil
+}
+
+// SplitHostPortDefault splits "ip:port" or a bare "ip" (then def is the port).
+func SplitHostPortDefault(v string, def int) (string, int, error) {
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		if ip := net.ParseIP(strings.Trim(v, "[]")); ip != nil {
+			return ip.String(), def, nil
+		}
+		return "", 0, err
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return "", 0, fmt.Errorf("bad port %q", port)
+	}
+	return host, p, nil
+}
+
+// ParseTag parses "key=value".
+func ParseTag(s string) (string, string, error) {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return "", "", fmt.Errorf("tag %q: want key=value", s)
+	}
+	if !tagKeyRe.MatchString(k) {
+		return "", "", fmt.Errorf("tag %q: key must be 1-64 characters of letters, digits, . _ -", s)
+	}
+	return k, v, nil
+}

@@ -1,0 +1,288 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// option describes one setting that can come from a flag and an environment
+// variable. The config file is decoded into Config directly.
+type option struct {
+	key   string // config key, e.g. "http_addr" or "gossip.probe_interval"
+	flag  string // flag name without dashes
+	env   string // environment variable, "" for none
+	usage string
+	list  bool // repeatable flag / comma-separated env
+	set   func(c *Config, raw []string) error
+}
+
+func strOpt(key, flag, env, usage string, f func(*Config) *string) option {
+	return option{key: key, flag: flag, env: env, usage: usage, set: func(c *Config, raw []string) error {
+		*f(c) = raw[len(raw)-1]
+		return nil
+	}}
+}
+
+func durOpt(key, flag, env, usage string, f func(*Config) *time.Duration) option {
+	return option{key: key, flag: flag, env: env, usage: usage, set: func(c *Config, raw []string) error {
+		d, err := time.ParseDuration(raw[len(raw)-1])
+		if err != nil {
+			return fieldErr(key, raw[len(raw)-1], "not a duration (e.g. 500ms, 2s)")
+		}
+		*f(c) = d
+		return nil
+	}}
+}
+
+func intOpt(key, flag, env, usage string, f func(*Config) *int) option {
+	return option{key: key, flag: flag, env: env, usage: usage, set: func(c *Config, raw []string) error {
+		n, err := strconv.Atoi(raw[len(raw)-1])
+		if err != nil {
+			return fieldErr(key, raw[len(raw)-1], "not an integer")
+		}
+		*f(c) = n
+		return nil
+	}}
+}
+
+func boolOpt(key, flag, env, usage string, f func(*Config) *bool) option {
+	return option{key: key, flag: flag, env: env, usage: usage, set: func(c *Config, raw []string) error {
+		b, err := strconv.ParseBool(raw[len(raw)-1])
+		if err != nil {
+			return fieldErr(key, raw[len(raw)-1], "not a boolean (true or false)")
+		}
+		*f(c) = b
+		return nil
+	}}
+}
+
+var options = []option{
+	strOpt("node", "node", "SHOAL_NODE", "node name, unique in the cluster (default: hostname)", func(c *Config) *string { return &c.Node }),
+	strOpt("bind", "bind", "SHOAL_BIND", "gossip bind address ip:port (TCP and UDP)", func(c *Config) *string { return &c.Bind }),
+	strOpt("advertise", "advertise", "SHOAL_ADVERTISE", "gossip address ip:port advertised to peers (default: the bind address)", func(c *Config) *string { return &c.Advertise }),
+	{key: "join", flag: "join", env: "SHOAL_JOIN", list: true, usage: "address of a member to join at start, retried with backoff until one answers (repeatable)",
+		set: func(c *Config, raw []string) error { c.Join = splitList(raw); return nil }},
+	{key: "join", flag: "retry-join", list: true, usage: "alias of --join (serf and consul spelling)",
+		set: func(c *Config, raw []string) error { c.Join = append(c.Join, splitList(raw)...); return nil }},
+	durOpt("retry_interval", "retry-interval", "SHOAL_RETRY_INTERVAL", "first wait between join attempts; doubles up to --retry-max-wait", func(c *Config) *time.Duration { return &c.RetryInterval }),
+	durOpt("retry_max_wait", "retry-max-wait", "SHOAL_RETRY_MAX_WAIT", "longest wait between join attempts", func(c *Config) *time.Duration { return &c.RetryMaxWait }),
+	intOpt("retry_max", "retry-max", "SHOAL_RETRY_MAX", "join attempts before the agent gives up and exits (0 = never give up)", func(c *Config) *int { return &c.RetryMax }),
+	boolOpt("rejoin", "rejoin", "SHOAL_REJOIN", "after a graceful leave, rejoin the snapshot's peers on restart", func(c *Config) *bool { return &c.Rejoin }),
+	strOpt("snapshot", "snapshot", "SHOAL_SNAPSHOT", "snapshot file: a restarted agent rejoins its old peers by itself", func(c *Config) *string { return &c.Snapshot }),
+	{key: "tags", flag: "tag", list: true, usage: "tag key=value (repeatable; merged over the file's tags)",
+		set: func(c *Config, raw []string) error {
+			if c.Tags == nil {
+				c.Tags = map[string]string{}
+			}
+			for _, r := range raw {
+				k, v, err := ParseTag(r)
+				if err != nil {
+					return fieldErr("tags", r, "%v", err)
+				}
+				c.Tags[k] = v
+			}
+			return nil
+		}},
+	strOpt("tags_file", "tags-file", "SHOAL_TAGS_FILE", "file that persists tags changed at runtime", func(c *Config) *string { return &c.TagsFile }),
+	strOpt("encrypt", "encrypt", "SHOAL_ENCRYPT", "base64 gossip encryption key (shoal keygen)", func(c *Config) *string { return &c.Encrypt }),
+	strOpt("keyring_file", "keyring-file", "SHOAL_KEYRING_FILE", "keyring file; created from --encrypt if missing, updated by key rotation", func(c *Config) *string { return &c.KeyringFile }),
+	boolOpt("insecure_no_encryption", "insecure-no-encryption", "SHOAL_INSECURE_NO_ENCRYPTION", "run gossip unencrypted (not for production)", func(c *Config) *bool { return &c.InsecureNoEncryption }),
+	strOpt("profile", "profile", "SHOAL_PROFILE", "timing profile: "+strings.Join(ProfileNames(), ", "), func(c *Config) *string { return &c.Profile }),
+	durOpt("gossip.probe_interval", "probe-interval", "", "override: failure detector probe interval", func(c *Config) *time.Duration { return &c.Gossip.ProbeInterval }),
+	durOpt("gossip.probe_timeout", "probe-timeout", "", "override: failure detector probe timeout", func(c *Config) *time.Duration { return &c.Gossip.ProbeTimeout }),
+	intOpt("gossip.suspicion_mult", "suspicion-mult", "", "override: suspicion timeout multiplier", func(c *Config) *int { return &c.Gossip.SuspicionMult }),
+	intOpt("gossip.suspicion_max_timeout_mult", "suspicion-max-timeout-mult", "", "override: suspicion max timeout multiplier", func(c *Config) *int { return &c.Gossip.SuspicionMaxTimeoutMult }),
+	durOpt("gossip.gossip_interval", "gossip-interval", "", "override: gossip interval", func(c *Config) *time.Duration { return &c.Gossip.GossipInterval }),
+	intOpt("gossip.gossip_nodes", "gossip-nodes", "", "override: peers gossiped to per interval", func(c *Config) *int { return &c.Gossip.GossipNodes }),
+	intOpt("gossip.retransmit_mult", "retransmit-mult", "", "override: retransmit multiplier", func(c *Config) *int { return &c.Gossip.RetransmitMult }),
+	intOpt("gossip.indirect_checks", "indirect-checks", "", "override: indirect probes per failed direct probe", func(c *Config) *int { return &c.Gossip.IndirectChecks }),
+	durOpt("gossip.push_pull_interval", "push-pull-interval", "", "override: full state sync interval", func(c *Config) *time.Duration { return &c.Gossip.PushPullInterval }),
+	durOpt("gossip.reconnect_interval", "reconnect-interval", "", "override: how often to try failed members again", func(c *Config) *time.Duration { return &c.Gossip.ReconnectInterval }),
+	durOpt("gossip.reconnect_timeout", "reconnect-timeout", "", "override: how long failed members are kept before being reaped", func(c *Config) *time.Duration { return &c.Gossip.ReconnectTimeout }),
+	durOpt("gossip.tombstone_timeout", "tombstone-timeout", "", "override: how long left members are kept", func(c *Config) *time.Duration { return &c.Gossip.TombstoneTimeout }),
+	strOpt("http_addr", "http-addr", "SHOAL_HTTP_ADDR", "HTTP API listen address (empty disables)", func(c *Config) *string { return &c.HTTPAddr }),
+	strOpt("rpc_addr", "rpc-addr", "SHOAL_RPC_ADDR", "Serf-compatible RPC listen address (empty disables)", func(c *Config) *string { return &c.RPCAddr }),
+	strOpt("rpc_auth", "rpc-auth", "SHOAL_RPC_AUTH", "auth token required by the Serf-compatible RPC", func(c *Config) *string { return &c.RPCAuth }),
+	strOpt("log_level", "log-level", "SHOAL_LOG_LEVEL", "trace, debug, info, warn or error", func(c *Config) *string { return &c.LogLevel }),
+	strOpt("log_format", "log-format", "SHOAL_LOG_FORMAT", "text or json", func(c *Config) *string { return &c.LogFormat }),
+	durOpt("leave_timeout", "leave-timeout", "SHOAL_LEAVE_TIMEOUT", "bound on the graceful leave at shutdown", func(c *Config) *time.Duration { return &c.LeaveTimeout }),
+}
+
+func splitList(raw []string) []string {
+	var out []string
+	for _, r := range raw {
+		for _, p := range strings.Split(r, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// rawValue is a pflag.Value that records what was given, so that flags are
+// applied after the file and the environment, in that order.
+type rawValue struct {
+	vals []string
+	list bool
+	def  string
+	bool bool
+}
+
+func (r *rawValue) String() string {
+	if len(r.vals) == 0 {
+		return r.def
+	}
+	return strings.Join(r.vals, ",")
+}
+
+func (r *rawValue) Set(s string) error {
+	if r.list {
+		r.vals = append(r.vals, s)
+	} else {
+		r.vals = []string{s}
+	}
+	return nil
+}
+
+func (r *rawValue) Type() string {
+	switch {
+	case r.bool:
+		return "bool"
+	case r.list:
+		return "stringArray"
+	}
+	return "string"
+}
+
+// IsBoolFlag lets pflag accept "--flag" without a value.
+func (r *rawValue) IsBoolFlag() bool { return r.bool }
+
+// Flags binds every agent option to a flag set and loads the configuration
+// when Load is called.
+type Flags struct {
+	fs     *pflag.FlagSet
+	values map[string]*rawValue
+	// ConfigFile is --config.
+	ConfigFile []string
+	// Dev is --dev.
+	Dev bool
+	// Check is --config-check: validate and exit.
+	Check string
+}
+
+// BindFlags registers the agent flags on fs.
+func BindFlags(fs *pflag.FlagSet) *Flags {
+	f := &Flags{fs: fs, values: map[string]*rawValue{}}
+	d := Default()
+	for _, o := range options {
+		rv := &rawValue{list: o.list}
+		switch o.flag {
+		case "rejoin", "insecure-no-encryption":
+			rv.bool = true
+		}
+		if !o.list {
+			rv.def = defaultString(d, o.key)
+		}
+		usage := o.usage
+		if o.env != "" {
+			usage += " [$" + o.env + "]"
+		}
+		fs.Var(rv, o.flag, usage)
+		if rv.bool {
+			fs.Lookup(o.flag).NoOptDefVal = "true"
+		}
+		f.values[o.flag] = rv
+	}
+	fs.StringArrayVar(&f.ConfigFile, "config", nil, "YAML config file (repeatable; later files override earlier ones)")
+	fs.BoolVar(&f.Dev, "dev", false, "development mode: no encryption, local profile, node name from the bind port")
+	fs.StringVar(&f.Check, "config-check", "", "validate this config file (with the other flags and environment) and exit")
+	return f
+}
+
+func defaultString(d *Config, key string) string {
+	switch key {
+	case "node":
+		return d.Node
+	case "bind":
+		return d.Bind
+	case "profile":
+		return d.Profile
+	case "http_addr":
+		return d.HTTPAddr
+	case "rpc_addr":
+		return d.RPCAddr
+	case "log_level":
+		return d.LogLevel
+	case "log_format":
+		return d.LogFormat
+	case "retry_interval":
+		return d.RetryInterval.String()
+	case "retry_max_wait":
+		return d.RetryMaxWait.String()
+	case "leave_timeout":
+		return d.LeaveTimeout.String()
+	case "rejoin":
+		return "true"
+	}
+	return ""
+}
+
+// Load builds the configuration: defaults, then each config file, then the
+// environment (getenv), then the flags that were set. It validates the result.
+func (f *Flags) Load(getenv func(string) string) (*Config, error) {
+	c := Default()
+	files := f.ConfigFile
+	if f.Check != "" {
+		files = append(files, f.Check)
+	}
+	for _, path := range files {
+		if err := LoadFile(path, c); err != nil {
+			return nil, err
+		}
+	}
+	for _, o := range options {
+		if o.env == "" {
+			continue
+		}
+		v, ok := lookupEnv(getenv, o.env)
+		if !ok {
+			continue
+		}
+		if err := o.set(c, []string{v}); err != nil {
+			return nil, fmt.Errorf("environment %s: %w", o.env, err)
+		}
+	}
+	for _, o := range options {
+		if !f.fs.Changed(o.flag) {
+			continue
+		}
+		if err := o.set(c, f.values[o.flag].vals); err != nil {
+			return nil, err
+		}
+	}
+	if f.Dev {
+		c.Dev = true
+		if !f.fs.Changed("profile") && getenv("SHOAL_PROFILE") == "" {
+			c.Profile = "local"
+		}
+		if c.Node == Default().Node {
+			if _, port, err := SplitHostPortDefault(c.Bind, DefaultGossipPort); err == nil {
+				c.Node = fmt.Sprintf("%s-%d", c.Node, port)
+			}
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func lookupEnv(getenv func(string) string, name string) (string, bool) {
+	v := getenv(name)
+	return v, v != ""
+}

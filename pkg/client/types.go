@@ -1,0 +1,154 @@
+package client
+
+import "time"
+
+// Member is one gossip member as the agent sees it.
+type Member struct {
+	Name   string            `json:"name"`
+	Addr   string            `json:"addr"`
+	Port   uint16            `json:"port"`
+	Status string            `json:"status"` // alive, leaving, left, failed
+	Tags   map[string]string `json:"tags"`
+	// Protocol versions, as serf reports them.
+	Protocol [3]uint8 `json:"protocol"`
+	Delegate [3]uint8 `json:"delegate"`
+}
+
+// MembersResponse is GET /v1/members.
+type MembersResponse struct {
+	Members []Member `json:"members"`
+}
+
+// MemberFilter selects members. Empty fields match everything. Name and tag
+// values are regular expressions anchored at both ends, like serf's.
+type MemberFilter struct {
+	Status string
+	Name   string
+	Tags   map[string]string
+}
+
+// JoinStatus reports the start-up join.
+type JoinStatus struct {
+	Addrs       []string  `json:"addrs"`
+	Joined      bool      `json:"joined"`
+	JoinedNodes int       `json:"joined_nodes"`
+	Attempts    int       `json:"attempts"`
+	LastAttempt time.Time `json:"last_attempt,omitzero"`
+	LastError   string    `json:"last_error,omitempty"`
+}
+
+// Timings are the gossip timings in force.
+type Timings struct {
+	ProbeInterval     string `json:"probe_interval"`
+	ProbeTimeout      string `json:"probe_timeout"`
+	SuspicionMult     int    `json:"suspicion_mult"`
+	SuspicionMaxMult  int    `json:"suspicion_max_timeout_mult"`
+	GossipInterval    string `json:"gossip_interval"`
+	GossipNodes       int    `json:"gossip_nodes"`
+	RetransmitMult    int    `json:"retransmit_mult"`
+	IndirectChecks    int    `json:"indirect_checks"`
+	PushPullInterval  string `json:"push_pull_interval"`
+	ReconnectInterval string `json:"reconnect_interval"`
+}
+
+// Info describes the running agent (GET /v1/agent/self).
+type Info struct {
+	Node        string            `json:"node"`
+	Addr        string            `json:"addr"`
+	Tags        map[string]string `json:"tags"`
+	Status      string            `json:"status"`
+	Version     string            `json:"version"`
+	GoVersion   string            `json:"go_version"`
+	Started     time.Time         `json:"started"`
+	Uptime      string            `json:"uptime"`
+	Profile     string            `json:"profile"`
+	Timings     Timings           `json:"timings"`
+	Encrypted   bool              `json:"encrypted"`
+	KeyringFile string            `json:"keyring_file,omitempty"`
+	KeyWarning  string            `json:"key_warning,omitempty"`
+	Snapshot    string            `json:"snapshot,omitempty"`
+	HTTPAddr    string            `json:"http_addr,omitempty"`
+	RPCAddr     string            `json:"rpc_addr,omitempty"`
+	Join        JoinStatus        `json:"join"`
+	HealthScore int               `json:"health_score"`
+	EventsDrop  uint64            `json:"events_dropped"`
+	Serf        map[string]string `json:"serf"`
+}
+
+// JoinRequest is POST /v1/agent/join.
+type JoinRequest struct {
+	Addrs  []string `json:"addrs"`
+	Replay bool     `json:"replay,omitempty"`
+}
+
+// JoinResponse reports how many nodes were contacted.
+type JoinResponse struct {
+	Joined int `json:"joined"`
+}
+
+// ForceLeaveRequest is POST /v1/agent/force-leave.
+type ForceLeaveRequest struct {
+	Node  string `json:"node"`
+	Prune bool   `json:"prune,omitempty"`
+}
+
+// EventRequest is POST /v1/event. Payload is raw bytes (base64 in JSON).
+type EventRequest struct {
+	Name     string `json:"name"`
+	Payload  []byte `json:"payload,omitempty"`
+	Coalesce bool   `json:"coalesce,omitempty"`
+}
+
+// QueryRequest is POST /v1/query.
+type QueryRequest struct {
+	Name       string            `json:"name"`
+	Payload    []byte            `json:"payload,omitempty"`
+	FilterNode []string          `json:"filter_nodes,omitempty"`
+	FilterTags map[string]string `json:"filter_tags,omitempty"`
+	RequestAck bool              `json:"request_ack,omitempty"`
+	Timeout    string            `json:"timeout,omitempty"` // Go duration; default serf's
+}
+
+// QueryResponse is the collected outcome of a query.
+type QueryResponse struct {
+	Acks      []string          `json:"acks"`
+	Responses map[string][]byte `json:"responses"`
+	Duration  string            `json:"duration"`
+}
+
+// TagsRequest is PUT /v1/agent/tags.
+type TagsRequest struct {
+	Set    map[string]string `json:"set,omitempty"`
+	Delete []string          `json:"delete,omitempty"`
+}
+
+// TagsResponse is the agent's tag set after an update.
+type TagsResponse struct {
+	Tags map[string]string `json:"tags"`
+}
+
+// KeyRequest is POST /v1/keys/{install,use,remove}.
+type KeyRequest struct {
+	Key string `json:"key"`
+}
+
+// KeyResponse is the cluster-wide outcome of a key operation.
+type KeyResponse struct {
+	NumNodes int               `json:"num_nodes"`
+	NumResp  int               `json:"num_resp"`
+	NumErr   int               `json:"num_err"`
+	Messages map[string]string `json:"messages,omitempty"`
+	Keys     map[string]int    `json:"keys,omitempty"`
+}
+
+// HealthResponse is GET /v1/health.
+type HealthResponse struct {
+	Status string `json:"status"` // "ok" or a reason
+	Node   string `json:"node"`
+	Gossip string `json:"gossip"`
+}
+
+// ErrorResponse is the body of every non-2xx answer.
+type ErrorResponse struct {
+	Error string `json:"error"`
+}
