@@ -63,6 +63,14 @@ func New(b Backend, log *slog.Logger, httpAddr string, metrics http.Handler) *Se
 	if metrics != nil {
 		s.mux.Handle("GET /metrics", metrics)
 	}
+	// Known paths asked with another method get a JSON 405.
+	for _, p := range []string{"/v1/members", "/v1/agent/self", "/v1/agent/join", "/v1/agent/leave",
+		"/v1/agent/force-leave", "/v1/agent/tags", "/v1/event", "/v1/query", "/v1/keys", "/v1/keys/{op}",
+		"/v1/monitor", "/v1/health", "/metrics"} {
+		s.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed on %s", r.Method, r.URL.Path))
+		})
+	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no such endpoint: %s %s", r.Method, r.URL.Path))
 	})

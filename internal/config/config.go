@@ -117,7 +117,17 @@ type FieldError struct {
 }
 
 func (e *FieldError) Error() string {
-	return fmt.Sprintf("%s (--%s) %q: %s", e.Key, strings.ReplaceAll(e.Key, "_", "-"), e.Value, e.Msg)
+	return fmt.Sprintf("%s (--%s) %q: %s", e.Key, flagFor(e.Key), e.Value, e.Msg)
+}
+
+// flagFor names the command-line flag of a config key.
+func flagFor(key string) string {
+	for _, o := range options {
+		if o.key == key {
+			return o.flag
+		}
+	}
+	return strings.ReplaceAll(key, "_", "-")
 }
 
 func fieldErr(key, value, format string, args ...any) error {

@@ -1,0 +1,313 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/serf/serf"
+
+	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/logging"
+)
+
+// syncBuf is a log sink shared by an agent's goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// freePort returns a port free for both TCP and UDP on 127.0.0.1.
+func freePort(t testing.TB) int {
+	t.Helper()
+	for i := 0; i < 50; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+		l.Close()
+		if err != nil {
+			continue
+		}
+		u.Close()
+		return port
+	}
+	t.Fatal("no free port")
+	return 0
+}
+
+type testNode struct {
+	a    *Agent
+	cfg  *config.Config
+	logs *syncBuf
+}
+
+// testConfig returns a config for an in-process agent on loopback.
+func testConfig(t testing.TB, name, profile, key string, join ...string) *config.Config {
+	c := config.Default()
+	c.Node = name
+	c.Bind = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	c.Profile = profile
+	c.RPCAddr = ""
+	c.HTTPAddr = ""
+	c.Join = join
+	c.RetryInterval = 100 * time.Millisecond
+	c.RetryMaxWait = time.Second
+	c.LogLevel = "debug"
+	if key == "" {
+		c.InsecureNoEncryption = true
+	} else {
+		c.Encrypt = key
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func startNode(t testing.TB, c *config.Config) *testNode {
+	t.Helper()
+	buf := &syncBuf{}
+	logs := logging.New(buf, "text", slog.LevelDebug)
+	a, err := New(c, logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatalf("start %s: %v", c.Node, err)
+	}
+	n := &testNode{a: a, cfg: c, logs: buf}
+	t.Cleanup(func() {
+		a.Shutdown()
+		if t.Failed() {
+			t.Logf("--- log of %s ---\n%s", c.Node, buf.String())
+		}
+	})
+	return n
+}
+
+// startCluster starts n agents that all join the first one.
+func startCluster(t testing.TB, n int, profile, key string) []*testNode {
+	t.Helper()
+	first := testConfig(t, "node0", profile, key)
+	nodes := []*testNode{startNode(t, first)}
+	for i := 1; i < n; i++ {
+		nodes = append(nodes, startNode(t, testConfig(t, fmt.Sprintf("node%d", i), profile, key, first.Bind)))
+	}
+	waitFor(t, 20*time.Second, "cluster converges", func() bool {
+		for _, nd := range nodes {
+			if countStatus(nd.a, serf.StatusAlive) != n {
+				return false
+			}
+		}
+		return true
+	})
+	return nodes
+}
+
+func countStatus(a *Agent, st serf.MemberStatus) int {
+	c := 0
+	for _, m := range a.Members() {
+		if m.Status == st {
+			c++
+		}
+	}
+	return c
+}
+
+func statusOf(a *Agent, name string) serf.MemberStatus {
+	for _, m := range a.Members() {
+		if m.Name == name {
+			return m.Status
+		}
+	}
+	return serf.StatusNone
+}
+
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for: %s", d, what)
+}
+
+func TestClusterJoinConverges(t *testing.T) {
+	nodes := startCluster(t, 5, "local", "")
+	for _, n := range nodes {
+		info := n.a.Info("")
+		if !n.a.Serf().EncryptionEnabled() == (n.cfg.Encrypt != "") {
+			t.Errorf("%s: encryption state wrong", n.cfg.Node)
+		}
+		if len(n.cfg.Join) > 0 && !info.Join.Joined {
+			t.Errorf("%s: join status %+v", n.cfg.Node, info.Join)
+		}
+	}
+}
+
+// TestFailureDetected stops one agent's gossip without a leave (as a crash
+// would) and checks every survivor marks it failed within the profile bound.
+func TestFailureDetected(t *testing.T) {
+	for _, tc := range []struct {
+		profile string
+		bound   time.Duration
+	}{
+		{"fast", 6 * time.Second},
+		{"local", 15 * time.Second},
+	} {
+		t.Run(tc.profile, func(t *testing.T) {
+			nodes := startCluster(t, 4, tc.profile, "")
+			victim := nodes[3]
+			start := time.Now()
+			victim.a.Shutdown()
+			waitFor(t, tc.bound, "all survivors see node3 failed", func() bool {
+				for _, n := range nodes[:3] {
+					if statusOf(n.a, "node3") != serf.StatusFailed {
+						return false
+					}
+				}
+				return true
+			})
+			t.Logf("profile %s: all survivors saw failed after %s", tc.profile, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+func TestGracefulLeaveSeenAsLeft(t *testing.T) {
+	nodes := startCluster(t, 3, "fast", "")
+	if err := nodes[2].a.Leave(); err != nil {
+		t.Fatal(err)
+	}
+	nodes[2].a.Shutdown()
+	waitFor(t, 10*time.Second, "node2 left everywhere", func() bool {
+		return statusOf(nodes[0].a, "node2") == serf.StatusLeft && statusOf(nodes[1].a, "node2") == serf.StatusLeft
+	})
+}
+
+func TestSnapshotRejoinsAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	nodes := startCluster(t, 3, "fast", "")
+	c := testConfig(t, "snappy", "fast", "", nodes[0].cfg.Bind)
+	c.Snapshot = filepath.Join(dir, "snapshot")
+	n := startNode(t, c)
+	waitFor(t, 10*time.Second, "snappy joined", func() bool { return countStatus(nodes[0].a, serf.StatusAlive) == 4 })
+	// Crash it: no leave, so the snapshot still lists its peers as alive.
+	n.a.Shutdown()
+	waitFor(t, 10*time.Second, "snappy failed", func() bool { return statusOf(nodes[0].a, "snappy") == serf.StatusFailed })
+
+	c2 := *c
+	c2.Join = nil // nothing but the snapshot tells it where the cluster is
+	startNode(t, &c2)
+	waitFor(t, 10*time.Second, "snappy alive again everywhere without a join address", func() bool {
+		for _, nd := range nodes {
+			if statusOf(nd.a, "snappy") != serf.StatusAlive {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func TestDuplicateNameRefused(t *testing.T) {
+	nodes := startCluster(t, 3, "fast", "")
+	dup := testConfig(t, "node1", "fast", "", nodes[0].cfg.Bind)
+	n := startNode(t, dup)
+	select {
+	case err := <-n.a.Fatal():
+		want := `node name "node1" is already used by a live member at ` + nodes[1].cfg.Bind
+		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(want)) {
+			t.Fatalf("error = %v, want it to contain %q", err, want)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("duplicate name was not refused")
+	}
+	// The original keeps its name and address everywhere.
+	for _, nd := range nodes {
+		for _, m := range nd.a.Members() {
+			if m.Name == "node1" && (m.Status != serf.StatusAlive || fmt.Sprintf("%s:%d", m.Addr, m.Port) != nodes[1].cfg.Bind) {
+				t.Errorf("%s sees node1 as %s at %s:%d", nd.cfg.Node, m.Status, m.Addr, m.Port)
+			}
+		}
+	}
+}
+
+func TestWrongKeyRefused(t *testing.T) {
+	k1, _ := GenerateKey()
+	k2, _ := GenerateKey()
+	nodes := startCluster(t, 2, "fast", k1)
+	bad := testConfig(t, "intruder", "fast", k2, nodes[0].cfg.Bind)
+	bad.RetryMax = 2
+	n := startNode(t, bad)
+	select {
+	case err := <-n.a.Fatal():
+		if !bytes.Contains([]byte(err.Error()), []byte("no installed keys could decrypt the message")) {
+			t.Fatalf("join error = %v, want the decryption failure named", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("join with a wrong key did not fail")
+	}
+	info := n.a.Info("")
+	if info.Join.Joined || info.Join.LastError == "" {
+		t.Errorf("info join = %+v, want not joined with an error", info.Join)
+	}
+	for _, nd := range nodes {
+		if statusOf(nd.a, "intruder") != serf.StatusNone {
+			t.Errorf("%s lists the intruder", nd.cfg.Node)
+		}
+	}
+}
+
+func TestTagsPropagateAndPersist(t *testing.T) {
+	nodes := startCluster(t, 3, "fast", "")
+	tagsFile := filepath.Join(t.TempDir(), "tags.json")
+	c := testConfig(t, "tagged", "fast", "", nodes[0].cfg.Bind)
+	c.TagsFile = tagsFile
+	c.Tags = map[string]string{"role": "db"}
+	n := startNode(t, c)
+	if _, err := n.a.UpdateTags(map[string]string{"dc": "eu1"}, []string{"role"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "tags seen by every member", func() bool {
+		for _, nd := range nodes {
+			for _, m := range nd.a.Members() {
+				if m.Name == "tagged" && (m.Tags["dc"] != "eu1" || m.Tags["role"] != "") {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	n.a.Shutdown()
+	// Restarted with the same config, the tags file wins.
+	c2 := *c
+	c2.Bind = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	n2 := startNode(t, &c2)
+	got := n2.a.Serf().LocalMember().Tags
+	if got["dc"] != "eu1" || got["role"] != "" {
+		t.Fatalf("tags after restart = %v, want the persisted {dc: eu1}", got)
+	}
+}

@@ -1,0 +1,106 @@
+package agent
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hashicorp/serf/client"
+	"github.com/hashicorp/serf/serf"
+)
+
+// TestSerfClientLibrary drives a shoal agent with the stock
+// github.com/hashicorp/serf/client library over the Serf RPC protocol.
+func TestSerfClientLibrary(t *testing.T) {
+	nodes := startCluster(t, 2, "fast", "")
+	c := testConfig(t, "rpc", "fast", "")
+	c.RPCAddr = "127.0.0.1:0"
+	c.RPCAuth = "s3cret"
+	n := startNode(t, c)
+
+	if _, err := client.ClientFromConfig(&client.Config{Addr: n.a.RPCAddr(), AuthKey: "wrong", Timeout: 2 * time.Second}); err == nil {
+		t.Fatal("wrong RPC auth key accepted")
+	}
+	rpc, err := client.ClientFromConfig(&client.Config{Addr: n.a.RPCAddr(), AuthKey: "s3cret", Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rpc.Close()
+
+	// Stream events before anything happens.
+	evCh := make(chan map[string]any, 64)
+	streamH, err := rpc.Stream("member-join,user:deploy", evCh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rpc.Stop(streamH)
+
+	joined, err := rpc.Join([]string{nodes[0].cfg.Bind}, false)
+	if err != nil || joined != 1 {
+		t.Fatalf("join = %d, %v", joined, err)
+	}
+	waitFor(t, 10*time.Second, "three members via RPC", func() bool {
+		ms, err := rpc.Members()
+		if err != nil {
+			return false
+		}
+		alive := 0
+		for _, m := range ms {
+			if m.Status == "alive" {
+				alive++
+			}
+		}
+		return alive == 3
+	})
+	filtered, err := rpc.MembersFiltered(map[string]string{}, "alive", "node.*")
+	if err != nil || len(filtered) != 2 {
+		t.Fatalf("members filtered = %v, %v", filtered, err)
+	}
+
+	if err := rpc.UpdateTags(map[string]string{"role": "db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "tag via RPC seen by node0", func() bool {
+		for _, m := range nodes[0].a.Members() {
+			if m.Name == "rpc" && m.Tags["role"] == "db" {
+				return true
+			}
+		}
+		return false
+	})
+
+	sub := nodes[1].a.Subscribe(64)
+	defer sub.Close()
+	if err := rpc.UserEvent("deploy", []byte("v42"), false); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(10 * time.Second)
+	for got := false; !got; {
+		select {
+		case e := <-sub.C:
+			if ue, ok := e.(serf.UserEvent); ok && ue.Name == "deploy" && string(ue.Payload) == "v42" {
+				got = true
+			}
+		case <-deadline:
+			t.Fatal("node1 never received the user event sent through RPC")
+		}
+	}
+	sawJoin, sawUser := false, false
+	for !(sawJoin && sawUser) {
+		select {
+		case ev := <-evCh:
+			switch ev["Event"] {
+			case "member-join":
+				sawJoin = true
+			case "user":
+				sawUser = ev["Name"] == "deploy"
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("stream: join %v user %v", sawJoin, sawUser)
+		}
+	}
+
+	stats, err := rpc.Stats()
+	if err != nil || stats["agent"]["name"] != "rpc" {
+		t.Fatalf("stats = %v, %v", stats, err)
+	}
+}

@@ -1,0 +1,227 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/agent"
+	"github.com/shoaldb/shoal/internal/api"
+	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/logging"
+	"github.com/shoaldb/shoal/pkg/client"
+)
+
+func freeAddr(t *testing.T) string {
+	for i := 0; i < 50; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if u, err := net.ListenPacket("udp", addr); err == nil {
+			u.Close()
+			return addr
+		}
+	}
+	t.Fatal("no free port")
+	return ""
+}
+
+func startAgent(t *testing.T, name string, key string, tags map[string]string) (*agent.Agent, *client.Client, string) {
+	t.Helper()
+	c := config.Default()
+	c.Node, c.Bind, c.RPCAddr, c.HTTPAddr, c.Profile = name, freeAddr(t), "", "", "fast"
+	c.Encrypt = key
+	c.InsecureNoEncryption = key == ""
+	c.Tags = tags
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(c, logging.New(io.Discard, "text", slog.LevelInfo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Shutdown)
+	srv := httptest.NewServer(api.New(a, slog.New(slog.DiscardHandler), "", nil))
+	t.Cleanup(srv.Close)
+	return a, client.New(srv.URL), c.Bind
+}
+
+func TestAPIAgainstRealAgents(t *testing.T) {
+	ctx := context.Background()
+	key, _ := agent.GenerateKey()
+	_, c1, bind1 := startAgent(t, "db1", key, map[string]string{"role": "db", "dc": "eu1"})
+	a2, c2, _ := startAgent(t, "app1", key, map[string]string{"role": "app"})
+
+	if _, err := c2.Join(ctx, nil, false); err == nil || !strings.Contains(err.Error(), "addrs: at least one address") {
+		t.Fatalf("join without addrs: %v", err)
+	}
+	n, err := c2.Join(ctx, []string{bind1}, false)
+	if err != nil || n != 1 {
+		t.Fatalf("join = %d, %v", n, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ms, err := c1.Members(ctx, client.MemberFilter{Status: "alive"})
+		if err == nil && len(ms) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("members = %v, %v", ms, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	for _, tc := range []struct {
+		f    client.MemberFilter
+		want string
+	}{
+		{client.MemberFilter{Tags: map[string]string{"role": "db"}}, "db1"},
+		{client.MemberFilter{Tags: map[string]string{"role": "d"}}, ""}, // anchored
+		{client.MemberFilter{Name: "app.*"}, "app1"},
+		{client.MemberFilter{Status: "failed"}, ""},
+		{client.MemberFilter{Tags: map[string]string{"dc": "eu.*", "role": "db|app"}}, "db1"},
+	} {
+		ms, err := c2.Members(ctx, tc.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, m := range ms {
+			names = append(names, m.Name)
+		}
+		if got := strings.Join(names, ","); got != tc.want {
+			t.Errorf("filter %+v = %q, want %q", tc.f, got, tc.want)
+		}
+	}
+	_, err = c1.Members(ctx, client.MemberFilter{Name: "("})
+	var ae *client.APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Message, "name: bad regular expression") {
+		t.Fatalf("bad regex: %v", err)
+	}
+
+	info, err := c2.Info(ctx)
+	if err != nil || info.Node != "app1" || !info.Encrypted || info.Profile != "fast" || info.Timings.ProbeInterval != "150ms" {
+		t.Fatalf("info = %+v, %v", info, err)
+	}
+
+	tags, err := c2.UpdateTags(ctx, map[string]string{"zone": "b"}, []string{"role"})
+	if err != nil || tags["zone"] != "b" || tags["role"] != "" {
+		t.Fatalf("tags = %v, %v", tags, err)
+	}
+	if _, err := c2.UpdateTags(ctx, map[string]string{"bad key": "x"}, nil); err == nil {
+		t.Fatal("bad tag key accepted")
+	}
+	if a2.Serf().LocalMember().Tags["zone"] != "b" {
+		t.Fatal("tag not applied")
+	}
+
+	if err := c1.Event(ctx, "deploy", []byte("v1"), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c1.Event(ctx, "", nil, false); err == nil || !strings.Contains(err.Error(), "name: required") {
+		t.Fatalf("event without name: %v", err)
+	}
+	qr, err := c1.Query(ctx, client.QueryRequest{Name: "ping", RequestAck: true, Timeout: "500ms"})
+	if err != nil || len(qr.Acks) != 2 {
+		t.Fatalf("query = %+v, %v", qr, err)
+	}
+	keys, err := c1.ListKeys(ctx)
+	if err != nil || keys.Keys[key] != 2 {
+		t.Fatalf("keys = %+v, %v", keys, err)
+	}
+	if _, err := c1.KeyOp(ctx, "install", "bogus"); err == nil || !strings.Contains(err.Error(), "not valid base64") {
+		t.Fatalf("install bogus key: %v", err)
+	}
+	h, err := c1.Health(ctx)
+	if err != nil || h.Status != "ok" {
+		t.Fatalf("health = %+v, %v", h, err)
+	}
+
+	// Monitor streams recent log lines.
+	mctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	got := make(chan string, 1)
+	go func() {
+		_ = c1.Monitor(mctx, "info", func(line string) {
+			select {
+			case got <- line:
+			default:
+			}
+		})
+	}()
+	select {
+	case l := <-got:
+		if !strings.Contains(l, "[INFO]") && !strings.Contains(l, "[WARN]") {
+			t.Errorf("monitor line %q", l)
+		}
+	case <-mctx.Done():
+		t.Fatal("monitor delivered nothing")
+	}
+}
+
+func TestAPIErrorsAreJSON(t *testing.T) {
+	_, c, _ := startAgent(t, "solo", "", nil)
+	base := strings.TrimPrefix(c.Addr(), "")
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+		want               string
+	}{
+		{"GET", "/v1/nope", "", 404, "no such endpoint"},
+		{"POST", "/v1/agent/join", "{bad json", 400, "bad request body"},
+		{"POST", "/v1/agent/join", `{"addrs":["x"],"extra":1}`, 400, `unknown field`},
+		{"POST", "/v1/agent/force-leave", `{}`, 400, "node: required"},
+		{"POST", "/v1/query", `{"name":"q","timeout":"forever"}`, 400, "want a duration"},
+		{"POST", "/v1/keys/rotate", `{"key":"x"}`, 404, "unknown key operation"},
+		{"POST", "/v1/keys/list", `{}`, 404, "unknown key operation"},
+		{"GET", "/v1/keys", "", 400, "gossip encryption is not enabled"},
+		{"GET", "/v1/monitor?level=loud", "", 400, "want trace, debug"},
+		{"DELETE", "/v1/members", "", 405, "method DELETE not allowed"},
+	} {
+		req, _ := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || !strings.Contains(string(body), tc.want) {
+			t.Errorf("%s %s: %d %s, want %d containing %q", tc.method, tc.path, resp.StatusCode, body, tc.status, tc.want)
+		}
+		if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+			t.Errorf("%s %s: content type %q", tc.method, tc.path, resp.Header.Get("Content-Type"))
+		}
+	}
+	big := fmt.Sprintf(`{"name":"e","payload":"%s"}`, strings.Repeat("A", 2<<20))
+	resp, err := http.Post(base+"/v1/event", "application/json", strings.NewReader(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("oversized body: %d", resp.StatusCode)
+	}
+}
+
+func TestClientUnreachable(t *testing.T) {
+	addr := freeAddr(t)
+	_, err := client.New(addr).Members(context.Background(), client.MemberFilter{})
+	var ue *client.UnreachableError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "no shoal agent reachable at "+addr) || !strings.Contains(err.Error(), "--http-addr") {
+		t.Fatalf("got %v", err)
+	}
+}
