@@ -17,6 +17,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sagent "github.com/hashicorp/serf/cmd/serf/command/agent"
@@ -48,9 +49,12 @@ type Agent struct {
 
 	keyWarning string
 
-	mu       sync.Mutex
-	join     client.JoinStatus
-	conflict string // address of the other holder of our name, once known
+	mu        sync.Mutex
+	join      client.JoinStatus
+	conflict  string // address of the other holder of our name, once known
+	resolving bool
+
+	joinInFlight atomic.Int32
 
 	fatalOnce sync.Once
 	fatal     chan error
@@ -145,11 +149,9 @@ func (a *Agent) Start(ctx context.Context) error {
 			a.mu.Lock()
 			conflict := a.conflict
 			a.mu.Unlock()
-			if conflict != "" {
-				a.fail(fmt.Errorf("node name %q is already used by a live member at %s: refusing to run with a duplicate name; pick another --node", a.cfg.Node, conflict))
-				return
+			if conflict == "" {
+				a.fail(errors.New("gossip layer shut down unexpectedly (see the log)"))
 			}
-			a.fail(errors.New("gossip layer shut down unexpectedly (see the log)"))
 		}
 	}()
 	local := sa.Serf().LocalMember()
@@ -197,24 +199,6 @@ func (a *Agent) writeTagsFile(tags map[string]string) error {
 		return err
 	}
 	return WriteFileAtomic(a.cfg.TagsFile, append(data, '\n'), 0o600)
-}
-
-// observeSerfLog watches serf's log for the outcome of a name conflict,
-// which serf reports only there before shutting itself down.
-func (a *Agent) observeSerfLog(_ slog.Level, component, msg string) {
-	if component != "serf" {
-		return
-	}
-	const prefix = "Node name conflicts with another node at "
-	if i := strings.Index(msg, prefix); i >= 0 {
-		addr := msg[i+len(prefix):]
-		if j := strings.Index(addr, ". Names"); j > 0 {
-			addr = addr[:j]
-		}
-		a.mu.Lock()
-		a.conflict = addr
-		a.mu.Unlock()
-	}
 }
 
 // observeEvent runs inline in serf's event loop: keep it cheap.

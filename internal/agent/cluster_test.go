@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -309,5 +310,29 @@ func TestTagsPropagateAndPersist(t *testing.T) {
 	got := n2.a.Serf().LocalMember().Tags
 	if got["dc"] != "eu1" || got["role"] != "" {
 		t.Fatalf("tags after restart = %v, want the persisted {dc: eu1}", got)
+	}
+}
+
+// TestDuplicateNameLoneNodeSurvives covers the case serf's own resolution
+// gets wrong: a one-node cluster and a newcomer with its name. Nobody else
+// can vote; the newcomer must step down and the established node must stay.
+func TestDuplicateNameLoneNodeSurvives(t *testing.T) {
+	orig := startNode(t, testConfig(t, "lonely", "fast", ""))
+	dup := startNode(t, testConfig(t, "lonely", "fast", "", orig.cfg.Bind))
+	select {
+	case err := <-dup.a.Fatal():
+		if !strings.Contains(err.Error(), `node name "lonely" is already used by a live member at `+orig.cfg.Bind) {
+			t.Fatalf("error = %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("duplicate name was not refused")
+	}
+	select {
+	case err := <-orig.a.Fatal():
+		t.Fatalf("the established node stopped: %v", err)
+	case <-time.After(2 * time.Second):
+	}
+	if orig.a.Serf().State() != serf.SerfAlive {
+		t.Fatalf("established node state %s", orig.a.Serf().State())
 	}
 }

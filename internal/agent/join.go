@@ -19,7 +19,7 @@ func (a *Agent) retryJoin(ctx context.Context) {
 	}
 	wait := a.cfg.RetryInterval
 	for attempt := 1; ; attempt++ {
-		n, err := a.sa.Join(addrs, false)
+		n, err := a.joinCounted(addrs, false)
 		a.mu.Lock()
 		a.join.Attempts = attempt
 		a.join.LastAttempt = time.Now()
@@ -62,4 +62,11 @@ func flatten(err error) error {
 		parts = append(parts, e.Error())
 	}
 	return errors.New(strings.Join(parts, "; "))
+}
+
+// joinCounted joins while marking a join in flight (see conflict.go).
+func (a *Agent) joinCounted(addrs []string, replay bool) (int, error) {
+	a.joinInFlight.Add(1)
+	defer a.joinInFlight.Add(-1)
+	return a.sa.Join(addrs, replay)
 }

@@ -65,7 +65,7 @@ func (a *Agent) Members() []serf.Member { return a.Serf().Members() }
 
 // Join contacts the given addresses; replay asks for old user events.
 func (a *Agent) Join(addrs []string, replay bool) (int, error) {
-	return a.sa.Join(addrs, replay)
+	return a.joinCounted(addrs, replay)
 }
 
 // ForceLeave marks a failed member as left; prune removes it entirely.
@@ -115,8 +115,8 @@ func (a *Agent) UpdateTags(set map[string]string, del []string) (map[string]stri
 // or list.
 func (a *Agent) KeyOp(op, key string) (*serf.KeyResponse, error) {
 	if op != "list" {
-		if err := config.ValidateKey("key", key); err != nil {
-			return nil, err
+		if err := config.CheckKey(key); err != nil {
+			return nil, fmt.Errorf("key: %w", err)
 		}
 	}
 	if !a.Serf().EncryptionEnabled() {

@@ -91,7 +91,7 @@ func serfConfig(c *config.Config, logOutput io.Writer) (*serf.Config, error) {
 	sc.SnapshotPath = c.Snapshot
 	sc.RejoinAfterLeave = c.Rejoin
 	sc.KeyringFile = c.KeyringFile
-	sc.EnableNameConflictResolution = true
+	sc.EnableNameConflictResolution = false // see conflict.go
 	sc.CoalescePeriod = 0
 	sc.QuiescentPeriod = 0
 	sc.UserCoalescePeriod = 0

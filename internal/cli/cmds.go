@@ -329,8 +329,8 @@ func newKeysCmd(g *globals) *cobra.Command {
 			Short: strings.ToUpper(op[:1]) + op[1:] + " a key on every member",
 			Args:  exactArgs(1, "one key"),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				if err := config.ValidateKey("key", args[0]); err != nil {
-					return &usageError{err}
+				if err := config.CheckKey(args[0]); err != nil {
+					return usagef("keys %s: KEY argument: %v", op, err)
 				}
 				r, err := g.client().KeyOp(cmd.Context(), op, args[0])
 				if err := reportKeys(g, op, r, err); err != nil {
@@ -375,4 +375,3 @@ func newVersionCmd(g *globals) *cobra.Command {
 		},
 	}
 }
-

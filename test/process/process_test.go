@@ -1,0 +1,259 @@
+// Package process runs the real shoal binary as processes: agents, the CLI,
+// signals.
+package process
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// shoalBin builds the binary once per test run.
+func shoalBin(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "shoal-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "shoal")
+		cmd := exec.Command("go", "build", "-o", binPath, "../../cmd/shoal")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	for i := 0; i < 50; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if u, err := net.ListenPacket("udp", addr); err == nil {
+			u.Close()
+			return addr
+		}
+	}
+	t.Fatal("no free port")
+	return ""
+}
+
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+type proc struct {
+	cmd  *exec.Cmd
+	log  *lockedBuf
+	http string
+	bind string
+	done chan struct{}
+	err  error
+}
+
+func startAgent(t *testing.T, name, key string, extra ...string) *proc {
+	t.Helper()
+	p := &proc{log: &lockedBuf{}, http: freeAddr(t), bind: freeAddr(t), done: make(chan struct{})}
+	args := append([]string{"agent", "--node", name, "--bind", p.bind, "--http-addr", p.http,
+		"--rpc-addr", freeAddr(t), "--encrypt", key, "--profile", "fast"}, extra...)
+	p.cmd = exec.Command(shoalBin(t), args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("--- log of %s ---\n%s", name, p.log.String())
+		}
+	})
+	return p
+}
+
+func shoal(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, shoalBin(t), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+type member struct {
+	Name   string            `json:"name"`
+	Addr   string            `json:"addr"`
+	Status string            `json:"status"`
+	Tags   map[string]string `json:"tags"`
+}
+
+func members(t *testing.T, httpAddr string) map[string]member {
+	t.Helper()
+	out, errOut, code := shoal(t, "members", "--http-addr", httpAddr, "--format", "json")
+	if code != 0 {
+		return nil
+	}
+	var r struct {
+		Members []member `json:"members"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("members json: %v\n%s%s", err, out, errOut)
+	}
+	m := map[string]member{}
+	for _, x := range r.Members {
+		m[x.Name] = x
+	}
+	return m
+}
+
+func eventually(t *testing.T, d time.Duration, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if f() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s: %s", d, what)
+}
+
+func TestAgentsAsProcesses(t *testing.T) {
+	out, _, code := shoal(t, "keygen")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	key := lines[len(lines)-1]
+	if code != 0 || len(key) != 44 {
+		t.Fatalf("keygen: %q exit %d", out, code)
+	}
+	a := startAgent(t, "a1", key, "--tag", "role=db")
+	b := startAgent(t, "b1", key, "--join", a.bind, "--tag", "role=app")
+	c := startAgent(t, "c1", key, "--join", a.bind)
+
+	eventually(t, 20*time.Second, "three alive members seen from c1", func() bool {
+		m := members(t, c.http)
+		return len(m) == 3 && m["a1"].Status == "alive" && m["b1"].Status == "alive" && m["c1"].Status == "alive"
+	})
+	m := members(t, c.http)
+	if m["a1"].Tags["role"] != "db" || m["a1"].Addr != strings.Split(a.bind, ":")[0] {
+		t.Errorf("a1 = %+v", m["a1"])
+	}
+	out, _, _ = shoal(t, "members", "--http-addr", c.http, "--tag", "role=db")
+	if !strings.Contains(out, "a1") || strings.Contains(out, "b1") || !strings.HasPrefix(out, "NAME") {
+		t.Errorf("filtered table:\n%s", out)
+	}
+
+	// SIGHUP reloads without stopping.
+	b.cmd.Process.Signal(syscall.SIGHUP)
+	eventually(t, 5*time.Second, "reload logged", func() bool { return strings.Contains(b.log.String(), "reload done") })
+
+	// SIGTERM: graceful leave, exit 0, peers see "left".
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-b.done:
+		if b.err != nil {
+			t.Errorf("b1 exit after SIGTERM: %v", b.err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("b1 did not exit after SIGTERM")
+	}
+	eventually(t, 10*time.Second, "b1 left", func() bool { return members(t, a.http)["b1"].Status == "left" })
+
+	// kill -9: peers see "failed".
+	c.cmd.Process.Kill()
+	eventually(t, 15*time.Second, "c1 failed", func() bool { return members(t, a.http)["c1"].Status == "failed" })
+
+	// shoal leave through the API: the agent leaves and exits 0.
+	if _, errOut, code := shoal(t, "leave", "--http-addr", a.http); code != 0 {
+		t.Fatalf("leave: %d %s", code, errOut)
+	}
+	select {
+	case <-a.done:
+		if a.err != nil {
+			t.Errorf("a1 exit after leave: %v", a.err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("a1 did not exit after shoal leave")
+	}
+	if !strings.Contains(a.log.String(), "left the cluster") {
+		t.Error("a1 did not log its leave")
+	}
+}
+
+func TestDuplicateNameProcessExitsWithError(t *testing.T) {
+	out, _, _ := shoal(t, "keygen")
+	key := strings.TrimSpace(out)
+	a := startAgent(t, "dup", key)
+	eventually(t, 10*time.Second, "a up", func() bool { return members(t, a.http)["dup"].Status == "alive" })
+	b := startAgent(t, "dup", key, "--join", a.bind)
+	select {
+	case <-b.done:
+		if b.err == nil || !strings.Contains(b.log.String(), `node name "dup" is already used by a live member at `+a.bind) {
+			t.Fatalf("exit %v, log:\n%s", b.err, b.log.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("duplicate agent kept running")
+	}
+	if members(t, a.http)["dup"].Status != "alive" {
+		t.Fatal("the original lost its name")
+	}
+}
+
+func TestNoAgentMessage(t *testing.T) {
+	addr := freeAddr(t)
+	_, errOut, code := shoal(t, "members", "--http-addr", addr)
+	if code != 1 || !strings.Contains(errOut, "no shoal agent reachable at "+addr) || !strings.Contains(errOut, "SHOAL_HTTP_ADDR") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
