@@ -1,0 +1,177 @@
+package pool
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/shoaldb/shoal/internal/tags"
+)
+
+// Compute returns the pool for members under policy. prev is the previous
+// pool (nil at start); it only decides which writer stays in a conflict, and
+// which synced Galera node stays the writer.
+// Compute does not modify its arguments, and its result does not depend on
+// the order of members. If members holds the same name twice (serf never
+// does), one of them is used, chosen by content, not by position.
+func Compute(members []Member, policy Policy, prev *Pool) *Pool {
+	byCluster := map[string][]eval{}
+	for _, m := range dedupe(members) {
+		if m.Tags[tags.KeyRole] != tags.RoleDB {
+			continue
+		}
+		c := tags.Cluster(m.Tags)
+		byCluster[c] = append(byCluster[c], evaluate(m, policy))
+	}
+	p := &Pool{}
+	for _, name := range slices.Sorted(maps.Keys(byCluster)) {
+		p.Clusters = append(p.Clusters, buildCluster(name, byCluster[name], policy, prev.Cluster(name).Writer()))
+	}
+	return p
+}
+
+// buildCluster applies the cluster-wide rules: writer selection and conflict,
+// writer serving reads, and the floors.
+func buildCluster(name string, evals []eval, policy Policy, prevWriter string) Cluster {
+	c := Cluster{Name: name}
+	var writers, softWriters, softReaders []eval
+	for _, e := range evals {
+		switch e.kind {
+		case kindOut:
+			c.Out = append(c.Out, e.node)
+		case kindWriter:
+			writers = append(writers, e)
+		case kindSoftWriter:
+			softWriters = append(softWriters, e)
+		case kindReader:
+			c.Readers = append(c.Readers, e.node)
+		case kindSoftReader:
+			softReaders = append(softReaders, e)
+		}
+	}
+
+	// Writer, with the writer floor when no passing candidate exists.
+	floored := false
+	if len(writers) == 0 {
+		writers, softWriters, floored = softWriters, nil, true
+	}
+	for _, e := range softWriters {
+		c.Out = append(c.Out, e.node)
+	}
+	softReaders = append(softReaders, pickWriter(&c, writers, floored, prevWriter)...)
+	if policy.WriterServesReads && len(c.Writers) == 1 {
+		c.Readers = append(c.Readers, c.Writers[0])
+	}
+
+	// Reader floor: keep the least-bad soft-out readers.
+	slices.SortFunc(softReaders, leastBad)
+	need := policy.minReaders() - len(c.Readers)
+	for _, e := range softReaders {
+		if need > 0 {
+			need--
+			c.Readers = append(c.Readers, floorNode(e))
+			continue
+		}
+		c.Out = append(c.Out, e.node)
+	}
+
+	sortNodes(c.Readers)
+	sortNodes(c.Out)
+	return c
+}
+
+// pickWriter sets c's writer from the candidates (all passing, or all in
+// warning when floored) and applies the conflict and Galera rules. Synced
+// Galera nodes not chosen go to c.Readers, or are returned as floor candidates
+// when floored.
+func pickWriter(c *Cluster, writers []eval, floored bool, prevWriter string) (softReaders []eval) {
+	sortEvals(writers)
+	switch {
+	case len(writers) == 0:
+	case len(writers) == 1 || allGalera(writers):
+		i := max(0, slices.IndexFunc(writers, func(e eval) bool { return e.node.Name == prevWriter }))
+		for j, e := range writers {
+			switch {
+			case j == i:
+				c.Writers = []Node{writerNode(e, floored, "")}
+			case floored:
+				softReaders = append(softReaders, e)
+			default:
+				e.node.Reason, e.node.Detail = ReasonNone, ""
+				c.Readers = append(c.Readers, e.node)
+			}
+		}
+	default:
+		for _, e := range writers {
+			c.Conflict = append(c.Conflict, e.node.Name)
+		}
+		list := strings.Join(c.Conflict, ", ")
+		for _, e := range writers {
+			if e.node.Name == prevWriter {
+				c.Writers = []Node{writerNode(e, floored, "conflict: kept as the previous writer; writable: "+list)}
+				continue
+			}
+			c.Out = append(c.Out, Node{Name: e.node.Name, Addr: e.node.Addr, Reason: ReasonConflict, Detail: "writable: " + list})
+		}
+	}
+	return softReaders
+}
+
+func writerNode(e eval, floored bool, detail string) Node {
+	if floored {
+		n := floorNode(e)
+		if detail != "" {
+			n.Detail += "; " + detail
+		}
+		return n
+	}
+	e.node.Reason, e.node.Detail = ReasonNone, detail
+	return e.node
+}
+
+// floorNode is a soft-out node kept in by the floor; Detail keeps the soft reason.
+func floorNode(e eval) Node {
+	n := e.node
+	n.Reason = ReasonFloor
+	n.Detail = string(e.node.Reason)
+	if e.node.Detail != "" {
+		n.Detail = fmt.Sprintf("%s: %s", e.node.Reason, e.node.Detail)
+	}
+	return n
+}
+
+func allGalera(es []eval) bool {
+	for _, e := range es {
+		if !e.galera {
+			return false
+		}
+	}
+	return true
+}
+
+// leastBad orders floor candidates: known lag before unknown, less lag first,
+// then by name.
+func leastBad(a, b eval) int {
+	if a.lagKnown != b.lagKnown {
+		if a.lagKnown {
+			return -1
+		}
+		return 1
+	}
+	if a.lagKnown {
+		if c := cmp.Compare(a.lag, b.lag); c != 0 {
+			return c
+		}
+	}
+	return strings.Compare(a.node.Name, b.node.Name)
+}
+
+func sortEvals(es []eval) {
+	slices.SortFunc(es, func(a, b eval) int { return strings.Compare(a.node.Name, b.node.Name) })
+}
+
+func sortNodes(ns []Node) {
+	slices.SortFunc(ns, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
+}

@@ -1,0 +1,231 @@
+package pool
+
+import (
+	"math/rand"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/tags"
+)
+
+func TestCompute(t *testing.T) {
+	galera := func(name string, synced, readOnly bool, opts ...opt) Member {
+		return dbh(name, tags.Health{State: tags.Passing, Galera: true, GaleraSynced: synced, ReadOnly: readOnly}, opts...)
+	}
+	warnWriter := func(name string) Member {
+		return dbh(name, tags.Health{State: tags.Warning, Reason: "slow"})
+	}
+	prevWriter := func(cluster, name string) *Pool {
+		return &Pool{Clusters: []Cluster{{Name: cluster, Writers: []Node{{Name: name}}}}}
+	}
+	tests := []struct {
+		name    string
+		members []Member
+		policy  Policy
+		prev    *Pool
+		want    string
+	}{
+		{"empty", nil, Policy{}, nil, ""},
+		{"writer and reader",
+			[]Member{writer("a"), replica("b", 0)}, Policy{}, nil,
+			"default{w[a] r[b] o[]}"},
+		{"read-only server is not a writer",
+			[]Member{dbh("a", tags.Health{State: tags.Passing, ReadOnly: true, Replica: true, IORunning: true, SQLRunning: true, LagKnown: true})},
+			Policy{}, nil, "default{w[] r[a] o[]}"},
+		{"conflict without previous writer: no writer",
+			[]Member{writer("a"), writer("b"), replica("c", 1)}, Policy{}, nil,
+			"default{w[] r[c] o[a:conflict b:conflict] c[a b]}"},
+		{"conflict keeps the previous writer",
+			[]Member{writer("a"), writer("b"), writer("c")}, Policy{}, prevWriter("default", "b"),
+			"default{w[b] r[] o[a:conflict c:conflict] c[a b c]}"},
+		{"conflict with previous writer no longer a candidate",
+			[]Member{writer("a"), writer("b"), writer("c", status(StatusFailed))}, Policy{}, prevWriter("default", "c"),
+			"default{w[] r[] o[a:conflict b:conflict c:agent-failed] c[a b]}"},
+		{"previous writer of another cluster does not count",
+			[]Member{writer("a"), writer("b")}, Policy{}, prevWriter("other", "a"),
+			"default{w[] r[] o[a:conflict b:conflict] c[a b]}"},
+		{"single candidate is writer whatever the previous",
+			[]Member{writer("a")}, Policy{}, prevWriter("default", "z"),
+			"default{w[a] r[] o[]}"},
+		{"lagging reader out when another is fine",
+			[]Member{writer("a"), replica("b", 11), replica("c", 10)}, Policy{}, nil,
+			"default{w[a] r[c] o[b:lag]}"},
+		{"max lag from policy",
+			[]Member{replica("b", 3), replica("c", 2)}, Policy{MaxLag: 2 * time.Second}, nil,
+			"default{w[] r[c] o[b:lag]}"},
+		{"unknown lag is out",
+			[]Member{replica("b", -1), replica("c", 0)}, Policy{}, nil,
+			"default{w[] r[c] o[b:lag]}"},
+		{"floor: all lagging keeps the least lag",
+			[]Member{writer("a"), replica("b", 50), replica("c", 20), replica("d", -1)}, Policy{}, nil,
+			"default{w[a] r[c:floor] o[b:lag d:lag]}"},
+		{"floor of two",
+			[]Member{replica("b", 50), replica("c", 20), replica("d", -1), replica("e", 20)}, Policy{MinReaders: 2}, nil,
+			"default{w[] r[c:floor e:floor] o[b:lag d:lag]}"},
+		{"floor tops up healthy readers",
+			[]Member{replica("b", 50), replica("c", 0), replica("d", 90)}, Policy{MinReaders: 2}, nil,
+			"default{w[] r[b:floor c] o[d:lag]}"},
+		{"floor: known lag before stopped replication",
+			[]Member{
+				dbh("b", tags.Health{State: tags.Passing, ReadOnly: true, Replica: true, IORunning: true}),
+				replica("c", 5000),
+			}, Policy{}, nil,
+			"default{w[] r[c:floor] o[b:replication-stopped]}"},
+		{"floor: by name when equal",
+			[]Member{replica("c", -1), dbh("b", tags.Health{State: tags.Warning, ReadOnly: true})}, Policy{}, nil,
+			"default{w[] r[b:floor] o[c:lag]}"},
+		{"floor disabled",
+			[]Member{replica("b", 50)}, Policy{MinReaders: -1}, nil,
+			"default{w[] r[] o[b:lag]}"},
+		{"floor never keeps dead servers",
+			[]Member{
+				replica("b", 0, status(StatusFailed)), replica("c", 0, status(StatusLeft)),
+				replica("d", 0, status(StatusLeaving)), replica("e", 0, maint("disk")),
+				dbh("f", tags.Health{State: tags.Critical, ReadOnly: true, Reason: "conn-refused"}),
+				member("g", tags.RoleDB), member("h", tags.RoleDB, tag(tags.KeyHealth, "v9;x")),
+				dbh("i", tags.Health{State: tags.Passing, ReadOnly: true, Galera: true}),
+				member("j", tags.RoleDB, health(tags.Health{State: tags.Passing, ReadOnly: true}), status(StatusNone)),
+			}, Policy{MinReaders: 5}, nil,
+			"default{w[] r[] o[b:agent-failed c:left d:leaving e:maintenance f:critical g:no-health h:bad-health-tag i:galera-not-synced j:agent-failed]}"},
+		{"maintenance takes precedence and is not floored",
+			[]Member{writer("a", maint("upgrade")), replica("b", 0, maint("x"), status(StatusFailed))}, Policy{}, nil,
+			"default{w[] r[] o[a:maintenance b:maintenance]}"},
+		{"maintenance of the writer ends a conflict",
+			[]Member{writer("a", maint("switchover")), writer("b")}, Policy{}, nil,
+			"default{w[b] r[] o[a:maintenance]}"},
+		{"multiple clusters",
+			[]Member{
+				writer("a1", cluster("s1")), replica("a2", 0, cluster("s1")),
+				writer("b1", cluster("s2")), replica("b2", 99, cluster("s2")),
+				writer("d1"), writer("d2", cluster(tags.DefaultCluster)),
+			}, Policy{}, nil,
+			"default{w[] r[] o[d1:conflict d2:conflict] c[d1 d2]}; s1{w[a1] r[a2] o[]}; s2{w[b1] r[b2:floor] o[]}"},
+		{"writer serves reads",
+			[]Member{writer("a"), replica("b", 0)}, Policy{WriterServesReads: true}, nil,
+			"default{w[a] r[a b] o[]}"},
+		{"writer serving reads meets the floor",
+			[]Member{writer("a"), replica("b", 60)}, Policy{WriterServesReads: true}, nil,
+			"default{w[a] r[a] o[b:lag]}"},
+		{"apps, role-less and stock serf agents are ignored",
+			[]Member{
+				member("app1", tags.RoleApp), member("plain", ""), member("web1", "web", tag("dc", "x")),
+				member("app2", tags.RoleApp, health(tags.Health{State: tags.Passing})), writer("a"),
+			}, Policy{}, nil,
+			"default{w[a] r[] o[]}"},
+		{"warning reader out when others are fine",
+			[]Member{replica("b", 0), dbh("c", tags.Health{State: tags.Warning, ReadOnly: true, Replica: true, IORunning: true, SQLRunning: true, LagKnown: true})},
+			Policy{}, nil, "default{w[] r[b] o[c:warning]}"},
+		{"replication stopped",
+			[]Member{
+				replica("a", 0),
+				dbh("b", tags.Health{State: tags.Passing, ReadOnly: true, Replica: true, SQLRunning: true, LagKnown: true}),
+				dbh("c", tags.Health{State: tags.Passing, ReadOnly: true}),
+			}, Policy{}, nil,
+			"default{w[] r[a] o[b:replication-stopped c:replication-stopped]}"},
+		{"writer floor: a warning writer beats none",
+			[]Member{warnWriter("a"), replica("b", 0)}, Policy{}, nil,
+			"default{w[a:floor] r[b] o[]}"},
+		{"warning writer out when a passing one exists",
+			[]Member{warnWriter("a"), writer("b")}, Policy{}, nil,
+			"default{w[b] r[] o[a:warning]}"},
+		{"writer floor keeps the conflict rule",
+			[]Member{warnWriter("a"), warnWriter("b")}, Policy{}, nil,
+			"default{w[] r[] o[a:conflict b:conflict] c[a b]}"},
+		{"galera: one writer by name, others read",
+			[]Member{galera("g3", true, false), galera("g1", true, false), galera("g2", true, false)}, Policy{}, nil,
+			"default{w[g1] r[g2 g3] o[]}"},
+		{"galera: previous writer kept",
+			[]Member{galera("g3", true, false), galera("g1", true, false), galera("g2", true, false)}, Policy{}, prevWriter("default", "g2"),
+			"default{w[g2] r[g1 g3] o[]}"},
+		{"galera: not synced out, read-only synced reads",
+			[]Member{galera("g1", false, false), galera("g2", true, true), galera("g3", true, false)}, Policy{}, nil,
+			"default{w[g3] r[g2] o[g1:galera-not-synced]}"},
+		{"galera mixed with async writer is a conflict",
+			[]Member{galera("g1", true, false), writer("a")}, Policy{}, nil,
+			"default{w[] r[] o[a:conflict g1:conflict] c[a g1]}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Compute(tt.members, tt.policy, tt.prev)
+			if got := summary(p); got != tt.want {
+				t.Fatalf("\n got %s\nwant %s", got, tt.want)
+			}
+			checkInvariants(t, tt.members, tt.policy, p)
+		})
+	}
+}
+
+func TestComputeDetails(t *testing.T) {
+	members := []Member{
+		writer("a"), writer("b"),
+		replica("c", 42),
+		dbh("d", tags.Health{State: tags.Critical, ReadOnly: true, Reason: "conn-refused"}),
+		replica("e", 0, maint("disk swap")),
+		member("f", tags.RoleDB, tag(tags.KeyHealth, "v2;h=p")),
+		dbh("g", tags.Health{State: tags.Passing, ReadOnly: true, Replica: true, IORunning: true}),
+	}
+	p := Compute(members, Policy{MinReaders: 2}, nil)
+	got := map[string]string{}
+	for _, n := range append(append(p.Clusters[0].Readers, p.Clusters[0].Out...), p.Clusters[0].Writers...) {
+		got[n.Name] = string(n.Reason) + " | " + n.Detail
+	}
+	want := map[string]string{
+		"a": "conflict | writable: a, b",
+		"b": "conflict | writable: a, b",
+		"c": "floor | lag: lag 42s > max 10s",
+		"d": "critical | conn-refused",
+		"e": "maintenance | disk swap",
+		"f": `bad-health-tag | decode health tag: unknown health tag version "v2" (this agent reads v1)`,
+		"g": "floor | replication-stopped: io thread running, sql thread stopped",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("\n got %q\nwant %q", got, want)
+	}
+	if addr := p.Clusters[0].Readers[0].Addr; addr != "c:3306" {
+		t.Fatalf("addr = %q", addr)
+	}
+}
+
+func TestComputeDeterministic(t *testing.T) {
+	members := []Member{
+		writer("a", cluster("x")), writer("b", cluster("x")), replica("c", 3, cluster("x")),
+		replica("d", 30), replica("e", 40), writer("f"), member("g", tags.RoleApp),
+		replica("h", -1, cluster("y")), writer("i", cluster("y"), status(StatusFailed)),
+		// Duplicate names: the choice must not depend on order.
+		replica("dup", 0), writer("dup"), replica("dup", 0, status(StatusFailed)),
+	}
+	prev := &Pool{Clusters: []Cluster{{Name: "x", Writers: []Node{{Name: "b"}}}}}
+	for _, policy := range []Policy{{}, {WriterServesReads: true, MinReaders: 2}} {
+		want := Compute(members, policy, prev)
+		checkInvariants(t, members, policy, want)
+		rng := rand.New(rand.NewSource(1))
+		for i := 0; i < 50; i++ {
+			shuffled := append([]Member(nil), members...)
+			rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+			if got := Compute(shuffled, policy, prev); !reflect.DeepEqual(got, want) {
+				t.Fatalf("order changed the pool:\n got %s\nwant %s", summary(got), summary(want))
+			}
+		}
+	}
+}
+
+func TestComputeDoesNotModifyInput(t *testing.T) {
+	members := []Member{replica("b", 0), writer("a")}
+	prev := &Pool{Clusters: []Cluster{{Name: "default", Writers: []Node{{Name: "a"}}}}}
+	before := summary(prev)
+	Compute(members, Policy{}, prev)
+	if members[0].Name != "b" || summary(prev) != before {
+		t.Fatal("Compute modified its input")
+	}
+}
+
+func TestReasonsDocumented(t *testing.T) {
+	doc := readDoc(t)
+	for _, r := range Reasons() {
+		if !strings.Contains(doc, "//\t"+string(r)+" ") {
+			t.Errorf("reason %q missing from the package doc table", r)
+		}
+	}
+}

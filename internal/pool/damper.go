@@ -1,0 +1,234 @@
+package pool
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// DampConfig tunes a Damper. Zero fields take the defaults.
+type DampConfig struct {
+	HalfLife time.Duration // penalty half-life; default 60s
+	Penalty  float64       // added on each removal; default 1000
+	Suppress float64       // a removal that leaves the penalty above this holds re-entry; default 2500
+	Reuse    float64       // a held node may re-enter once its penalty decays below this; default 1000
+	MaxHold  time.Duration // the longest a node is held after its last removal; default 5m
+}
+
+// Damping defaults.
+const (
+	DefaultHalfLife = 60 * time.Second
+	DefaultPenalty  = 1000
+	DefaultSuppress = 2500
+	DefaultReuse    = 1000
+	DefaultMaxHold  = 5 * time.Minute
+)
+
+func (c DampConfig) withDefaults() DampConfig {
+	if c.HalfLife <= 0 {
+		c.HalfLife = DefaultHalfLife
+	}
+	if c.Penalty <= 0 {
+		c.Penalty = DefaultPenalty
+	}
+	if c.Suppress <= 0 {
+		c.Suppress = DefaultSuppress
+	}
+	if c.Reuse <= 0 {
+		c.Reuse = DefaultReuse
+	}
+	if c.MaxHold <= 0 {
+		c.MaxHold = DefaultMaxHold
+	}
+	return c
+}
+
+// Damper holds back readers that flap, like BGP route flap damping.
+//
+// Each node (per cluster) has a penalty that halves every HalfLife. Every time
+// Compute's pool removes the node from the readers (reader → out), the penalty
+// grows by Penalty; if it then exceeds Suppress the node is suppressed: when
+// it qualifies as a reader again it is held out with reason damped until its
+// penalty decays below Reuse. The penalty is capped so that no hold outlasts
+// MaxHold after the last removal. With the defaults a node may enter the
+// reader role about three times in quick succession; the third removal holds
+// it for about 95 s, and a node that flaps more often than every ~40 s stays
+// held. A removal is never delayed: damping only ever holds re-entry.
+//
+// Damping never takes the readers below the policy's floor: if it would, the
+// held nodes with the lowest penalty (then by name) stay in with reason floor.
+// The writer is never damped: there is at most one writer candidate and no
+// substitute, so holding it out would turn an intermittent write outage into
+// a continuous one; a flapping writer shows in Diff and the history instead.
+//
+// A Damper is not safe for concurrent use. It never reads the clock: the
+// caller passes the time of each pool.
+type Damper struct {
+	cfg   DampConfig
+	max   float64 // penalty cap
+	nodes map[placeKey]*dampState
+}
+
+type dampState struct {
+	penalty    float64
+	at         time.Time // when penalty was last brought up to date
+	suppressed bool
+	reader     bool // a reader in the last pool given to Apply
+}
+
+// NewDamper returns a Damper with cfg, zero fields taking the defaults.
+func NewDamper(cfg DampConfig) *Damper {
+	cfg = cfg.withDefaults()
+	return &Damper{
+		cfg:   cfg,
+		max:   cfg.Reuse * math.Exp2(float64(cfg.MaxHold)/float64(cfg.HalfLife)),
+		nodes: map[placeKey]*dampState{},
+	}
+}
+
+// Penalty returns a node's penalty at now (0 if unknown), for metrics and tests.
+func (d *Damper) Penalty(cluster, node string, now time.Time) float64 {
+	s := d.nodes[placeKey{cluster, node}]
+	if s == nil {
+		return 0
+	}
+	return s.decayed(now, d.cfg.HalfLife)
+}
+
+// Apply records the pool Compute returned at now and returns a copy with held
+// readers moved to Out with reason damped. p is not modified. Pass the
+// returned pool, not p, as prev to the next Compute and to Diff.
+func (d *Damper) Apply(now time.Time, p *Pool, policy Policy) *Pool {
+	out := p.Clone()
+	if out == nil {
+		out = &Pool{}
+	}
+	seen := map[placeKey]bool{}
+	for i := range out.Clusters {
+		d.applyCluster(now, &out.Clusters[i], policy, seen)
+	}
+	// Nodes that vanished from the readers without a trace (gone from the
+	// member list, or moved to another cluster) were removed too.
+	for k, s := range d.nodes {
+		if seen[k] {
+			continue
+		}
+		d.update(s, now)
+		if s.reader {
+			d.removed(s)
+		}
+		if !s.suppressed && s.penalty < 1 {
+			delete(d.nodes, k)
+		}
+	}
+	return out
+}
+
+func (d *Damper) applyCluster(now time.Time, c *Cluster, policy Policy, seen map[placeKey]bool) {
+	writer := c.Writer()
+	inReaders := map[string]bool{}
+	for _, n := range c.Readers {
+		if n.Name != writer {
+			inReaders[n.Name] = true
+		}
+	}
+	for _, list := range [][]Node{c.Writers, c.Readers, c.Out} {
+		for _, n := range list {
+			k := placeKey{c.Name, n.Name}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			s := d.nodes[k]
+			if s == nil {
+				if !inReaders[n.Name] {
+					continue // nothing to remember
+				}
+				s = &dampState{at: now}
+				d.nodes[k] = s
+			}
+			d.update(s, now)
+			switch {
+			case s.reader && n.Name == writer:
+				s.reader = false // promoted: not a flap
+			case s.reader && !inReaders[n.Name]:
+				d.removed(s)
+			case !s.reader && inReaders[n.Name]:
+				s.reader = true
+			}
+			if !s.reader && !s.suppressed && s.penalty < 1 {
+				delete(d.nodes, k) // decayed to nothing
+			}
+		}
+	}
+
+	// Hold suppressed readers, unless that breaks the floor.
+	var held []Node
+	readers := c.Readers[:0]
+	for _, n := range c.Readers {
+		s := d.nodes[placeKey{c.Name, n.Name}]
+		if inReaders[n.Name] && s != nil && s.suppressed {
+			held = append(held, n)
+			continue
+		}
+		readers = append(readers, n)
+	}
+	slices.SortFunc(held, func(a, b Node) int {
+		pa, pb := d.nodes[placeKey{c.Name, a.Name}].penalty, d.nodes[placeKey{c.Name, b.Name}].penalty
+		if pa != pb {
+			if pa < pb {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	need := policy.minReaders() - len(readers)
+	for _, n := range held {
+		s := d.nodes[placeKey{c.Name, n.Name}]
+		detail := fmt.Sprintf("flapping: penalty %.0f, re-entry below %.0f", s.penalty, d.cfg.Reuse)
+		if need > 0 {
+			need--
+			readers = append(readers, Node{Name: n.Name, Addr: n.Addr, Reason: ReasonFloor, Detail: "damped: " + detail})
+			continue
+		}
+		c.Out = append(c.Out, Node{Name: n.Name, Addr: n.Addr, Reason: ReasonDamped, Detail: detail})
+	}
+	c.Readers = readers
+	sortNodes(c.Readers)
+	sortNodes(c.Out)
+	if len(c.Readers) == 0 {
+		c.Readers = nil
+	}
+}
+
+// update decays s to now and lifts a suppression whose penalty fell below Reuse.
+func (d *Damper) update(s *dampState, now time.Time) {
+	s.penalty = s.decayed(now, d.cfg.HalfLife)
+	if now.After(s.at) {
+		s.at = now
+	}
+	if s.suppressed && s.penalty < d.cfg.Reuse {
+		s.suppressed = false
+	}
+}
+
+// removed records a removal from the readers.
+func (d *Damper) removed(s *dampState) {
+	s.reader = false
+	s.penalty = math.Min(s.penalty+d.cfg.Penalty, d.max)
+	if s.penalty > d.cfg.Suppress {
+		s.suppressed = true
+	}
+}
+
+// decayed returns the penalty at now; time going backwards decays nothing.
+func (s *dampState) decayed(now time.Time, halfLife time.Duration) float64 {
+	dt := now.Sub(s.at)
+	if dt <= 0 {
+		return s.penalty
+	}
+	return s.penalty * math.Exp2(-float64(dt)/float64(halfLife))
+}

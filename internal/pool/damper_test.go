@@ -1,0 +1,174 @@
+package pool
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/tags"
+)
+
+var t0 = time.Date(2024, 1, 1, 3, 12, 0, 0, time.UTC)
+
+func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+
+// damperRun feeds Compute and a Damper one view at a time, like the agent.
+type damperRun struct {
+	t      *testing.T
+	d      *Damper
+	policy Policy
+	prev   *Pool
+}
+
+func (r *damperRun) step(sec float64, members ...Member) *Pool {
+	r.t.Helper()
+	raw := Compute(members, r.policy, r.prev)
+	p := r.d.Apply(at(sec), raw, r.policy)
+	checkInvariants(r.t, members, r.policy, p)
+	r.prev = p
+	return p
+}
+
+func reasonOf(p *Pool, name string) string {
+	for _, c := range p.Clusters {
+		for _, l := range []struct {
+			role  string
+			nodes []Node
+		}{{"writer", c.Writers}, {"reader", c.Readers}, {"out", c.Out}} {
+			for _, n := range l.nodes {
+				if n.Name == name {
+					return l.role + ":" + string(n.Reason)
+				}
+			}
+		}
+	}
+	return "absent"
+}
+
+func TestDamperHoldsFlappingReader(t *testing.T) {
+	r := &damperRun{t: t, d: NewDamper(DampConfig{})}
+	good := func(sec float64) *Pool { return r.step(sec, writer("a"), replica("b", 0), replica("c", 0)) }
+	bad := func(sec float64) *Pool { return r.step(sec, writer("a"), replica("b", 60), replica("c", 0)) }
+	steps := []struct {
+		sec  float64
+		good bool
+		want string
+	}{
+		{0, true, "reader:"},
+		{5, false, "out:lag"}, // removal 1: penalty 1000
+		{10, true, "reader:"},
+		{15, false, "out:lag"}, // removal 2: ~1891
+		{20, true, "reader:"},
+		{25, false, "out:lag"}, // removal 3: ~2685 > 2500, suppressed; removal is not delayed
+		{30, true, "out:damped"},
+		{60, true, "out:damped"},
+		{110, true, "out:damped"}, // ~1006, still above reuse
+		{111, true, "reader:"},    // ~995 < 1000: released
+		{115, false, "out:lag"},   // removal 4: ~1950, not suppressed
+		{120, true, "reader:"},
+	}
+	for _, s := range steps {
+		var p *Pool
+		if s.good {
+			p = good(s.sec)
+		} else {
+			p = bad(s.sec)
+		}
+		if got := reasonOf(p, "b"); got != s.want {
+			t.Fatalf("t=%gs: b is %s, want %s (penalty %.0f)", s.sec, got, s.want, r.d.Penalty("default", "b", at(s.sec)))
+		}
+		if got := reasonOf(p, "c"); got != "reader:" {
+			t.Fatalf("t=%gs: stable reader c is %s", s.sec, got)
+		}
+	}
+}
+
+func TestDamperKeepsFloor(t *testing.T) {
+	r := &damperRun{t: t, d: NewDamper(DampConfig{})}
+	for i := 0; i < 3; i++ {
+		r.step(float64(10*i), writer("a"), replica("b", 0))
+		r.step(float64(10*i+5), writer("a"), replica("b", -1, status(StatusFailed)))
+	}
+	p := r.step(30, writer("a"), replica("b", 0))
+	n := p.Clusters[0].Readers
+	if len(n) != 1 || n[0].Reason != ReasonFloor || !strings.HasPrefix(n[0].Detail, "damped: flapping") {
+		t.Fatalf("want b kept by the floor, got %s %+v", summary(p), n)
+	}
+	// A second healthy reader lets the damper hold b.
+	p = r.step(31, writer("a"), replica("b", 0), replica("c", 0))
+	if got := reasonOf(p, "b"); got != "out:damped" {
+		t.Fatalf("b is %s, want out:damped", got)
+	}
+}
+
+func TestDamperNeverHoldsWriter(t *testing.T) {
+	r := &damperRun{t: t, d: NewDamper(DampConfig{}), policy: Policy{WriterServesReads: true}}
+	for i := 0; i < 20; i++ {
+		p := r.step(float64(2*i), writer("a"))
+		if got := reasonOf(p, "a"); got != "writer:" {
+			t.Fatalf("flap %d: a is %s", i, got)
+		}
+		r.step(float64(2*i+1), dbh("a", tags.Health{State: tags.Critical}))
+	}
+}
+
+func TestDamperToleratesSlowFlaps(t *testing.T) {
+	r := &damperRun{t: t, d: NewDamper(DampConfig{})}
+	for i := 0; i < 30; i++ { // one flap a minute: the penalty tends to 2000
+		if got := reasonOf(r.step(float64(60*i), replica("b", 0), replica("c", 0)), "b"); got != "reader:" {
+			t.Fatalf("minute %d: b is %s (penalty %.0f)", i, got, r.d.Penalty("default", "b", at(float64(60*i))))
+		}
+		r.step(float64(60*i+30), replica("b", 99), replica("c", 0))
+	}
+}
+
+func TestDamperMaxHold(t *testing.T) {
+	r := &damperRun{t: t, d: NewDamper(DampConfig{})}
+	for i := 0; i < 100; i++ {
+		r.step(float64(i), replica("b", 0), replica("c", 0))
+		r.step(float64(i)+0.5, replica("b", 99), replica("c", 0))
+	}
+	last := 99.5 // the last removal
+	max := DefaultReuse * 32.0
+	if p := r.d.Penalty("default", "b", at(last)); p > max+1e-6 {
+		t.Fatalf("penalty %.0f above the cap %.0f", p, max)
+	}
+	if got := reasonOf(r.step(last+299, replica("b", 0), replica("c", 0)), "b"); got != "out:damped" {
+		t.Fatalf("b before MaxHold is %s", got)
+	}
+	if got := reasonOf(r.step(last+301, replica("b", 0), replica("c", 0)), "b"); got != "reader:" {
+		t.Fatalf("b after MaxHold is %s", got)
+	}
+}
+
+func TestDamperCountsVanishedNodes(t *testing.T) {
+	d := NewDamper(DampConfig{})
+	d.Apply(at(0), Compute([]Member{replica("b", 0)}, Policy{}, nil), Policy{})
+	d.Apply(at(1), Compute(nil, Policy{}, nil), Policy{})
+	if p := d.Penalty("default", "b", at(1)); p != DefaultPenalty {
+		t.Fatalf("penalty = %v, want %v", p, DefaultPenalty)
+	}
+	// Once decayed and gone, it is forgotten.
+	d.Apply(at(3600), Compute(nil, Policy{}, nil), Policy{})
+	if len(d.nodes) != 0 {
+		t.Fatalf("damper still tracks %d nodes", len(d.nodes))
+	}
+}
+
+func TestDamperDoesNotModifyInput(t *testing.T) {
+	d := NewDamper(DampConfig{Suppress: 1, Reuse: 10}) // the first removal suppresses
+	d.Apply(at(0), Compute([]Member{replica("b", 0), replica("c", 0)}, Policy{}, nil), Policy{})
+	d.Apply(at(1), Compute([]Member{replica("c", 0)}, Policy{}, nil), Policy{})
+	raw := Compute([]Member{replica("b", 0), replica("c", 0)}, Policy{}, nil)
+	before := summary(raw)
+	out := d.Apply(at(2), raw, Policy{})
+	if summary(raw) != before {
+		t.Fatalf("Apply modified its input: %s", summary(raw))
+	}
+	if got := summary(out); got != "default{w[] r[c] o[b:damped]}" {
+		t.Fatalf("got %s", got)
+	}
+	if d.Apply(at(3), nil, Policy{}) == nil {
+		t.Fatal("Apply(nil) returned nil")
+	}
+}

@@ -1,0 +1,66 @@
+// Package pool computes the routing pool: which database servers take writes,
+// which take reads, and why every other one is out.
+//
+// [Compute] is a pure function of the member list and a [Policy]: every agent
+// that sees the same members computes the same pool, sorted by name. Two small
+// stateful helpers take injected time and never read the clock:
+// [IsolationDetector] tells an agent when it, rather than the cluster, is
+// probably cut off, and [Damper] holds back a flapping reader. [Diff] turns
+// two pools into the changes that drive sinks, hooks and history.
+//
+// # Rules
+//
+// Only members tagged role=db are considered; app agents, members without a
+// role and stock serf agents are ignored and not listed. Each db member lands
+// in the cluster named by its cluster tag ("default" when absent) and appears
+// there exactly once: as the writer, as a reader, or out with a [Reason]. With
+// Policy.WriterServesReads the writer is also listed as a reader.
+//
+// A member is out, whatever else its tags say, if it is in maintenance, its
+// agent is leaving, left or failed, its health tag is missing or undecodable,
+// its probe says critical, or it is a Galera node not synced in the primary
+// component. These hard reasons are never overridden.
+//
+// Writer: a passing node with read_only=OFF. Two or more such candidates are a
+// conflict: the previous writer stays if it is still a candidate, otherwise
+// there is no writer; the others are out with reason conflict and the
+// cluster's Conflict lists every candidate. Galera is the exception: when all
+// candidates are synced Galera nodes (which are all writable by design) one
+// writer is chosen, the previous one if still a candidate, else the first by
+// name, and the others serve reads.
+//
+// Reader: a passing node with read_only=ON whose replication IO and SQL
+// threads run and whose lag is known and at most Policy.MaxLag (Galera nodes:
+// passing and synced is enough).
+//
+// Floor: soft reasons (warning, replication-stopped, lag) never drain a role
+// below its minimum. If fewer than Policy.MinReaders readers remain, the
+// least-bad soft-out read-only nodes are kept in with reason floor: known lag
+// before unknown, least lag first, then by name. The writer floor is one: when
+// no node is a passing writer candidate, a writable node in warning state is
+// kept as writer with reason floor (a degraded writer beats no writes; the
+// conflict rule still applies among such nodes). Nothing else is floored: a
+// lagging writer is not a thing and a read-only server is not a writer.
+//
+// # Reasons
+//
+// Reasons are a closed set, shown to operators; Node.Detail adds specifics.
+//
+//	reason               in/out  meaning
+//	floor                in      kept in despite a soft reason so the role is not drained below its minimum
+//	maintenance          out     the node has the maint tag (shoal maint); Detail is the operator's reason
+//	leaving              out     the agent is leaving the gossip cluster gracefully
+//	left                 out     the agent left the gossip cluster gracefully
+//	agent-failed         out     serf declared the agent failed (unreachable); its last health is stale
+//	no-health            out     db agent publishing no health tag yet (not probed, or an old agent)
+//	bad-health-tag       out     the health tag could not be decoded (unknown version, corrupt); Detail has the error
+//	critical             out     the local probe says critical (down, unreachable, errors); Detail is its reason code
+//	galera-not-synced    out     Galera node not Synced or not in the primary component
+//	warning              out     the probe says warning (soft)
+//	replication-stopped  out     read-only, but replication is not configured or a thread is stopped (soft)
+//	lag                  out     replication lag above max_lag or unknown (soft)
+//	conflict             out     writable while another node of the cluster is writable too
+//	damped               out     flapping: re-entry held by the Damper until its penalty decays
+//
+// A node that is in normally has the empty reason.
+package pool

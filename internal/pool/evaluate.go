@@ -1,0 +1,101 @@
+package pool
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/tags"
+)
+
+// kind is what a db member can be before the cluster-wide rules apply.
+type kind uint8
+
+const (
+	kindOut        kind = iota // out for a hard reason
+	kindWriter                 // passing, writable
+	kindSoftWriter             // warning, writable: writer only by the floor
+	kindReader                 // passing, read-only, replicating within max lag
+	kindSoftReader             // read-only but out for a soft reason: reader only by the floor
+)
+
+// eval is one db member judged on its own.
+type eval struct {
+	node     Node // Reason and Detail say why when not in normally
+	kind     kind
+	galera   bool // synced Galera node (all of them are writable)
+	lagKnown bool
+	lag      uint32
+}
+
+// evaluate judges a db member on its own tags and status.
+func evaluate(m Member, p Policy) eval {
+	e := eval{node: Node{Name: m.Name, Addr: m.Addr}}
+	out := func(r Reason, detail string) eval {
+		e.kind, e.node.Reason, e.node.Detail = kindOut, r, detail
+		return e
+	}
+	if reason, ok := tags.Maint(m.Tags); ok {
+		return out(ReasonMaintenance, reason)
+	}
+	switch m.Status {
+	case StatusAlive:
+	case StatusLeaving:
+		return out(ReasonLeaving, "")
+	case StatusLeft:
+		return out(ReasonLeft, "")
+	default:
+		return out(ReasonAgentFailed, "serf status "+m.Status.String())
+	}
+	raw, ok := m.Tags[tags.KeyHealth]
+	if !ok {
+		return out(ReasonNoHealth, "")
+	}
+	h, err := tags.Decode(raw)
+	if err != nil {
+		return out(ReasonBadHealthTag, err.Error())
+	}
+	if h.State != tags.Passing && h.State != tags.Warning {
+		return out(ReasonCritical, h.Reason)
+	}
+	if h.Galera && !h.GaleraSynced {
+		return out(ReasonGaleraNotSynced, h.Reason)
+	}
+	e.galera = h.Galera
+	e.lagKnown, e.lag = h.LagKnown, h.LagSeconds
+	soft := func(k kind, r Reason, detail string) eval {
+		e.kind, e.node.Reason, e.node.Detail = k, r, detail
+		return e
+	}
+
+	if !h.ReadOnly {
+		if h.State == tags.Warning {
+			return soft(kindSoftWriter, ReasonWarning, h.Reason)
+		}
+		e.kind = kindWriter
+		return e
+	}
+	switch {
+	case h.State == tags.Warning:
+		return soft(kindSoftReader, ReasonWarning, h.Reason)
+	case h.Galera:
+		// Synchronous replication: no threads or lag to check.
+	case !h.Replica:
+		return soft(kindSoftReader, ReasonReplicationStopped, "no replication source configured")
+	case !h.IORunning || !h.SQLRunning:
+		return soft(kindSoftReader, ReasonReplicationStopped,
+			fmt.Sprintf("io thread %s, sql thread %s", running(h.IORunning), running(h.SQLRunning)))
+	case !h.LagKnown:
+		return soft(kindSoftReader, ReasonLag, "lag unknown")
+	case time.Duration(h.LagSeconds)*time.Second > p.maxLag():
+		return soft(kindSoftReader, ReasonLag, fmt.Sprintf("lag %ds > max %s", h.LagSeconds, p.maxLag()))
+	}
+	e.kind = kindReader
+	return e
+}
+
+func running(b bool) string {
+	if b {
+		return "running"
+	}
+	return "stopped"
+}

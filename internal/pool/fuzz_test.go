@@ -1,0 +1,106 @@
+package pool
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/tags"
+)
+
+// maxFuzzMembers bounds the member list: bigger lists find nothing new and
+// slow the fuzzer's input minimization to a crawl.
+const maxFuzzMembers = 48
+
+// membersFromBytes builds a member list and a policy from fuzz input. Each
+// member takes 5 bytes; the top bit of its first byte makes its name a
+// duplicate of an earlier one.
+func membersFromBytes(data []byte) ([]Member, Policy) {
+	var policy Policy
+	if len(data) > 0 {
+		b := data[0]
+		policy.WriterServesReads = b&1 != 0
+		policy.MinReaders = int(b>>1&3) - 1                 // -1..2
+		policy.MaxLag = time.Duration(b>>3&7) * time.Second // 0 (default)..7s
+		data = data[1:]
+	}
+	var members []Member
+	for i := 0; len(data) >= 5 && i < maxFuzzMembers; i++ {
+		b := data[:5]
+		data = data[5:]
+		name := fmt.Sprintf("n%02d", i)
+		if b[0]&0x80 != 0 && i > 0 {
+			name = fmt.Sprintf("n%02d", int(b[0]&0x7f)%i) // a duplicate name
+		}
+		m := Member{Name: name, Addr: name + ":3306", Status: Status(b[0] % 6), Tags: map[string]string{}}
+		switch b[1] % 6 {
+		case 0, 1, 2:
+			m.Tags[tags.KeyRole] = tags.RoleDB
+		case 3:
+			m.Tags[tags.KeyRole] = tags.RoleApp
+		case 4:
+			m.Tags[tags.KeyRole] = "web"
+		}
+		switch b[1] >> 3 % 4 {
+		case 1:
+			m.Tags[tags.KeyCluster] = "a"
+		case 2:
+			m.Tags[tags.KeyCluster] = "b"
+		}
+		if b[1]&0x80 != 0 && b[2]&0x80 != 0 {
+			m.Tags[tags.KeyMaint] = "m"
+		}
+		h := tags.Health{
+			State:        tags.State(b[2] % 4),
+			ReadOnly:     b[3]&1 != 0,
+			Replica:      b[3]&2 != 0,
+			IORunning:    b[3]&4 != 0,
+			SQLRunning:   b[3]&8 != 0,
+			LagKnown:     b[3]&16 != 0,
+			Galera:       b[3]&32 != 0,
+			GaleraSynced: b[3]&64 != 0,
+			LagSeconds:   uint32(b[4] % 16),
+		}
+		switch b[2] >> 2 % 8 {
+		case 0:
+			// no health tag
+		case 1:
+			m.Tags[tags.KeyHealth] = string(b) // garbage
+		default:
+			m.Tags[tags.KeyHealth] = tags.Encode(h)
+		}
+		members = append(members, m)
+	}
+	return members, policy
+}
+
+// FuzzCompute checks that Compute never panics, never puts two writers in a
+// cluster, lists every db member exactly once, and does not depend on input
+// order; and that the Damper and Diff keep those properties.
+func FuzzCompute(f *testing.F) {
+	f.Add([]byte{0})
+	f.Add([]byte{1, 1, 0, 10, 0, 0, 2, 0, 10, 3, 0, 2, 1, 10, 31, 5})
+	f.Add([]byte{3, 1, 8, 10, 96, 0, 1, 8, 10, 96, 0, 1, 16, 10, 0, 0, 0x81, 0, 10, 0, 0})
+	f.Add([]byte("\x07some longer input to make several members of all kinds"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		members, policy := membersFromBytes(data)
+		// A previous pool from part of the view, to exercise conflicts.
+		prev := Compute(members[:len(members)/2], policy, nil)
+		p := Compute(members, policy, prev)
+		checkInvariants(t, members, policy, p)
+
+		reversed := slices.Clone(members)
+		slices.Reverse(reversed)
+		if q := Compute(reversed, policy, prev); !reflect.DeepEqual(p, q) {
+			t.Fatalf("order changed the pool:\n%s\n%s", summary(p), summary(q))
+		}
+
+		d := NewDamper(DampConfig{Suppress: 1500})
+		d.Apply(at(0), prev, policy)
+		damped := d.Apply(at(1), p, policy)
+		checkInvariants(t, members, policy, damped)
+		Diff(prev, damped)
+	})
+}

@@ -1,0 +1,43 @@
+package pool
+
+// Reason says why a node is out of the pool, or why it is in against the
+// normal rules (floor). The set is closed; see the package doc for the table.
+type Reason string
+
+// Reasons.
+const (
+	ReasonNone               Reason = ""
+	ReasonFloor              Reason = "floor"
+	ReasonMaintenance        Reason = "maintenance"
+	ReasonLeaving            Reason = "leaving"
+	ReasonLeft               Reason = "left"
+	ReasonAgentFailed        Reason = "agent-failed"
+	ReasonNoHealth           Reason = "no-health"
+	ReasonBadHealthTag       Reason = "bad-health-tag"
+	ReasonCritical           Reason = "critical"
+	ReasonGaleraNotSynced    Reason = "galera-not-synced"
+	ReasonWarning            Reason = "warning"
+	ReasonReplicationStopped Reason = "replication-stopped"
+	ReasonLag                Reason = "lag"
+	ReasonConflict           Reason = "conflict"
+	ReasonDamped             Reason = "damped"
+)
+
+// Reasons returns every non-empty reason, in the order of the package doc
+// table (for example to pre-create metric series).
+func Reasons() []Reason {
+	return []Reason{
+		ReasonFloor, ReasonMaintenance, ReasonLeaving, ReasonLeft, ReasonAgentFailed,
+		ReasonNoHealth, ReasonBadHealthTag, ReasonCritical, ReasonGaleraNotSynced,
+		ReasonWarning, ReasonReplicationStopped, ReasonLag, ReasonConflict, ReasonDamped,
+	}
+}
+
+// Soft reports whether r is a soft reason: one the floor may override.
+func (r Reason) Soft() bool {
+	switch r {
+	case ReasonWarning, ReasonReplicationStopped, ReasonLag:
+		return true
+	}
+	return false
+}

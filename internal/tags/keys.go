@@ -1,0 +1,122 @@
+package tags
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Tag keys reserved by shoal. User tags must not use them.
+const (
+	KeyRole    = "role"
+	KeyCluster = "cluster"
+	KeyMaint   = "maint"
+	KeyHealth  = "sh"
+)
+
+// Values of the role tag.
+const (
+	RoleDB  = "db"
+	RoleApp = "app"
+)
+
+// DefaultCluster is the cluster of a member without a cluster tag.
+const DefaultCluster = "default"
+
+// Limits enforced by Encode and Merge. Together with UserTagBudget they are
+// chosen so that the worst case fits in MetaMaxSize (see TestWorstCaseFits).
+const (
+	// MetaMaxSize is memberlist.MetaMaxSize: the most bytes of node metadata
+	// memberlist will gossip.
+	MetaMaxSize = 512
+	// MaxClusterLen is the longest cluster name, in bytes.
+	MaxClusterLen = 64
+	// MaxMaintLen is the longest maintenance reason, in bytes.
+	MaxMaintLen = 128
+	// MaxReasonLen is the longest health reason code, in bytes; Encode truncates.
+	MaxReasonLen = 32
+	// MaxLagSeconds is the largest lag that can be published; Encode clamps.
+	MaxLagSeconds = 999_999_999
+	// MaxHealthLen is the longest health tag value Decode accepts.
+	MaxHealthLen = 256
+	// UserTagBudget is the user tag allowance: user tags whose encoded size
+	// (see UserTagsSize) is at most this many bytes always fit, whatever
+	// the cluster name, maintenance reason and health state. Larger user tags
+	// may fit today and fail later, for example when a long maintenance reason
+	// is set. The worst case with this budget is 496 bytes; the 16 spare bytes
+	// leave room for an optional health field added later.
+	UserTagBudget = 150
+)
+
+// IsReserved reports whether key is a tag key reserved by shoal.
+func IsReserved(key string) bool {
+	switch key {
+	case KeyRole, KeyCluster, KeyMaint, KeyHealth:
+		return true
+	}
+	return false
+}
+
+// Cluster returns the cluster named by a member's tags, DefaultCluster when
+// the tag is absent or empty.
+func Cluster(t map[string]string) string {
+	if c := t[KeyCluster]; c != "" {
+		return c
+	}
+	return DefaultCluster
+}
+
+// Maint reports whether a member's tags put it in maintenance, and the reason
+// cleaned for display: at most MaxMaintLen bytes, control characters replaced.
+func Maint(t map[string]string) (reason string, ok bool) {
+	r, ok := t[KeyMaint]
+	if !ok {
+		return "", false
+	}
+	return cleanText(r, MaxMaintLen), true
+}
+
+// cleanText makes outside text safe to show: invalid UTF-8 and control
+// characters become '?', and the result is cut to at most max bytes on a
+// rune boundary.
+func cleanText(s string, max int) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			r = '?'
+		}
+		if b.Len()+utf8.RuneLen(r) > max {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// validCluster reports whether c is a valid cluster name: 1 to MaxClusterLen
+// bytes of [A-Za-z0-9._-].
+func validCluster(c string) bool {
+	if c == "" || len(c) > MaxClusterLen {
+		return false
+	}
+	for i := 0; i < len(c); i++ {
+		if !isClusterByte(c[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isClusterByte(b byte) bool {
+	return isAlnum(b) || b == '.' || b == '_' || b == '-'
+}
+
+// isReasonByte reports whether b may appear in a reason code (and in the
+// value of an unknown field).
+func isReasonByte(b byte) bool {
+	return isAlnum(b) || b == '.' || b == '_' || b == '-' || b == ':' || b == '/'
+}
+
+func isAlnum(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+}
