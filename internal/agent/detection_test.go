@@ -56,6 +56,7 @@ func TestDetectionTimes(t *testing.T) {
 				last = max(last, d)
 			}
 			times = append(times, last)
+			t.Logf("%s trial %d: %s", prof, trial, last.Round(time.Millisecond))
 			// Replace the victim with a fresh member to keep the size.
 			name := fmt.Sprintf("%s-t%d", prof, trial)
 			nodes = append(survivors, startNode(t, testConfig(t, name, prof, "", nodes[0].cfg.Bind)))

@@ -245,17 +245,25 @@ func (g *Gossip) validate() error {
 	return errors.Join(errs...)
 }
 
-// ValidateKey checks a base64 gossip encryption key (16, 24 or 32 bytes).
+// ValidateKey checks a base64 gossip encryption key given under a config key.
 func ValidateKey(key, value string) error {
+	if err := CheckKey(value); err != nil {
+		return fieldErr(key, redact(value), "%v", err)
+	}
+	return nil
+}
+
+// CheckKey checks a base64 gossip encryption key (16, 24 or 32 bytes).
+func CheckKey(value string) error {
 	b, err := base64.StdEncoding.DecodeString(value)
 	if err != nil {
-		return fieldErr(key, redact(value), "not valid base64: %v", err)
+		return fmt.Errorf("not valid base64: %w", err)
 	}
 	switch len(b) {
 	case 16, 24, 32:
 		return nil
 	}
-	return fieldErr(key, redact(value), "key is %d bytes; must be 16, 24 or 32 bytes (use shoal keygen)", len(b))
+	return fmt.Errorf("key is %d bytes; must be 16, 24 or 32 bytes (use shoal keygen)", len(b))
 }
 
 // redact shows only the first characters of a secret in error messages.
