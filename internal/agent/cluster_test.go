@@ -336,3 +336,57 @@ func TestDuplicateNameLoneNodeSurvives(t *testing.T) {
 		t.Fatalf("established node state %s", orig.a.Serf().State())
 	}
 }
+
+func TestKeyRotation(t *testing.T) {
+	k1, _ := GenerateKey()
+	k2, _ := GenerateKey()
+	dir := t.TempDir()
+	var nodes []*testNode
+	for i := 0; i < 3; i++ {
+		c := testConfig(t, fmt.Sprintf("k%d", i), "fast", k1)
+		if i > 0 {
+			c.Join = []string{nodes[0].cfg.Bind}
+		}
+		c.KeyringFile = filepath.Join(dir, fmt.Sprintf("keyring%d.json", i))
+		nodes = append(nodes, startNode(t, c))
+	}
+	waitFor(t, 10*time.Second, "converged", func() bool {
+		for _, n := range nodes {
+			if countStatus(n.a, serf.StatusAlive) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, step := range []struct{ op, key string }{{"install", k2}, {"use", k2}, {"remove", k1}} {
+		r, err := nodes[1].a.KeyOp(step.op, step.key)
+		if err != nil || r.NumErr != 0 || r.NumResp != 3 {
+			t.Fatalf("%s: %+v %v", step.op, r, err)
+		}
+	}
+	r, err := nodes[2].a.KeyOp("list", "")
+	if err != nil || len(r.Keys) != 1 || r.Keys[k2] != 3 {
+		t.Fatalf("list after rotation: %+v %v", r, err)
+	}
+	for i := range nodes {
+		keys, err := readKeyringFile(filepath.Join(dir, fmt.Sprintf("keyring%d.json", i)))
+		if err != nil || len(keys) != 1 || keys[0] != k2 {
+			t.Errorf("keyring file %d = %v, %v", i, keys, err)
+		}
+	}
+	// A newcomer with only the old key is now refused.
+	old := testConfig(t, "stale", "fast", k1, nodes[0].cfg.Bind)
+	old.RetryMax = 1
+	n := startNode(t, old)
+	select {
+	case err := <-n.a.Fatal():
+		if !strings.Contains(err.Error(), "decrypt") {
+			t.Fatalf("stale key join error: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("node with the removed key joined")
+	}
+	// And one with the new key is welcome.
+	startNode(t, testConfig(t, "fresh", "fast", k2, nodes[0].cfg.Bind))
+	waitFor(t, 10*time.Second, "fresh joined", func() bool { return statusOf(nodes[2].a, "fresh") == serf.StatusAlive })
+}
