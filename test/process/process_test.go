@@ -257,3 +257,38 @@ func TestNoAgentMessage(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }
+
+// TestSecondSignalForcesExit: while a graceful leave is waiting on an
+// unreachable peer, a second SIGTERM exits at once with status 1.
+func TestSecondSignalForcesExit(t *testing.T) {
+	out, _, _ := shoal(t, "keygen")
+	key := strings.TrimSpace(out)
+	a := startAgent(t, "stay", key, "--leave-timeout", "30s")
+	b := startAgent(t, "go", key, "--join", a.bind, "--leave-timeout", "30s")
+	eventually(t, 10*time.Second, "two alive", func() bool { return len(members(t, b.http)) == 2 })
+	a.cmd.Process.Signal(syscall.SIGSTOP) // the leave broadcast now waits in vain
+	defer a.cmd.Process.Signal(syscall.SIGCONT)
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case <-b.done:
+		t.Skip("leave completed before the second signal; nothing to force")
+	default:
+	}
+	start := time.Now()
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-b.done:
+		if ee, ok := b.err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+			t.Fatalf("exit after second signal: %v", b.err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("second signal took %s to take effect", d)
+		}
+		if !strings.Contains(b.log.String(), "second signal") {
+			t.Error("forced exit not logged")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("second SIGTERM did not force an exit")
+	}
+}
