@@ -1,0 +1,70 @@
+package probe
+
+// Facts is what one check learned about the server. Facts is comparable with
+// ==, which is how the probe decides that facts changed. When Reachable is
+// false every other field is zero and means nothing: a dead server has no
+// read_only.
+type Facts struct {
+	Reachable bool `json:"reachable"`
+
+	// Read once per connection.
+	Flavor  Flavor `json:"flavor"`
+	Version string `json:"version"` // @@version, e.g. "10.11.19-MariaDB-0+deb12u1-log"
+
+	// Read at every check.
+	ServerID         uint32 `json:"server_id"`
+	ReadOnly         bool   `json:"read_only"`
+	HasSuperReadOnly bool   `json:"has_super_read_only"` // the variable exists (MySQL ≥ 5.7)
+	SuperReadOnly    bool   `json:"super_read_only"`
+
+	Replication Replication `json:"replication"`
+	Galera      Galera      `json:"galera"`
+}
+
+// Replication aggregates the server's replication channels (one row of
+// SHOW ALL SLAVES STATUS / SHOW REPLICA STATUS each). A channel counts as a
+// replica channel as long as it is configured, running or not.
+type Replication struct {
+	// Known is false when the status statement failed (e.g. missing
+	// grant); the other fields are then zero.
+	Known bool `json:"known"`
+	// Channels is the number of configured channels; 0 on a primary.
+	Channels int `json:"channels"`
+	// IORunning / SQLRunning: every channel's thread reports Yes.
+	IORunning  bool `json:"io_running"`
+	SQLRunning bool `json:"sql_running"`
+	// IOConnecting: some IO thread reports Connecting (source unreachable).
+	IOConnecting bool `json:"io_connecting"`
+	// LagKnown is false when any channel's Seconds_Behind_Master/Source is
+	// NULL (SQL thread stopped, IO thread reconnecting); LagSeconds is then 0.
+	LagKnown   bool  `json:"lag_known"`
+	LagSeconds int64 `json:"lag_seconds"` // worst channel
+	// The first non-empty errors, prefixed with the channel name when the
+	// channel has one.
+	LastIOErrno  int    `json:"last_io_errno,omitempty"`
+	LastIOError  string `json:"last_io_error,omitempty"`
+	LastSQLErrno int    `json:"last_sql_errno,omitempty"`
+	LastSQLError string `json:"last_sql_error,omitempty"`
+}
+
+// IsReplica reports whether at least one replication channel is configured.
+func (r Replication) IsReplica() bool { return r.Channels > 0 }
+
+// Galera holds wsrep status, read only when wsrep_on is ON.
+type Galera struct {
+	Enabled bool `json:"enabled"`
+	// LocalState is wsrep_local_state: 4 is Synced, 2 Donor/Desynced,
+	// 1 Joining, 3 Joined.
+	LocalState int `json:"local_state"`
+	// ClusterStatus is wsrep_cluster_status: Primary, Non-Primary, Disconnected.
+	ClusterStatus string `json:"cluster_status"`
+}
+
+// GaleraSynced is wsrep_local_state for a synced node.
+const GaleraSynced = 4
+
+// Healthy reports whether a Galera node may serve traffic: synced and in
+// the Primary component. Always true when Galera is off.
+func (g Galera) Healthy() bool {
+	return !g.Enabled || (g.LocalState == GaleraSynced && g.ClusterStatus == "Primary")
+}

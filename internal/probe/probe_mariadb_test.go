@@ -1,0 +1,214 @@
+package probe
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/testutil/mariadbtest"
+)
+
+func TestProbePrimary(t *testing.T) {
+	mariadbtest.Require(t)
+	srv := mariadbtest.Start(t, mariadbtest.Options{})
+	createProbeUser(t, srv, probeUser, "SLAVE MONITOR")
+	t0 := time.Now()
+	p, rec := startProbe(t, srv, nil)
+
+	first := rec.await(t, 0, 10*time.Second, "state passing", isState(StatePassing))
+	t.Logf("start -> passing: %s (rise %d, interval %s)", first.at.Sub(t0).Round(time.Millisecond), p.cfg.Rise, p.cfg.Interval)
+	f := first.Status.Facts()
+	if !f.Reachable || f.Flavor != FlavorMariaDB || !strings.Contains(f.Version, "MariaDB") ||
+		f.ServerID != uint32(srv.ServerID()) || f.ReadOnly || f.HasSuperReadOnly ||
+		!f.Replication.Known || f.Replication.IsReplica() || f.Galera.Enabled {
+		t.Errorf("primary facts: %+v", f)
+	}
+	if st := p.Status(); st.State != StatePassing || st.Reason != ReasonOK || st.Connects != 1 || st.Passes < 2 {
+		t.Errorf("status: %+v", st)
+	}
+
+	t.Run("read_only follows", func(t *testing.T) {
+		for _, ro := range []bool{true, false} {
+			m := rec.mark()
+			t1 := time.Now()
+			q := "SET GLOBAL read_only=OFF"
+			if ro {
+				q = "SET GLOBAL read_only=ON"
+			}
+			srv.MustExec(q)
+			e := rec.await(t, m, 5*time.Second, q, func(e Event) bool { return e.Status.Facts().ReadOnly == ro })
+			if !e.FactsChanged || e.StateChanged || e.Status.State != StatePassing {
+				t.Errorf("%s: event %+v", q, e.Event)
+			}
+			t.Logf("%s seen after %s", q, e.at.Sub(t1).Round(time.Millisecond))
+		}
+	})
+
+	t.Run("query rate and one connection", func(t *testing.T) {
+		names := []string{"Questions", "Com_select", "Com_show_slave_status", "Connections"}
+		s0 := globalStatus(t, srv, names...)
+		t0 := time.Now()
+		time.Sleep(4 * time.Second)
+		s1 := globalStatus(t, srv, names...)
+		el := time.Since(t0).Seconds()
+		// The second SHOW GLOBAL STATUS counts itself as one question.
+		questions := s1["Questions"] - s0["Questions"] - 1
+		rate := float64(questions) / el
+		t.Logf("over %.2fs: %d questions (%.2f/s): %d SELECT, %d SHOW SLAVE STATUS; new connections: %d",
+			el, questions, rate, s1["Com_select"]-s0["Com_select"], s1["Com_show_slave_status"]-s0["Com_show_slave_status"],
+			s1["Connections"]-s0["Connections"])
+		if rate > 10 {
+			t.Errorf("%.2f queries/s, want <= 10", rate)
+		}
+		if n := s1["Connections"] - s0["Connections"]; n != 0 {
+			t.Errorf("%d new connections while healthy, want 0", n)
+		}
+		var conns int
+		if err := srv.DB().QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = ?", probeUser).Scan(&conns); err != nil {
+			t.Fatal(err)
+		}
+		if conns != 1 {
+			t.Errorf("%d connections of %s in the processlist, want 1", conns, probeUser)
+		}
+	})
+
+	t.Run("connection killed by an operator is no failure", func(t *testing.T) {
+		var id int64
+		if err := srv.DB().QueryRow("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?", probeUser).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		before := p.Status().Connects
+		m := rec.mark()
+		srv.MustExec("KILL CONNECTION ?", id)
+		e := rec.await(t, m, 5*time.Second, "a new connection", func(e Event) bool { return e.Status.Connects > before })
+		time.Sleep(600 * time.Millisecond)
+		for _, e := range rec.since(m) {
+			if e.Status.State != StatePassing {
+				t.Errorf("state %s (%s: %s) after the probe's connection was killed", e.Status.State, e.Status.Reason, e.Status.Message)
+			}
+		}
+		t.Logf("reconnected %s after KILL; last check %s %s", e.at.Sub(e.Status.Last.Start).Round(time.Millisecond), e.Status.Last.Outcome, e.Status.Last.Message)
+	})
+
+	t.Run("unix socket", func(t *testing.T) {
+		t0 := time.Now()
+		_, rec := startProbe(t, srv, func(c *Config) { c.Host, c.Port, c.Socket = "", 0, srv.Socket() })
+		e := rec.await(t, 0, 10*time.Second, "state passing", isState(StatePassing))
+		if e.Status.Facts().ServerID != uint32(srv.ServerID()) {
+			t.Errorf("facts over the socket: %+v", e.Status.Facts())
+		}
+		t.Logf("socket probe passing after %s", e.at.Sub(t0).Round(time.Millisecond))
+	})
+
+	t.Run("wrong password", func(t *testing.T) {
+		_, rec := startProbe(t, srv, func(c *Config) { c.Password = "wrong" })
+		e := rec.await(t, 0, 10*time.Second, "a failed check", func(e Event) bool { return e.Status.Last.Outcome == OutcomeFail })
+		if e.Status.Last.Reason != ReasonAuth || !e.Status.Last.Facts.Reachable || e.Status.State != StateCritical {
+			t.Errorf("wrong password: %+v", e.Status)
+		}
+	})
+
+	t.Run("close is idempotent and prompt", func(t *testing.T) {
+		p, rec := startProbe(t, srv, nil)
+		rec.await(t, 0, 10*time.Second, "state passing", isState(StatePassing))
+		t0 := time.Now()
+		done := make(chan struct{})
+		go func() { p.Close(); close(done) }()
+		p.Close()
+		<-done
+		if d := time.Since(t0); d > time.Second {
+			t.Errorf("Close took %s", d)
+		}
+		m := rec.mark()
+		time.Sleep(2 * p.cfg.Interval)
+		if n := len(rec.since(m)); n != 0 {
+			t.Errorf("%d events after Close", n)
+		}
+		if err := p.Start(context.Background()); err == nil {
+			t.Error("Start after Close succeeded")
+		}
+	})
+}
+
+func TestProbeReplica(t *testing.T) {
+	mariadbtest.Require(t)
+	primary := mariadbtest.Start(t, mariadbtest.Options{})
+	replica := mariadbtest.Start(t, mariadbtest.Options{})
+	replica.ReplicateFrom(primary)
+	createProbeUser(t, replica, probeUser, "SLAVE MONITOR")
+	primary.MustExec("CREATE DATABASE d")
+	primary.MustExec("CREATE TABLE d.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+
+	_, rec := startProbe(t, replica, nil)
+	e := rec.await(t, 0, 10*time.Second, "state passing", isState(StatePassing))
+	r := e.Status.Facts().Replication
+	if !e.Status.Facts().ReadOnly || !r.Known || r.Channels != 1 || !r.IORunning || !r.SQLRunning || !r.LagKnown || r.LagSeconds != 0 {
+		t.Errorf("replica facts: read_only=%v %+v", e.Status.Facts().ReadOnly, r)
+	}
+
+	t.Run("SQL thread stopped", func(t *testing.T) {
+		m := rec.mark()
+		replica.MustExec("STOP SLAVE SQL_THREAD")
+		e := rec.await(t, m, 5*time.Second, "SQL thread not running", func(e Event) bool { return !e.Status.Facts().Replication.SQLRunning })
+		r := e.Status.Facts().Replication
+		if !r.IORunning || r.LagKnown || e.Status.State != StatePassing || !e.FactsChanged {
+			t.Errorf("after STOP SLAVE SQL_THREAD: %+v state %s", r, e.Status.State)
+		}
+		m = rec.mark()
+		replica.MustExec("START SLAVE SQL_THREAD")
+		rec.await(t, m, 5*time.Second, "SQL thread running again", func(e Event) bool {
+			r := e.Status.Facts().Replication
+			return r.SQLRunning && r.LagKnown
+		})
+	})
+
+	t.Run("lag", func(t *testing.T) {
+		replica.MustExec("STOP SLAVE")
+		replica.MustExec("CHANGE MASTER TO MASTER_DELAY=3")
+		replica.MustExec("START SLAVE")
+		defer func() {
+			replica.MustExec("STOP SLAVE")
+			replica.MustExec("CHANGE MASTER TO MASTER_DELAY=0")
+			replica.MustExec("START SLAVE")
+		}()
+		m := rec.mark()
+		primary.MustExec("INSERT INTO d.t (v) VALUES (1)")
+		e := rec.await(t, m, 15*time.Second, "lag >= 1s", func(e Event) bool { return e.Status.Facts().Replication.LagSeconds >= 1 })
+		if e.Status.State != StatePassing {
+			t.Errorf("lag changed the state: %s", e.Status.State)
+		}
+		e = rec.await(t, m, 15*time.Second, "lag back to 0", func(e Event) bool {
+			r := e.Status.Facts().Replication
+			return r.LagKnown && r.LagSeconds == 0 && e.FactsChanged
+		})
+		var maxLag int64
+		for _, e := range rec.since(m) {
+			maxLag = max(maxLag, e.Status.Facts().Replication.LagSeconds)
+		}
+		t.Logf("max lag seen: %ds", maxLag)
+	})
+
+	t.Run("primary killed", func(t *testing.T) {
+		m := rec.mark()
+		primary.Kill()
+		e := rec.await(t, m, 10*time.Second, "IO thread not running", func(e Event) bool { return !e.Status.Facts().Replication.IORunning })
+		r := e.Status.Facts().Replication
+		if e.Status.State != StatePassing {
+			t.Errorf("replica state %s after its primary died; replication is a fact, not health", e.Status.State)
+		}
+		t.Logf("primary killed: replica facts %+v", r)
+		primary.Restart()
+		rec.await(t, rec.mark(), 15*time.Second, "IO thread running", func(e Event) bool { return e.Status.Facts().Replication.IORunning })
+	})
+
+	t.Run("missing grant is a warning", func(t *testing.T) {
+		createProbeUser(t, replica, "nogrant", "")
+		_, rec := startProbe(t, replica, func(c *Config) { c.User = "nogrant" })
+		e := rec.await(t, 0, 10*time.Second, "state warning", isState(StateWarning))
+		if e.Status.Reason != ReasonReplStatus || e.Status.Facts().Replication.Known || !e.Status.Facts().ReadOnly {
+			t.Errorf("no SLAVE MONITOR: %s %s (%s) facts %+v", e.Status.State, e.Status.Reason, e.Status.Message, e.Status.Facts())
+		}
+		t.Logf("without SLAVE MONITOR: %s", e.Status.Message)
+	})
+}
