@@ -25,6 +25,10 @@ import (
 
 	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/logging"
+	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/probe"
+	"github.com/shoaldb/shoal/internal/routing"
+	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/pkg/client"
 )
 
@@ -56,6 +60,13 @@ type Agent struct {
 
 	joinInFlight atomic.Int32
 
+	role   string
+	health tags.Health // published health (db agents)
+	maint  string      // maintenance reason, "" when not in maintenance
+	probe  *probe.Probe
+	router *routing.Router
+	dirty  chan struct{}
+
 	fatalOnce sync.Once
 	fatal     chan error
 	leaveReq  chan struct{}
@@ -75,6 +86,9 @@ func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
 		fatal:    make(chan error, 1),
 		leaveReq: make(chan struct{}),
 		join:     client.JoinStatus{Addrs: cfg.Join},
+		role:     cfg.EffectiveRole(),
+		dirty:    make(chan struct{}, 1),
+		health:   tags.Health{State: tags.Critical, Reason: "starting"},
 	}
 	a.events.onEvent = a.observeEvent
 	return a, nil
@@ -100,11 +114,36 @@ func (a *Agent) Start(ctx context.Context) error {
 	if kr == nil {
 		a.log.Warn("gossip encryption is OFF: any host that can reach the gossip port can join and read cluster traffic", "insecure_no_encryption", a.cfg.InsecureNoEncryption, "dev", a.cfg.Dev)
 	}
-	tags, err := a.initialTags()
+	user, err := a.initialTags()
 	if err != nil {
 		return err
 	}
-	sc.Tags = tags
+	if a.role == tags.RoleDB {
+		a.health.Port = uint16(a.cfg.MySQLPort())
+	}
+	full, err := a.fullTags(userTags(user))
+	if err != nil {
+		return fmt.Errorf("tags: %w", err)
+	}
+	sc.Tags = full
+	if a.role == tags.RoleDB {
+		pc, err := probeConfig(a.cfg, os.Getenv)
+		if err != nil {
+			return err
+		}
+		a.probe, err = probe.New(pc, a.logs.Logger.With("component", "probe"), probe.NotifierFunc(a.onProbe))
+		if err != nil {
+			return fmt.Errorf("mysql probe: %w", err)
+		}
+	}
+	a.router = routing.New(routing.Config{
+		Policy: pool.Policy{
+			MaxLag:            a.cfg.Pool.MaxLag,
+			MinReaders:        a.cfg.Pool.MinReaders,
+			WriterServesReads: a.cfg.Pool.WriterServesReads,
+		},
+		IsolationWindow: a.cfg.Pool.IsolationWindow,
+	}, a.poolMembers, a.logs.Logger.With("component", "pool"))
 
 	lw := sagent.NewLogWriter(512)
 	a.monitor = lw
@@ -136,7 +175,20 @@ func (a *Agent) Start(ctx context.Context) error {
 	}
 
 	ctx, a.cancel = context.WithCancel(ctx)
-	a.wg.Add(2)
+	if a.probe != nil {
+		if err := a.probe.Start(ctx); err != nil {
+			return fmt.Errorf("mysql probe: %w", err)
+		}
+	}
+	a.wg.Add(4)
+	go func() {
+		defer a.wg.Done()
+		a.publishLoop(ctx)
+	}()
+	go func() {
+		defer a.wg.Done()
+		a.router.Run(ctx)
+	}()
 	go func() {
 		defer a.wg.Done()
 		a.retryJoin(ctx)
@@ -204,13 +256,19 @@ func (a *Agent) writeTagsFile(tags map[string]string) error {
 // observeEvent runs inline in serf's event loop: keep it cheap.
 func (a *Agent) observeEvent(e serf.Event) {
 	me, ok := e.(serf.MemberEvent)
-	if !ok || me.Type != serf.EventMemberUpdate || a.cfg.TagsFile == "" {
+	if !ok {
+		return
+	}
+	if a.router != nil {
+		a.router.Trigger()
+	}
+	if me.Type != serf.EventMemberUpdate || a.cfg.TagsFile == "" {
 		return
 	}
 	for _, m := range me.Members {
 		if m.Name == a.cfg.Node {
 			// Tags changed through the Serf RPC: persist them too.
-			if err := a.writeTagsFile(m.Tags); err != nil {
+			if err := a.writeTagsFile(userTags(m.Tags)); err != nil {
 				a.log.Error("persist tags", "err", err)
 			}
 		}
@@ -259,6 +317,9 @@ func (a *Agent) Shutdown() {
 		if a.cancel != nil {
 			a.cancel()
 		}
+		if a.probe != nil {
+			a.probe.Close()
+		}
 		if a.ipc != nil {
 			a.ipc.Shutdown()
 		}
@@ -279,8 +340,12 @@ func (a *Agent) Reload(cfg *config.Config) {
 		a.logs.Level.Set(lv)
 		a.log.Info("reloaded log level", "level", cfg.LogLevel)
 	}
-	if a.cfg.TagsFile == "" && !maps.Equal(cfg.Tags, a.Serf().LocalMember().Tags) {
-		if err := a.Serf().SetTags(cfg.Tags); err != nil {
+	if a.cfg.TagsFile == "" && !maps.Equal(cfg.Tags, userTags(a.Serf().LocalMember().Tags)) {
+		full, err := a.fullTags(cfg.Tags)
+		if err == nil {
+			err = a.Serf().SetTags(full)
+		}
+		if err != nil {
 			a.log.Error("reload tags", "err", err)
 		} else {
 			a.log.Info("reloaded tags", "tags", len(cfg.Tags))

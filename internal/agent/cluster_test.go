@@ -177,8 +177,8 @@ func TestFailureDetected(t *testing.T) {
 		profile string
 		bound   time.Duration
 	}{
-		{"fast", 6 * time.Second},
-		{"local", 15 * time.Second},
+		{"fast", 10 * time.Second},
+		{"local", 40 * time.Second}, // Lifeguard max suspicion ≈ 13 s plus the wait to be probed
 	} {
 		t.Run(tc.profile, func(t *testing.T) {
 			nodes := startCluster(t, 4, tc.profile, "")
@@ -287,15 +287,15 @@ func TestTagsPropagateAndPersist(t *testing.T) {
 	tagsFile := filepath.Join(t.TempDir(), "tags.json")
 	c := testConfig(t, "tagged", "fast", "", nodes[0].cfg.Bind)
 	c.TagsFile = tagsFile
-	c.Tags = map[string]string{"role": "db"}
+	c.Tags = map[string]string{"team": "dba"}
 	n := startNode(t, c)
-	if _, err := n.a.UpdateTags(map[string]string{"dc": "eu1"}, []string{"role"}); err != nil {
+	if _, err := n.a.UpdateTags(map[string]string{"dc": "eu1"}, []string{"team"}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "tags seen by every member", func() bool {
 		for _, nd := range nodes {
 			for _, m := range nd.a.Members() {
-				if m.Name == "tagged" && (m.Tags["dc"] != "eu1" || m.Tags["role"] != "") {
+				if m.Name == "tagged" && (m.Tags["dc"] != "eu1" || m.Tags["team"] != "" || m.Tags["role"] != "app") {
 					return false
 				}
 			}
@@ -308,8 +308,8 @@ func TestTagsPropagateAndPersist(t *testing.T) {
 	c2.Bind = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	n2 := startNode(t, &c2)
 	got := n2.a.Serf().LocalMember().Tags
-	if got["dc"] != "eu1" || got["role"] != "" {
-		t.Fatalf("tags after restart = %v, want the persisted {dc: eu1}", got)
+	if got["dc"] != "eu1" || got["team"] != "" || got["role"] != "app" {
+		t.Fatalf("tags after restart = %v, want the persisted {dc: eu1} plus role=app", got)
 	}
 }
 

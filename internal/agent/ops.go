@@ -3,7 +3,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"runtime"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/hashicorp/serf/serf"
 
 	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/internal/version"
 	"github.com/shoaldb/shoal/pkg/client"
 )
@@ -86,29 +86,37 @@ func (a *Agent) Query(name string, payload []byte, params *serf.QueryParam) (*se
 	return a.sa.Query(name, payload, params)
 }
 
-// UpdateTags sets and deletes tags, persists them when a tags file is
-// configured, and gossips the change. It returns the new tag set.
+// UpdateTags sets and deletes user tags, persists them when a tags file is
+// configured, and gossips the change. It returns the new user tag set.
+// shoal's own keys (role, cluster, maint, sh) cannot be changed this way.
 func (a *Agent) UpdateTags(set map[string]string, del []string) (map[string]string, error) {
-	tags := maps.Clone(a.Serf().LocalMember().Tags)
-	if tags == nil {
-		tags = map[string]string{}
-	}
+	user := userTags(a.Serf().LocalMember().Tags)
 	for k, v := range set {
 		if _, _, err := config.ParseTag(k + "=" + v); err != nil {
 			return nil, err
 		}
-		tags[k] = v
+		if tags.IsReserved(k) {
+			return nil, fmt.Errorf("tag %q is reserved by shoal", k)
+		}
+		user[k] = v
 	}
 	for _, k := range del {
-		delete(tags, k)
+		if tags.IsReserved(k) {
+			return nil, fmt.Errorf("tag %q is reserved by shoal", k)
+		}
+		delete(user, k)
 	}
-	if err := a.writeTagsFile(tags); err != nil {
+	full, err := a.fullTags(user)
+	if err != nil {
 		return nil, err
 	}
-	if err := a.Serf().SetTags(tags); err != nil {
+	if err := a.writeTagsFile(user); err != nil {
+		return nil, err
+	}
+	if err := a.Serf().SetTags(full); err != nil {
 		return nil, fmt.Errorf("set tags: %w", err)
 	}
-	return tags, nil
+	return user, nil
 }
 
 // KeyOp runs a keyring operation across the cluster: install, use, remove

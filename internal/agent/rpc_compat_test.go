@@ -56,12 +56,12 @@ func TestSerfClientLibrary(t *testing.T) {
 		t.Fatalf("members filtered = %v, %v", filtered, err)
 	}
 
-	if err := rpc.UpdateTags(map[string]string{"role": "db"}, nil); err != nil {
+	if err := rpc.UpdateTags(map[string]string{"team": "dba"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "tag via RPC seen by node0", func() bool {
 		for _, m := range nodes[0].a.Members() {
-			if m.Name == "rpc" && m.Tags["role"] == "db" {
+			if m.Name == "rpc" && m.Tags["team"] == "dba" {
 				return true
 			}
 		}

@@ -31,6 +31,8 @@ type Backend interface {
 	KeyOp(op, key string) (*serf.KeyResponse, error)
 	Monitor(f func(line string)) (stop func())
 	RequestLeave()
+	PoolView(cluster string) (client.PoolResponse, error)
+	LocalHealth() (role string, mysql *client.LocalHealth)
 }
 
 // maxBody bounds every request body.
@@ -60,13 +62,14 @@ func New(b Backend, log *slog.Logger, httpAddr string, metrics http.Handler) *Se
 	s.mux.HandleFunc("POST /v1/keys/{op}", s.keyOp)
 	s.mux.HandleFunc("GET /v1/monitor", s.monitor)
 	s.mux.HandleFunc("GET /v1/health", s.health)
+	s.mux.HandleFunc("GET /v1/pool", s.pool)
 	if metrics != nil {
 		s.mux.Handle("GET /metrics", metrics)
 	}
 	// Known paths asked with another method get a JSON 405.
 	for _, p := range []string{"/v1/members", "/v1/agent/self", "/v1/agent/join", "/v1/agent/leave",
 		"/v1/agent/force-leave", "/v1/agent/tags", "/v1/event", "/v1/query", "/v1/keys", "/v1/keys/{op}",
-		"/v1/monitor", "/v1/health", "/metrics"} {
+		"/v1/monitor", "/v1/health", "/v1/pool", "/metrics"} {
 		s.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed on %s", r.Method, r.URL.Path))
 		})
@@ -195,15 +198,32 @@ func (s *Server) self(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.b.Info(s.httpAddr))
 }
 
+// health answers 200 when the agent is in the cluster and, on a db agent,
+// its MySQL is passing; 503 otherwise (for load balancers and k8s probes).
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	info := s.b.Info(s.httpAddr)
-	resp := client.HealthResponse{Status: "ok", Node: info.Node, Gossip: info.Status}
-	if info.Status != "alive" {
+	role, mysql := s.b.LocalHealth()
+	resp := client.HealthResponse{Status: "ok", Node: info.Node, Gossip: info.Status, Role: role, MySQL: mysql}
+	switch {
+	case info.Status != "alive":
 		resp.Status = "gossip " + info.Status
+	case mysql != nil && mysql.State != "passing":
+		resp.Status = "mysql " + mysql.State
+	}
+	if resp.Status != "ok" {
 		writeJSON(w, http.StatusServiceUnavailable, resp)
 		return
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) pool(w http.ResponseWriter, r *http.Request) {
+	p, err := s.b.PoolView(r.URL.Query().Get("cluster"))
+	if err != nil {
+		writeError(w, http.StatusNotFound, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
 }
 
 func (s *Server) join(w http.ResponseWriter, r *http.Request) {

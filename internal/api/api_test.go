@@ -63,8 +63,8 @@ func startAgent(t *testing.T, name string, key string, tags map[string]string) (
 func TestAPIAgainstRealAgents(t *testing.T) {
 	ctx := context.Background()
 	key, _ := agent.GenerateKey()
-	_, c1, bind1 := startAgent(t, "db1", key, map[string]string{"role": "db", "dc": "eu1"})
-	a2, c2, _ := startAgent(t, "app1", key, map[string]string{"role": "app"})
+	_, c1, bind1 := startAgent(t, "db1", key, map[string]string{"team": "db", "dc": "eu1"})
+	a2, c2, _ := startAgent(t, "app1", key, map[string]string{"team": "app"})
 
 	if _, err := c2.Join(ctx, nil, false); err == nil || !strings.Contains(err.Error(), "addrs: at least one address") {
 		t.Fatalf("join without addrs: %v", err)
@@ -89,11 +89,11 @@ func TestAPIAgainstRealAgents(t *testing.T) {
 		f    client.MemberFilter
 		want string
 	}{
-		{client.MemberFilter{Tags: map[string]string{"role": "db"}}, "db1"},
-		{client.MemberFilter{Tags: map[string]string{"role": "d"}}, ""}, // anchored
+		{client.MemberFilter{Tags: map[string]string{"team": "db"}}, "db1"},
+		{client.MemberFilter{Tags: map[string]string{"team": "d"}}, ""}, // anchored
 		{client.MemberFilter{Name: "app.*"}, "app1"},
 		{client.MemberFilter{Status: "failed"}, ""},
-		{client.MemberFilter{Tags: map[string]string{"dc": "eu.*", "role": "db|app"}}, "db1"},
+		{client.MemberFilter{Tags: map[string]string{"dc": "eu.*", "team": "db|app"}}, "db1"},
 	} {
 		ms, err := c2.Members(ctx, tc.f)
 		if err != nil {
@@ -118,8 +118,8 @@ func TestAPIAgainstRealAgents(t *testing.T) {
 		t.Fatalf("info = %+v, %v", info, err)
 	}
 
-	tags, err := c2.UpdateTags(ctx, map[string]string{"zone": "b"}, []string{"role"})
-	if err != nil || tags["zone"] != "b" || tags["role"] != "" {
+	tags, err := c2.UpdateTags(ctx, map[string]string{"zone": "b"}, []string{"team"})
+	if err != nil || tags["zone"] != "b" || tags["team"] != "" {
 		t.Fatalf("tags = %v, %v", tags, err)
 	}
 	if _, err := c2.UpdateTags(ctx, map[string]string{"bad key": "x"}, nil); err == nil {

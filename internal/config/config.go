@@ -57,6 +57,13 @@ type Config struct {
 
 	LeaveTimeout time.Duration `yaml:"leave_timeout"`
 
+	// Role is "db" (probes a local MySQL) or "app"; empty means db when a
+	// MySQL target is configured, else app.
+	Role    string `yaml:"role"`
+	Cluster string `yaml:"cluster"`
+	MySQL   MySQL  `yaml:"mysql"`
+	Pool    Pool   `yaml:"pool"`
+
 	// Dev is set by --dev only: no encryption required, local profile,
 	// a node name derived from the bind port when none is given.
 	Dev bool `yaml:"-"`
@@ -79,6 +86,46 @@ type Gossip struct {
 	TombstoneTimeout        time.Duration `yaml:"tombstone_timeout"`
 }
 
+// MySQL is the local server a db agent probes. The password never comes
+// from a flag: password_file (mode 0600 or stricter), the environment
+// variable SHOAL_MYSQL_PASSWORD, or the option file's [client] section.
+type MySQL struct {
+	Addr         string        `yaml:"addr"`
+	Socket       string        `yaml:"socket"`
+	User         string        `yaml:"user"`
+	PasswordFile string        `yaml:"password_file"`
+	OptionFile   string        `yaml:"option_file"`
+	Interval     time.Duration `yaml:"interval"`
+	Timeout      time.Duration `yaml:"timeout"`
+	Rise         int           `yaml:"rise"`
+	Fall         int           `yaml:"fall"`
+	// Port is the port routers send clients to, published to the cluster;
+	// default: the port of addr, else 3306.
+	Port int `yaml:"port"`
+}
+
+// Configured reports whether a MySQL target is set.
+func (m MySQL) Configured() bool { return m.Addr != "" || m.Socket != "" || m.OptionFile != "" }
+
+// Pool is the routing policy; every agent of a cluster should use the same.
+type Pool struct {
+	MaxLag            time.Duration `yaml:"max_lag"`
+	MinReaders        int           `yaml:"min_readers"`
+	WriterServesReads bool          `yaml:"writer_serves_reads"`
+	IsolationWindow   time.Duration `yaml:"isolation_window"`
+}
+
+// EffectiveRole returns "db" or "app".
+func (c *Config) EffectiveRole() string {
+	if c.Role != "" {
+		return c.Role
+	}
+	if c.MySQL.Configured() {
+		return "db"
+	}
+	return "app"
+}
+
 // Default returns the built-in defaults.
 func Default() *Config {
 	host, _ := os.Hostname()
@@ -95,6 +142,9 @@ func Default() *Config {
 		LogLevel:      "info",
 		LogFormat:     "text",
 		LeaveTimeout:  5 * time.Second,
+		Cluster:       "default",
+		MySQL:         MySQL{Interval: 250 * time.Millisecond, Timeout: 500 * time.Millisecond, Rise: 2, Fall: 2},
+		Pool:          Pool{MaxLag: 10 * time.Second, MinReaders: 1, IsolationWindow: 10 * time.Second},
 	}
 }
 
@@ -212,6 +262,7 @@ func (c *Config) Validate() error {
 	if c.LeaveTimeout <= 0 {
 		add(fieldErr("leave_timeout", c.LeaveTimeout.String(), "must be positive"))
 	}
+	add(c.validateDB())
 	return errors.Join(errs...)
 }
 

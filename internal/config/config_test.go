@@ -50,6 +50,17 @@ func TestValidateBadValues(t *testing.T) {
 		{"log level", func(c *Config) { c.LogLevel = "loud" }, `log_level (--log-level) "loud"`},
 		{"log format", func(c *Config) { c.LogFormat = "xml" }, `log_format (--log-format) "xml": must be text or json`},
 		{"leave timeout", func(c *Config) { c.LeaveTimeout = 0 }, "leave_timeout"},
+		{"role", func(c *Config) { c.Role = "primary" }, `role (--role) "primary": must be db or app`},
+		{"db without mysql", func(c *Config) { c.Role = "db" }, "a db agent needs mysql.addr"},
+		{"cluster", func(c *Config) { c.Cluster = "a b" }, `cluster (--cluster) "a b"`},
+		{"reserved tag", func(c *Config) { c.Tags = map[string]string{"sh": "x"} }, `tag key "sh" is reserved`},
+		{"mysql addr", func(c *Config) { c.MySQL.Addr = "db:port" }, `mysql.addr (--mysql-addr) "db:port": port must be`},
+		{"mysql addr and socket", func(c *Config) { c.MySQL.Addr = "127.0.0.1:3306"; c.MySQL.Socket = "/s" }, "not both"},
+		{"mysql interval", func(c *Config) { c.MySQL.Interval = 10 * time.Millisecond }, `mysql.interval (--mysql-interval) "10ms": must be at least 50ms`},
+		{"mysql timeout", func(c *Config) { c.MySQL.Timeout = time.Minute }, "mysql.timeout"},
+		{"mysql rise", func(c *Config) { c.MySQL.Rise = 0 }, "mysql.rise (--mysql-rise)"},
+		{"max lag", func(c *Config) { c.Pool.MaxLag = 0 }, "pool.max_lag (--max-lag)"},
+		{"min readers", func(c *Config) { c.Pool.MinReaders = -1 }, "pool.min_readers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validBase()
@@ -145,7 +156,7 @@ log_level: debug
 insecure_no_encryption: true
 join: [10.0.0.1, 10.0.0.2]
 tags:
-  role: db
+  team: dba
   dc: file
 gossip:
   probe_interval: 300ms
@@ -162,7 +173,7 @@ gossip:
 		{"bind (file over default)", c.Bind, "127.0.0.1:7000"},
 		{"http_addr (default)", c.HTTPAddr, DefaultHTTPAddr},
 		{"tag dc (flag merged over file)", c.Tags["dc"], "flag"},
-		{"tag role (file)", c.Tags["role"], "db"},
+		{"tag team (file)", c.Tags["team"], "dba"},
 		{"join (file)", strings.Join(c.Join, ","), "10.0.0.1,10.0.0.2"},
 		{"probe interval (file)", c.Effective().ProbeInterval.String(), "300ms"},
 		{"probe timeout (flag)", c.Effective().ProbeTimeout.String(), "100ms"},

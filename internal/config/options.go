@@ -109,6 +109,22 @@ var options = []option{
 	strOpt("rpc_auth", "rpc-auth", "SHOAL_RPC_AUTH", "auth token required by the Serf-compatible RPC", func(c *Config) *string { return &c.RPCAuth }),
 	strOpt("log_level", "log-level", "SHOAL_LOG_LEVEL", "trace, debug, info, warn or error", func(c *Config) *string { return &c.LogLevel }),
 	strOpt("log_format", "log-format", "SHOAL_LOG_FORMAT", "text or json", func(c *Config) *string { return &c.LogFormat }),
+	strOpt("role", "role", "SHOAL_ROLE", "db (probes a local MySQL) or app; default: db when a MySQL target is set", func(c *Config) *string { return &c.Role }),
+	strOpt("cluster", "cluster", "SHOAL_CLUSTER", "cluster (shard) this database belongs to", func(c *Config) *string { return &c.Cluster }),
+	strOpt("mysql.addr", "mysql-addr", "SHOAL_MYSQL_ADDR", "local MySQL/MariaDB host:port to probe", func(c *Config) *string { return &c.MySQL.Addr }),
+	strOpt("mysql.socket", "mysql-socket", "SHOAL_MYSQL_SOCKET", "local MySQL/MariaDB unix socket to probe", func(c *Config) *string { return &c.MySQL.Socket }),
+	strOpt("mysql.user", "mysql-user", "SHOAL_MYSQL_USER", "probe user (password: $SHOAL_MYSQL_PASSWORD, --mysql-password-file or --mysql-option-file)", func(c *Config) *string { return &c.MySQL.User }),
+	strOpt("mysql.password_file", "mysql-password-file", "SHOAL_MYSQL_PASSWORD_FILE", "file holding the probe password (mode 0600 or stricter)", func(c *Config) *string { return &c.MySQL.PasswordFile }),
+	strOpt("mysql.option_file", "mysql-option-file", "SHOAL_MYSQL_OPTION_FILE", "MySQL client option file; its [client] section gives user, password, host, port, socket", func(c *Config) *string { return &c.MySQL.OptionFile }),
+	durOpt("mysql.interval", "mysql-interval", "", "probe interval", func(c *Config) *time.Duration { return &c.MySQL.Interval }),
+	durOpt("mysql.timeout", "mysql-timeout", "", "probe timeout per check", func(c *Config) *time.Duration { return &c.MySQL.Timeout }),
+	intOpt("mysql.rise", "mysql-rise", "", "passes in a row to become passing", func(c *Config) *int { return &c.MySQL.Rise }),
+	intOpt("mysql.fall", "mysql-fall", "", "failures in a row to become critical (hard failures count at once)", func(c *Config) *int { return &c.MySQL.Fall }),
+	intOpt("mysql.port", "mysql-port", "", "port routers send clients to (default: the port of --mysql-addr, else 3306)", func(c *Config) *int { return &c.MySQL.Port }),
+	durOpt("pool.max_lag", "max-lag", "", "most replication lag a reader may have", func(c *Config) *time.Duration { return &c.Pool.MaxLag }),
+	intOpt("pool.min_readers", "min-readers", "", "reader floor: soft reasons never drain readers below this", func(c *Config) *int { return &c.Pool.MinReaders }),
+	boolOpt("pool.writer_serves_reads", "writer-serves-reads", "", "list the writer among the readers too", func(c *Config) *bool { return &c.Pool.WriterServesReads }),
+	durOpt("pool.isolation_window", "isolation-window", "", "window in which losing most members means this agent is the one cut off", func(c *Config) *time.Duration { return &c.Pool.IsolationWindow }),
 	durOpt("leave_timeout", "leave-timeout", "SHOAL_LEAVE_TIMEOUT", "bound on the graceful leave at shutdown", func(c *Config) *time.Duration { return &c.LeaveTimeout }),
 }
 
@@ -182,7 +198,7 @@ func BindFlags(fs *pflag.FlagSet) *Flags {
 	for _, o := range options {
 		rv := &rawValue{list: o.list}
 		switch o.flag {
-		case "rejoin", "insecure-no-encryption":
+		case "rejoin", "insecure-no-encryption", "writer-serves-reads":
 			rv.bool = true
 		}
 		if !o.list {

@@ -270,3 +270,6 @@ func (p *Probe) dropSession() {
 		p.sess = nil
 	}
 }
+
+// Config returns the probe's configuration (with defaults applied).
+func (p *Probe) Config() Config { return p.cfg }

@@ -45,6 +45,7 @@ const (
 	fLag
 	fG
 	fRS
+	fPort
 )
 
 // requiredNames are the required fields; the i-th has bit 1<<i.
@@ -159,6 +160,11 @@ func decodeField(h *Health, key, val string) (uint, error) {
 	case "n":
 		h.Seq, err = parseUint(val, 1<<32-1)
 		return fN, err
+	case "p":
+		var port uint32
+		port, err = parseUint(val, 65535)
+		h.Port = uint16(port)
+		return fPort, err
 	}
 	// An unknown key, ignored if well formed (see the package doc).
 	if key == "" || len(key) > 8 {

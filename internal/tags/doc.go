@@ -26,6 +26,7 @@
 //	sid  yes       @@server_id, 0..4294967295
 //	g    no        Galera: 1 = synced and in the primary component, 0 = not; absent = not Galera
 //	rs   no        short reason code, at most 32 bytes of [A-Za-z0-9._:/-]
+//	p    no        MySQL port routers send clients to on this host (1..65535)
 //	n    yes       health sequence number, 0..4294967295, bumped on every state change
 //
 // Numbers are plain decimal without sign or leading zeros. The decoder is

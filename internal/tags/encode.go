@@ -29,6 +29,9 @@ func Encode(h Health) string {
 		b = append(b, ";rs="...)
 		b = append(b, h.Reason...)
 	}
+	if h.Port != 0 {
+		b = appendUint(b, "p", uint32(h.Port))
+	}
 	b = appendUint(b, "n", h.Seq)
 	return string(b)
 }

@@ -52,6 +52,7 @@ type Health struct {
 	GaleraSynced  bool   // Galera: Synced and in the primary component
 	Reason        string // short reason code for a non-passing state
 	Seq           uint32 // bumped by the agent on every state change
+	Port          uint16 // the MySQL port clients use on this host; 0 = not published
 }
 
 // Normalize returns h as Encode publishes it: an unknown state becomes

@@ -43,7 +43,7 @@ const (
 	// (see UserTagsSize) is at most this many bytes always fit, whatever
 	// the cluster name, maintenance reason and health state. Larger user tags
 	// may fit today and fail later, for example when a long maintenance reason
-	// is set. The worst case with this budget is 496 bytes; the 16 spare bytes
+	// is set. The worst case with this budget is 504 bytes (with the MySQL port field); the 8 spare bytes
 	// leave room for an optional health field added later.
 	UserTagBudget = 150
 )

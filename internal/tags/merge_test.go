@@ -12,7 +12,7 @@ import (
 var worstHealth = Health{
 	State: Passing, ReadOnly: true, SuperReadOnly: true, Replica: true, IORunning: true, SQLRunning: true,
 	LagKnown: true, LagSeconds: MaxLagSeconds, ServerID: 1<<32 - 1, Galera: true, GaleraSynced: true,
-	Reason: strings.Repeat("r", MaxReasonLen), Seq: 1<<32 - 1,
+	Reason: strings.Repeat("r", MaxReasonLen), Seq: 1<<32 - 1, Port: 65535,
 }
 
 func TestWorstCaseFits(t *testing.T) {

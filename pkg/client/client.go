@@ -259,3 +259,16 @@ func (c *Client) WaitReady(ctx context.Context) error {
 		}
 	}
 }
+
+// Pool returns the routing pool; cluster "" means every cluster.
+func (c *Client) Pool(ctx context.Context, cluster string) (*PoolResponse, error) {
+	q := url.Values{}
+	if cluster != "" {
+		q.Set("cluster", cluster)
+	}
+	var r PoolResponse
+	if err := c.do(ctx, http.MethodGet, "/v1/pool", q, nil, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}

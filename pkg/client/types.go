@@ -143,12 +143,67 @@ type KeyResponse struct {
 
 // HealthResponse is GET /v1/health.
 type HealthResponse struct {
-	Status string `json:"status"` // "ok" or a reason
-	Node   string `json:"node"`
-	Gossip string `json:"gossip"`
+	Status string       `json:"status"` // "ok" or a reason
+	Node   string       `json:"node"`
+	Gossip string       `json:"gossip"`
+	Role   string       `json:"role"`
+	MySQL  *LocalHealth `json:"mysql,omitempty"`
 }
 
 // ErrorResponse is the body of every non-2xx answer.
 type ErrorResponse struct {
 	Error string `json:"error"`
+}
+
+// PoolNode is a member's place in the routing pool.
+type PoolNode struct {
+	Name   string `json:"name"`
+	Addr   string `json:"addr"`
+	Reason string `json:"reason,omitempty"` // why it is out (or "floor" when kept in)
+	Detail string `json:"detail,omitempty"`
+}
+
+// ClusterPool is the pool of one cluster.
+type ClusterPool struct {
+	Name     string     `json:"name"`
+	Writers  []PoolNode `json:"writers"`
+	Readers  []PoolNode `json:"readers"`
+	Out      []PoolNode `json:"out"`
+	Conflict []string   `json:"conflict,omitempty"`
+}
+
+// PoolResponse is GET /v1/pool. Writers, Readers and Out repeat the single
+// cluster's lists when exactly one cluster is shown.
+type PoolResponse struct {
+	Clusters  []ClusterPool `json:"clusters"`
+	Writers   []PoolNode    `json:"writers,omitempty"`
+	Readers   []PoolNode    `json:"readers,omitempty"`
+	Out       []PoolNode    `json:"out,omitempty"`
+	Isolated  bool          `json:"isolated"`
+	Isolation string        `json:"isolation,omitempty"`
+	UpdatedAt time.Time     `json:"updated_at,omitzero"`
+}
+
+// LocalHealth is the local MySQL probe's state (db agents).
+type LocalHealth struct {
+	State        string    `json:"state"` // passing, warning, critical
+	Reason       string    `json:"reason,omitempty"`
+	Message      string    `json:"message,omitempty"`
+	Since        time.Time `json:"since,omitzero"`
+	Target       string    `json:"target"`
+	LastCheck    time.Time `json:"last_check,omitzero"`
+	LastDuration string    `json:"last_duration,omitempty"`
+	Checks       uint64    `json:"checks"`
+	Connects     uint64    `json:"connects"`
+	Reachable    bool      `json:"reachable"`
+	Version      string    `json:"version,omitempty"`
+	ServerID     uint32    `json:"server_id"`
+	ReadOnly     bool      `json:"read_only"`
+	Replica      bool      `json:"replica"`
+	IORunning    bool      `json:"io_running"`
+	SQLRunning   bool      `json:"sql_running"`
+	LagSeconds   *int64    `json:"lag_seconds,omitempty"`
+	LastIOError  string    `json:"last_io_error,omitempty"`
+	LastSQLError string    `json:"last_sql_error,omitempty"`
+	Published    string    `json:"published_tag"`
 }

@@ -1,0 +1,148 @@
+package agent
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/testutil/mariadbtest"
+)
+
+const probePW = "probe-pw"
+
+func createProbeUser(t *testing.T, s *mariadbtest.Server) {
+	t.Helper()
+	for _, host := range []string{"127.0.0.1", "localhost"} {
+		s.MustExec("SET SESSION sql_log_bin=0")
+		s.MustExec(fmt.Sprintf("CREATE USER 'shoal'@'%s' IDENTIFIED BY '%s'", host, probePW))
+		s.MustExec(fmt.Sprintf("GRANT SLAVE MONITOR ON *.* TO 'shoal'@'%s'", host))
+		s.MustExec("SET SESSION sql_log_bin=1")
+	}
+}
+
+// poolOf returns "writers|readers|out" (out with reasons) as this agent sees it.
+func poolOf(a *Agent) string {
+	v, err := a.PoolView("")
+	if err != nil {
+		return err.Error()
+	}
+	names := func(ns []struct{ n, r string }) string {
+		var out []string
+		for _, x := range ns {
+			if x.r != "" {
+				out = append(out, x.n+"("+x.r+")")
+			} else {
+				out = append(out, x.n)
+			}
+		}
+		slices.Sort(out)
+		return strings.Join(out, ",")
+	}
+	var w, r, o []struct{ n, r string }
+	for _, n := range v.Writers {
+		w = append(w, struct{ n, r string }{n.Name, ""})
+	}
+	for _, n := range v.Readers {
+		r = append(r, struct{ n, r string }{n.Name, ""})
+	}
+	for _, n := range v.Out {
+		o = append(o, struct{ n, r string }{n.Name, n.Reason})
+	}
+	return names(w) + "|" + names(r) + "|" + names(o)
+}
+
+// TestPoolWithRealServers: a primary and two GTID replicas, a db agent
+// probing each, and an app agent: every agent computes the same pool, and a
+// replica's crash takes it out of the pool everywhere.
+func TestPoolWithRealServers(t *testing.T) {
+	mariadbtest.Require(t)
+	t.Setenv("SHOAL_MYSQL_PASSWORD", probePW)
+	primary := mariadbtest.Start(t, mariadbtest.Options{})
+	r1 := mariadbtest.Start(t, mariadbtest.Options{ReadOnly: true})
+	r2 := mariadbtest.Start(t, mariadbtest.Options{ReadOnly: true})
+	createProbeUser(t, primary)
+	createProbeUser(t, r1)
+	createProbeUser(t, r2)
+	r1.ReplicateFrom(primary)
+	r2.ReplicateFrom(primary)
+	r1.WaitReplicating(20 * time.Second)
+	r2.WaitReplicating(20 * time.Second)
+
+	dbCfg := func(name string, s *mariadbtest.Server, join ...string) *config.Config {
+		c := testConfig(t, name, "fast", "", join...)
+		c.MySQL.Addr = s.Addr()
+		c.MySQL.User = "shoal"
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	db1 := startNode(t, dbCfg("db1", primary))
+	db2 := startNode(t, dbCfg("db2", r1, db1.cfg.Bind))
+	db3 := startNode(t, dbCfg("db3", r2, db1.cfg.Bind))
+	app := startNode(t, testConfig(t, "app1", "fast", "", db1.cfg.Bind))
+	agents := []*testNode{db1, db2, db3, app}
+
+	same := func(want string) func() bool {
+		return func() bool {
+			for _, n := range agents {
+				if poolOf(n.a) != want {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	const healthy = "db1|db2,db3|"
+	waitFor(t, 30*time.Second, "every agent: 1 writer, 2 readers", same(healthy))
+	v, _ := app.a.PoolView("")
+	if v.Writers[0].Addr != primary.Addr() {
+		t.Errorf("writer address %s, want the server's %s", v.Writers[0].Addr, primary.Addr())
+	}
+
+	// kill -9 a replica: out everywhere, reason critical.
+	start := time.Now()
+	r2.Kill()
+	waitFor(t, 10*time.Second, "db3 out everywhere", same("db1|db2|db3(critical)"))
+	t.Logf("kill -9 of a replica's mysqld → out of the pool on all 4 agents: %s", time.Since(start).Round(time.Millisecond))
+
+	// Restart: back in after rise passes.
+	r2.Restart()
+	waitFor(t, 30*time.Second, "db3 back everywhere", same(healthy))
+
+	// Switchover: the old primary goes read-only and the writer moves.
+	primary.MustExec("SET GLOBAL read_only=ON")
+	r1.MustExec("STOP SLAVE")
+	r1.MustExec("SET GLOBAL read_only=OFF")
+	waitFor(t, 10*time.Second, "writer moves to db2", func() bool {
+		for _, n := range agents {
+			if !strings.HasPrefix(poolOf(n.a), "db2|") {
+				return false
+			}
+		}
+		return true
+	})
+	// Both writable: a conflict, never two writers.
+	primary.MustExec("SET GLOBAL read_only=OFF")
+	waitFor(t, 10*time.Second, "conflict seen, db2 kept as the only writer", func() bool {
+		for _, n := range agents {
+			v, _ := n.a.PoolView("")
+			if len(v.Writers) != 1 || v.Writers[0].Name != "db2" || len(v.Clusters[0].Conflict) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+
+	// The health endpoint's view of the local probe.
+	role, h := db2.a.LocalHealth()
+	if role != "db" || h == nil || h.State != "passing" || h.Connects < 1 || !strings.HasPrefix(h.Published, "v1;h=p") {
+		t.Errorf("db2 local health: %s %+v", role, h)
+	}
+	if role, h := app.a.LocalHealth(); role != "app" || h != nil {
+		t.Errorf("app local health: %s %+v", role, h)
+	}
+}

@@ -1,0 +1,68 @@
+package agent
+
+import (
+	"fmt"
+
+	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/tags"
+	"github.com/shoaldb/shoal/pkg/client"
+)
+
+func poolNodes(ns []pool.Node) []client.PoolNode {
+	out := make([]client.PoolNode, 0, len(ns))
+	for _, n := range ns {
+		out = append(out, client.PoolNode{Name: n.Name, Addr: n.Addr, Reason: string(n.Reason), Detail: n.Detail})
+	}
+	return out
+}
+
+// PoolView returns the current pool for the API; cluster "" means all.
+func (a *Agent) PoolView(cluster string) (client.PoolResponse, error) {
+	u := a.router.Current()
+	r := client.PoolResponse{Clusters: []client.ClusterPool{}, Isolated: u.Isolated, UpdatedAt: u.At}
+	if u.Isolated {
+		r.Isolation = fmt.Sprintf("this agent sees %d of %d members it had failed: it assumes it is the one cut off and freezes removals in its local sinks", u.Isolation.Failed, u.Isolation.Baseline)
+	}
+	for _, c := range u.Pool.Clusters {
+		if cluster != "" && c.Name != cluster {
+			continue
+		}
+		r.Clusters = append(r.Clusters, client.ClusterPool{
+			Name: c.Name, Writers: poolNodes(c.Writers), Readers: poolNodes(c.Readers), Out: poolNodes(c.Out),
+			Conflict: c.Conflict,
+		})
+	}
+	if cluster != "" && len(r.Clusters) == 0 {
+		return r, fmt.Errorf("no cluster %q in the pool", cluster)
+	}
+	if len(r.Clusters) == 1 {
+		c := r.Clusters[0]
+		r.Writers, r.Readers, r.Out = c.Writers, c.Readers, c.Out
+	}
+	return r, nil
+}
+
+// LocalHealth returns the role and, on db agents, the probe's state.
+func (a *Agent) LocalHealth() (string, *client.LocalHealth) {
+	st, ok := a.ProbeStatus()
+	if !ok {
+		return a.role, nil
+	}
+	f := st.Last.Facts
+	h := &client.LocalHealth{
+		State: st.State.String(), Reason: string(st.Reason), Message: st.Message, Since: st.Since,
+		Target: a.probe.Config().Target(), LastCheck: st.Last.Start, Checks: st.Checks, Connects: st.Connects,
+		Reachable: f.Reachable, Version: f.Version, ServerID: f.ServerID, ReadOnly: f.ReadOnly,
+		Replica: f.Replication.IsReplica(), IORunning: f.Replication.IORunning, SQLRunning: f.Replication.SQLRunning,
+		LastIOError: f.Replication.LastIOError, LastSQLError: f.Replication.LastSQLError,
+		Published: a.Serf().LocalMember().Tags[tags.KeyHealth],
+	}
+	if st.Last.Duration > 0 {
+		h.LastDuration = st.Last.Duration.String()
+	}
+	if f.Replication.LagKnown {
+		lag := f.Replication.LagSeconds
+		h.LagSeconds = &lag
+	}
+	return a.role, h
+}

@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shoaldb/shoal/pkg/client"
+)
+
+func newPoolCmd(g *globals) *cobra.Command {
+	var format, cluster string
+	cmd := &cobra.Command{
+		Use:   "pool",
+		Short: "Show the routing pool: writers, readers, and who is out and why",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			p, err := g.client().Pool(cmd.Context(), cluster)
+			if err != nil {
+				return err
+			}
+			if format == "json" {
+				return writeJSONOut(g.stdout, p)
+			}
+			return writePool(g.stdout, p)
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "table", "output format: table or json")
+	cmd.Flags().StringVar(&cluster, "cluster", "", "only this cluster")
+	return cmd
+}
+
+func writePool(w io.Writer, p *client.PoolResponse) error {
+	if p.Isolated {
+		fmt.Fprintf(w, "!! ISOLATED: %s\n\n", p.Isolation)
+	}
+	if len(p.Clusters) == 0 {
+		fmt.Fprintln(w, "no database members in the cluster")
+		return nil
+	}
+	for i, c := range p.Clusters {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "cluster %s\n", sanitize(c.Name))
+		if len(c.Conflict) > 0 {
+			fmt.Fprintf(w, "!! WRITER CONFLICT: %s are all writable; writes go to at most one\n", sanitize(strings.Join(c.Conflict, ", ")))
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ROLE\tNODE\tADDRESS\tREASON\tDETAIL")
+		row := func(role string, n client.PoolNode) {
+			reason, detail := n.Reason, n.Detail
+			if reason == "" {
+				reason = "-"
+			}
+			if detail == "" {
+				detail = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", role, sanitize(n.Name), sanitize(n.Addr), sanitize(reason), sanitize(detail))
+		}
+		for _, n := range c.Writers {
+			row("writer", n)
+		}
+		for _, n := range c.Readers {
+			row("reader", n)
+		}
+		for _, n := range c.Out {
+			row("out", n)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newHealthCmd(g *globals) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "health",
+		Short: "Show the local MySQL probe's state and facts (db agents)",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			h, err := g.client().Health(cmd.Context())
+			var ae *client.APIError
+			if err != nil && !(errors.As(err, &ae) && ae.Status == 503 && h.Node != "") {
+				return err
+			}
+			if format == "json" {
+				if err := writeJSONOut(g.stdout, h); err != nil {
+					return err
+				}
+			} else if err := writeHealth(g.stdout, h); err != nil {
+				return err
+			}
+			if h.Status != "ok" {
+				return fmt.Errorf("not healthy: %s", h.Status)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "table", "output format: table or json")
+	return cmd
+}
+
+func writeHealth(w io.Writer, h *client.HealthResponse) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row("node", sanitize(h.Node))
+	row("role", h.Role)
+	row("gossip", h.Gossip)
+	row("status", h.Status)
+	if m := h.MySQL; m != nil {
+		state := m.State
+		if m.Reason != "" {
+			state += " (" + m.Reason + ")"
+		}
+		row("mysql", state+" since "+m.Since.Format("15:04:05"))
+		if m.Message != "" {
+			row("message", sanitize(m.Message))
+		}
+		row("target", m.Target)
+		row("server", fmt.Sprintf("%s, server_id %d, read_only %v", m.Version, m.ServerID, m.ReadOnly))
+		if m.Replica {
+			lag := "unknown"
+			if m.LagSeconds != nil {
+				lag = fmt.Sprintf("%ds", *m.LagSeconds)
+			}
+			row("replication", fmt.Sprintf("io %v, sql %v, lag %s", m.IORunning, m.SQLRunning, lag))
+			if m.LastIOError != "" {
+				row("last io error", sanitize(m.LastIOError))
+			}
+			if m.LastSQLError != "" {
+				row("last sql error", sanitize(m.LastSQLError))
+			}
+		}
+		row("checks", fmt.Sprintf("%d (connections opened: %d, last took %s)", m.Checks, m.Connects, m.LastDuration))
+		row("published", m.Published)
+	}
+	return tw.Flush()
+}
