@@ -177,8 +177,8 @@ func TestAgentsAsProcesses(t *testing.T) {
 	if code != 0 || len(key) != 44 {
 		t.Fatalf("keygen: %q exit %d", out, code)
 	}
-	a := startAgent(t, "a1", key, "--tag", "role=db")
-	b := startAgent(t, "b1", key, "--join", a.bind, "--tag", "role=app")
+	a := startAgent(t, "a1", key, "--tag", "team=db")
+	b := startAgent(t, "b1", key, "--join", a.bind, "--tag", "team=app")
 	c := startAgent(t, "c1", key, "--join", a.bind)
 
 	eventually(t, 20*time.Second, "three alive members seen from c1", func() bool {
@@ -186,10 +186,10 @@ func TestAgentsAsProcesses(t *testing.T) {
 		return len(m) == 3 && m["a1"].Status == "alive" && m["b1"].Status == "alive" && m["c1"].Status == "alive"
 	})
 	m := members(t, c.http)
-	if m["a1"].Tags["role"] != "db" || m["a1"].Addr != strings.Split(a.bind, ":")[0] {
+	if m["a1"].Tags["team"] != "db" || m["a1"].Addr != strings.Split(a.bind, ":")[0] {
 		t.Errorf("a1 = %+v", m["a1"])
 	}
-	out, _, _ = shoal(t, "members", "--http-addr", c.http, "--tag", "role=db")
+	out, _, _ = shoal(t, "members", "--http-addr", c.http, "--tag", "team=db")
 	if !strings.Contains(out, "a1") || strings.Contains(out, "b1") || !strings.HasPrefix(out, "NAME") {
 		t.Errorf("filtered table:\n%s", out)
 	}
