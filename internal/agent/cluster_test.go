@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/logging"
+	"github.com/shoaldb/shoal/internal/testutil/ports"
 )
 
 // syncBuf is a log sink shared by an agent's goroutines.
@@ -36,27 +36,6 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
-// freePort returns a port free for both TCP and UDP on 127.0.0.1.
-func freePort(t testing.TB) int {
-	t.Helper()
-	for i := 0; i < 50; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
-		l.Close()
-		if err != nil {
-			continue
-		}
-		u.Close()
-		return port
-	}
-	t.Fatal("no free port")
-	return 0
-}
-
 type testNode struct {
 	a    *Agent
 	cfg  *config.Config
@@ -67,7 +46,7 @@ type testNode struct {
 func testConfig(t testing.TB, name, profile, key string, join ...string) *config.Config {
 	c := config.Default()
 	c.Node = name
-	c.Bind = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	c.Bind = ports.Free(t)
 	c.Profile = profile
 	c.RPCAddr = ""
 	c.HTTPAddr = ""
@@ -305,7 +284,7 @@ func TestTagsPropagateAndPersist(t *testing.T) {
 	n.a.Shutdown()
 	// Restarted with the same config, the tags file wins.
 	c2 := *c
-	c2.Bind = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	c2.Bind = ports.Free(t)
 	n2 := startNode(t, &c2)
 	got := n2.a.Serf().LocalMember().Tags
 	if got["dc"] != "eu1" || got["team"] != "" || got["role"] != "app" {

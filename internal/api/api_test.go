@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,30 +16,14 @@ import (
 	"github.com/shoaldb/shoal/internal/api"
 	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/logging"
+	"github.com/shoaldb/shoal/internal/testutil/ports"
 	"github.com/shoaldb/shoal/pkg/client"
 )
-
-func freeAddr(t *testing.T) string {
-	for i := 0; i < 50; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		if u, err := net.ListenPacket("udp", addr); err == nil {
-			u.Close()
-			return addr
-		}
-	}
-	t.Fatal("no free port")
-	return ""
-}
 
 func startAgent(t *testing.T, name string, key string, tags map[string]string) (*agent.Agent, *client.Client, string) {
 	t.Helper()
 	c := config.Default()
-	c.Node, c.Bind, c.RPCAddr, c.HTTPAddr, c.Profile = name, freeAddr(t), "", "", "fast"
+	c.Node, c.Bind, c.RPCAddr, c.HTTPAddr, c.Profile = name, ports.Free(t), "", "", "fast"
 	c.Encrypt = key
 	c.InsecureNoEncryption = key == ""
 	c.Tags = tags
@@ -218,7 +201,7 @@ func TestAPIErrorsAreJSON(t *testing.T) {
 }
 
 func TestClientUnreachable(t *testing.T) {
-	addr := freeAddr(t)
+	addr := ports.Free(t)
 	_, err := client.New(addr).Members(context.Background(), client.MemberFilter{})
 	var ue *client.UnreachableError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "no shoal agent reachable at "+addr) || !strings.Contains(err.Error(), "--http-addr") {

@@ -122,13 +122,9 @@ func newQueryCmd(g *globals) *cobra.Command {
 				req.Timeout = tmo.String()
 			}
 			if len(tags) > 0 {
-				req.FilterTags = map[string]string{}
-				for _, t := range tags {
-					k, v, ok := strings.Cut(t, "=")
-					if !ok || k == "" {
-						return usagef("--tag %q: want key=regex", t)
-					}
-					req.FilterTags[k] = v
+				var err error
+				if req.FilterTags, err = parseTagFilters(tags); err != nil {
+					return err
 				}
 			}
 			r, err := g.client().Query(cmd.Context(), req)

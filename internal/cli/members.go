@@ -30,14 +30,11 @@ func newMembersCmd(g *globals) *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			f := client.MemberFilter{Status: status, Name: name, Tags: map[string]string{}}
-			for _, t := range tags {
-				k, v, ok := strings.Cut(t, "=")
-				if !ok || k == "" {
-					return usagef("--tag %q: want key=regex", t)
-				}
-				f.Tags[k] = v
+			tf, err := parseTagFilters(tags)
+			if err != nil {
+				return err
 			}
+			f := client.MemberFilter{Status: status, Name: name, Tags: tf}
 			ms, err := g.client().Members(cmd.Context(), f)
 			if err != nil {
 				return err
@@ -115,4 +112,17 @@ func sanitize(s string) string {
 	}
 	q := fmt.Sprintf("%q", s)
 	return q[1 : len(q)-1]
+}
+
+// parseTagFilters parses repeated --tag key=regex flags.
+func parseTagFilters(flags []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, t := range flags {
+		k, v, ok := strings.Cut(t, "=")
+		if !ok || k == "" {
+			return nil, usagef("--tag %q: want key=regex", t)
+		}
+		out[k] = v
+	}
+	return out, nil
 }

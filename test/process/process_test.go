@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shoaldb/shoal/internal/testutil/ports"
 )
 
 var (
@@ -46,24 +47,6 @@ func shoalBin(t *testing.T) string {
 	return binPath
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	for i := 0; i < 50; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		if u, err := net.ListenPacket("udp", addr); err == nil {
-			u.Close()
-			return addr
-		}
-	}
-	t.Fatal("no free port")
-	return ""
-}
-
 type lockedBuf struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -92,9 +75,9 @@ type proc struct {
 
 func startAgent(t *testing.T, name, key string, extra ...string) *proc {
 	t.Helper()
-	p := &proc{log: &lockedBuf{}, http: freeAddr(t), bind: freeAddr(t), done: make(chan struct{})}
+	p := &proc{log: &lockedBuf{}, http: ports.Free(t), bind: ports.Free(t), done: make(chan struct{})}
 	args := append([]string{"agent", "--node", name, "--bind", p.bind, "--http-addr", p.http,
-		"--rpc-addr", freeAddr(t), "--encrypt", key, "--profile", "fast"}, extra...)
+		"--rpc-addr", ports.Free(t), "--encrypt", key, "--profile", "fast"}, extra...)
 	p.cmd = exec.Command(shoalBin(t), args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
@@ -251,7 +234,7 @@ func TestDuplicateNameProcessExitsWithError(t *testing.T) {
 }
 
 func TestNoAgentMessage(t *testing.T) {
-	addr := freeAddr(t)
+	addr := ports.Free(t)
 	_, errOut, code := shoal(t, "members", "--http-addr", addr)
 	if code != 1 || !strings.Contains(errOut, "no shoal agent reachable at "+addr) || !strings.Contains(errOut, "SHOAL_HTTP_ADDR") {
 		t.Fatalf("exit %d: %s", code, errOut)
