@@ -94,7 +94,9 @@ func startCluster(t testing.TB, n int, profile, key string) []*testNode {
 	for i := 1; i < n; i++ {
 		nodes = append(nodes, startNode(t, testConfig(t, fmt.Sprintf("node%d", i), profile, key, first.Bind)))
 	}
-	waitFor(t, 20*time.Second, "cluster converges", func() bool {
+	// Join news spreads by gossip with few retransmits in the lan/local
+	// profiles; a member that misses it learns at the next push-pull (15-30 s).
+	waitFor(t, 75*time.Second, "cluster converges", func() bool {
 		for _, nd := range nodes {
 			if countStatus(nd.a, serf.StatusAlive) != n {
 				return false
