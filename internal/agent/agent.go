@@ -60,6 +60,9 @@ type Agent struct {
 
 	joinInFlight atomic.Int32
 
+	tagsFileMu  sync.Mutex
+	tagsWritten map[string]string // user tags last written to the tags file
+
 	role   string
 	health tags.Health // published health (db agents)
 	maint  string      // maintenance reason, "" when not in maintenance
@@ -236,21 +239,34 @@ func (a *Agent) initialTags() (map[string]string, error) {
 	if fileTags == nil {
 		fileTags = map[string]string{}
 	}
+	a.tagsWritten = maps.Clone(fileTags)
 	if len(a.cfg.Tags) > 0 && !maps.Equal(fileTags, a.cfg.Tags) {
 		a.log.Warn("tags file holds runtime tag changes and takes precedence over the configured tags; delete it to return to the configured tags", "tags_file", a.cfg.TagsFile)
 	}
 	return fileTags, nil
 }
 
+// writeTagsFile persists the user tags. It writes only when they differ from
+// what was last written: the local member-update event also fires for every
+// health publish, which leaves the user tags alone.
 func (a *Agent) writeTagsFile(tags map[string]string) error {
 	if a.cfg.TagsFile == "" {
+		return nil
+	}
+	a.tagsFileMu.Lock()
+	defer a.tagsFileMu.Unlock()
+	if a.tagsWritten != nil && maps.Equal(a.tagsWritten, tags) {
 		return nil
 	}
 	data, err := json.MarshalIndent(tags, "", "  ")
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(a.cfg.TagsFile, append(data, '\n'), 0o600)
+	if err := WriteFileAtomic(a.cfg.TagsFile, append(data, '\n'), 0o600); err != nil {
+		return err
+	}
+	a.tagsWritten = maps.Clone(tags)
+	return nil
 }
 
 // observeEvent runs inline in serf's event loop: keep it cheap.
