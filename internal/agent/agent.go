@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/serf/serf"
 
 	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/fsutil"
 	"github.com/shoaldb/shoal/internal/logging"
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/probe"
@@ -262,7 +263,7 @@ func (a *Agent) writeTagsFile(tags map[string]string) error {
 	if err != nil {
 		return err
 	}
-	if err := WriteFileAtomic(a.cfg.TagsFile, append(data, '\n'), 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(a.cfg.TagsFile, append(data, '\n'), 0o600); err != nil {
 		return err
 	}
 	a.tagsWritten = maps.Clone(tags)
