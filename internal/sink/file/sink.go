@@ -1,0 +1,344 @@
+package file
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/fsutil"
+	"github.com/shoaldb/shoal/internal/pool"
+)
+
+// Ticker is the part of *time.Ticker the sink uses, so tests can drive it.
+type Ticker interface {
+	C() <-chan time.Time
+	Stop()
+}
+
+type timeTicker struct{ *time.Ticker }
+
+func (t timeTicker) C() <-chan time.Time { return t.Ticker.C }
+
+// Options are the sink's collaborators. Zero fields take the defaults.
+type Options struct {
+	Logger    *slog.Logger               // default slog.Default()
+	Now       func() time.Time           // default time.Now
+	NewTicker func(time.Duration) Ticker // default a *time.Ticker
+}
+
+// fileState is what the sink knows of one file it writes.
+type fileState struct {
+	key     []byte // the content, without updated_at for the JSON file
+	known   bool   // key is what the file holds
+	rewrite bool   // the file has the wrong mode: write it even if unchanged
+}
+
+// Sink writes the pool to files. Create it with New; its methods are safe
+// for concurrent use.
+type Sink struct {
+	cfg       Config
+	mode      os.FileMode
+	node      string
+	log       *slog.Logger
+	now       func() time.Time
+	newTicker func(time.Duration) Ticker
+	writeFile func(path string, data []byte, mode os.FileMode) error
+
+	applyMu sync.Mutex           // one apply at a time; guards the fields below
+	files   map[string]fileState // by path; absent until read from disk once
+	listed  map[string]bool      // clusters whose lists were written or kept
+
+	mu       sync.Mutex // guards the fields below
+	latest   *pool.Pool
+	frozen   bool
+	have     bool // Update was called
+	failed   bool // the last apply failed: retry every Interval
+	started  bool
+	closed   bool
+	cancel   context.CancelFunc
+	st       Status
+	errLog   string // last logged error, to log repeats at debug
+	heldLog  string // last logged held nodes
+	frozeLog bool   // last logged frozen state
+
+	kick chan struct{} // buffered 1: a pending Update
+	done chan struct{} // closed when the loop ends
+}
+
+// New validates cfg and returns a sink for the agent named node. It writes
+// nothing; call Start to run the loop, or Apply to write once.
+func New(cfg Config, node string, opts Options) (*Sink, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	mode, err := parseMode(cfg.Mode)
+	if err != nil {
+		return nil, err // checked by Validate
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.NewTicker == nil {
+		opts.NewTicker = func(d time.Duration) Ticker { return timeTicker{time.NewTicker(d)} }
+	}
+	return &Sink{
+		cfg:       cfg,
+		mode:      mode,
+		node:      node,
+		log:       opts.Logger.With("component", "file-sink"),
+		now:       opts.Now,
+		newTicker: opts.NewTicker,
+		writeFile: fsutil.WriteFileAtomic,
+		files:     map[string]fileState{},
+		listed:    map[string]bool{},
+		kick:      make(chan struct{}, 1),
+		done:      make(chan struct{}),
+	}, nil
+}
+
+// Apply writes pool p to the files that differ from it and returns what
+// failed. p may be nil (no clusters). It does not change the pool the loop
+// uses (see Update). Applies never overlap: Apply waits for a running one.
+func (s *Sink) Apply(p *pool.Pool, frozen bool) error {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	wrote, held, err := s.apply(p, frozen)
+	s.report(frozen, held)
+	s.record(wrote, err)
+	return err
+}
+
+// apply writes the lists, then the JSON file, each only if its content
+// changed. A failed file does not stop the others. It returns how many
+// files it wrote and the held nodes as "cluster/node". s.applyMu must be
+// held.
+func (s *Sink) apply(p *pool.Pool, frozen bool) (wrote int, held []string, err error) {
+	if p == nil {
+		p = &pool.Pool{}
+	}
+	var errs []error
+	write := func(path string, key, data []byte, keyOf func([]byte) ([]byte, bool)) {
+		ok, err := s.writeIfChanged(path, key, data, keyOf)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if ok {
+			wrote++
+		}
+	}
+
+	heldNames := map[string][]string{}
+	if s.cfg.ListsDir != "" {
+		present := map[string]bool{}
+		for i := range p.Clusters {
+			c := &p.Clusters[i]
+			if !validListName(c.Name) {
+				errs = append(errs, fmt.Errorf("cluster %q: name cannot be part of a file name; no lists written", c.Name))
+				continue
+			}
+			present[c.Name] = true
+			var names []string
+			for _, role := range []struct {
+				suffix string
+				nodes  []pool.Node
+			}{{writersSuffix, c.Writers}, {readersSuffix, c.Readers}} {
+				path := filepath.Join(s.cfg.ListsDir, c.Name+role.suffix)
+				list := roleList(role.nodes)
+				if frozen {
+					var h []string
+					if st := s.state(path, listKey); st.known {
+						list, h = hold(list, parseList(st.key))
+					}
+					for _, a := range h {
+						names = append(names, nameOf(c, a))
+					}
+				}
+				data := formatList(list)
+				write(path, data, data, listKey)
+			}
+			slices.Sort(names)
+			names = slices.Compact(names)
+			if len(names) > 0 {
+				heldNames[c.Name] = names
+			}
+			for _, n := range names {
+				held = append(held, c.Name+"/"+n)
+			}
+		}
+		s.noteClusters(present)
+	}
+
+	doc := newDocument(p, s.node, frozen, heldNames)
+	key := contentKey(doc)
+	doc.UpdatedAt = s.now().UTC()
+	write(s.cfg.Path, key, encode(doc), fileKey)
+	return wrote, held, errors.Join(errs...)
+}
+
+// noteClusters logs once each cluster whose lists were written before and
+// that left the pool; its list files stay as they are. s.applyMu must be
+// held.
+func (s *Sink) noteClusters(present map[string]bool) {
+	for name := range s.listed {
+		if !present[name] {
+			s.log.Info("cluster left the pool; its list files are kept as last written", "cluster", name)
+			delete(s.listed, name)
+		}
+	}
+	for name := range present {
+		s.listed[name] = true
+	}
+}
+
+// writeIfChanged writes data to path unless the file already holds key, and
+// reports whether it wrote. keyOf gives the key of the file's data as read
+// from disk. s.applyMu must be held.
+func (s *Sink) writeIfChanged(path string, key, data []byte, keyOf func([]byte) ([]byte, bool)) (bool, error) {
+	st := s.state(path, keyOf)
+	if st.known && !st.rewrite && bytes.Equal(st.key, key) {
+		// Unchanged, unless removed behind our back (or its directory was).
+		if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+	}
+	if err := s.writeFile(path, data, s.mode); err != nil {
+		// The file, if any, still holds what st says: rename is atomic.
+		return false, writeError(path, err)
+	}
+	s.files[path] = fileState{key: key, known: true}
+	s.log.Info("file written", "path", path, "bytes", len(data))
+	return true, nil
+}
+
+// writeError returns err, from writing path, without the temp file's random
+// name, so that a repeated failure reads the same.
+func writeError(path string, err error) error {
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return fmt.Errorf("write %s: %s temp file: %w", path, le.Op, le.Err)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && strings.HasPrefix(filepath.Base(pe.Path), ".") {
+		op := pe.Op
+		if op == "open" {
+			op = "create"
+		}
+		return fmt.Errorf("write %s: %s temp file: %w", path, op, pe.Err)
+	}
+	return err
+}
+
+// state returns what the sink knows of path, reading the file the first
+// time. A missing or unreadable file, or one keyOf rejects, is unknown.
+// s.applyMu must be held.
+func (s *Sink) state(path string, keyOf func([]byte) ([]byte, bool)) fileState {
+	if st, ok := s.files[path]; ok {
+		return st
+	}
+	var st fileState
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
+		if data, err := os.ReadFile(path); err == nil {
+			st.key, st.known = keyOf(data)
+			st.rewrite = fi.Mode().Perm() != s.mode
+		}
+	}
+	s.files[path] = st
+	return st
+}
+
+// listKey is the key of a list file: its content.
+func listKey(data []byte) ([]byte, bool) { return data, true }
+
+// Start runs the loop until ctx ends or Close is called: an apply at once
+// after each Update, and, while the last apply failed, a retry with the
+// newest pool every Config.Interval. Calls after the first, or after Close,
+// do nothing.
+func (s *Sink) Start(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.closed {
+		return
+	}
+	s.started = true
+	ctx, s.cancel = context.WithCancel(ctx)
+	go s.loop(ctx)
+}
+
+// Update hands the sink a new pool and asks for an apply without waiting
+// for it. Updates that arrive while an apply runs are coalesced into one
+// more apply with the newest pool. p is copied.
+func (s *Sink) Update(p *pool.Pool, frozen bool) {
+	p = p.Clone()
+	s.mu.Lock()
+	s.latest, s.frozen, s.have = p, frozen, true
+	s.mu.Unlock()
+	select {
+	case s.kick <- struct{}{}:
+	default: // an apply is already pending; it will read the newest pool
+	}
+}
+
+// Close stops the loop and waits for it. It is safe to call more than once.
+func (s *Sink) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	started, cancel := s.started, s.cancel
+	s.mu.Unlock()
+	if started {
+		cancel()
+		<-s.done
+	}
+	return nil
+}
+
+func (s *Sink) loop(ctx context.Context) {
+	defer close(s.done)
+	t := s.newTicker(s.cfg.Interval)
+	defer t.Stop()
+	for {
+		retry := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kick:
+		case <-t.C():
+			retry = true
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		s.runLatest(retry)
+	}
+}
+
+// runLatest applies the newest pool, if any, turning a panic into a failed
+// apply. A retry runs only when the last apply failed.
+func (s *Sink) runLatest(retry bool) {
+	s.mu.Lock()
+	p, frozen, have, failed := s.latest, s.frozen, s.have, s.failed
+	s.mu.Unlock()
+	if !have || retry && !failed {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("file sink apply panicked", "panic", r, "stack", string(debug.Stack()))
+			s.record(0, fmt.Errorf("apply panicked: %v", r))
+		}
+	}()
+	_ = s.Apply(p, frozen)
+}
