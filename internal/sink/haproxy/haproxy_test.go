@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/testutil/haproxytest"
 )
 
 // These tests run a real HAProxy (Debian package haproxy). Without it they
@@ -40,96 +39,18 @@ backend db_ro
     server spare 127.0.0.1:33069
 `
 
-// findHAProxy returns the haproxy binary: $SHOAL_HAPROXY_BIN if set, else
-// haproxy in PATH or /usr/sbin. Without one it skips, or fails under CI=true.
-func findHAProxy(t *testing.T) string {
-	t.Helper()
-	where := "$SHOAL_HAPROXY_BIN (" + os.Getenv("SHOAL_HAPROXY_BIN") + ")"
-	candidates := []string{os.Getenv("SHOAL_HAPROXY_BIN")}
-	if candidates[0] == "" {
-		where = "PATH or /usr/sbin"
-		candidates = []string{"haproxy", "/usr/sbin/haproxy"}
-	}
-	for _, c := range candidates {
-		if bin, err := exec.LookPath(c); err == nil {
-			return bin
-		}
-	}
-	msg := fmt.Sprintf("haproxy not found in %s; apt-get install -y haproxy", where)
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s (CI=true: real-HAProxy tests must not be skipped)", msg)
-	}
-	t.Skip(msg)
-	return ""
-}
-
-// haproxyProc is a real HAProxy running in the foreground as a child.
+// haproxyProc is a real HAProxy with the sink package's readers.
 type haproxyProc struct {
-	t          *testing.T
-	bin, cfg   string
-	sock, addr string
-	cmd        *exec.Cmd
-	out        *syncBuffer
+	*haproxytest.Proc
+	t    *testing.T
+	addr string
 }
 
-// startHAProxy writes a config and starts HAProxy; t.Cleanup kills it.
+// startHAProxy starts HAProxy with haproxyConfig; t.Cleanup kills it.
 func startHAProxy(t *testing.T) *haproxyProc {
 	t.Helper()
-	bin := findHAProxy(t)
-	dir, err := os.MkdirTemp("", "shoal-hx") // short: sun_path is 108 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	h := &haproxyProc{t: t, bin: bin, cfg: filepath.Join(dir, "haproxy.cfg"), sock: filepath.Join(dir, "admin.sock")}
-	h.addr = "unix:" + h.sock
-	if err := os.WriteFile(h.cfg, []byte(fmt.Sprintf(haproxyConfig, h.sock)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	h.start()
-	t.Cleanup(h.stop)
-	return h
-}
-
-func (h *haproxyProc) start() {
-	h.t.Helper()
-	h.out = &syncBuffer{}
-	h.cmd = exec.Command(h.bin, "-f", h.cfg, "-db")
-	h.cmd.Stdout, h.cmd.Stderr = h.out, h.out
-	if err := h.cmd.Start(); err != nil {
-		h.t.Fatalf("start haproxy: %v", err)
-	}
-	c, err := NewClient(h.addr, time.Second)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := c.ServersState(context.Background()); err == nil {
-			return
-		} else if time.Now().After(deadline) {
-			h.stop()
-			h.t.Fatalf("haproxy runtime api not up after 10s: %v\n%s", err, h.out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// stop kills HAProxy by its PID and reaps it.
-func (h *haproxyProc) stop() {
-	if h.cmd == nil || h.cmd.Process == nil {
-		return
-	}
-	_ = h.cmd.Process.Kill()
-	_ = h.cmd.Wait()
-	h.cmd = nil
-}
-
-// restart loses every runtime state, like a reload without a state file.
-func (h *haproxyProc) restart() {
-	h.t.Helper()
-	h.stop()
-	h.start()
+	p := haproxytest.Start(t, func(p *haproxytest.Proc) string { return fmt.Sprintf(haproxyConfig, p.Sock) })
+	return &haproxyProc{Proc: p, t: t, addr: p.Addr}
 }
 
 // states reads `show servers state` from HAProxy and returns
@@ -264,7 +185,7 @@ func TestHAProxyIntegration(t *testing.T) {
 	steady := want([3]State{R, M, M}, [3]State{M, R, R})
 	waitFor(t, "update applied", func() bool { return h.states() == steady })
 
-	h.restart()
+	h.Restart()
 	if got := h.states(); got != want([3]State{R, R, R}, [3]State{R, R, R}) {
 		t.Fatalf("restarted haproxy kept state: %s", got)
 	}
@@ -338,7 +259,6 @@ func (w testWriter) Write(p []byte) (int, error) {
 func TestHAProxyOutClosesSessions(t *testing.T) {
 	for _, drainState := range []State{StateMaint, StateDrain} {
 		t.Run(string(drainState), func(t *testing.T) {
-			bin := findHAProxy(t)
 			db, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
@@ -350,23 +270,14 @@ func TestHAProxyOutClosesSessions(t *testing.T) {
 					accepted <- c
 				}
 			}()
-			dir, err := os.MkdirTemp("", "shoal-hx")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(dir) })
-			fe := filepath.Join(dir, "fe.sock")
-			h := &haproxyProc{t: t, bin: bin, cfg: filepath.Join(dir, "haproxy.cfg"), sock: filepath.Join(dir, "admin.sock")}
-			h.addr = "unix:" + h.sock
-			cfg := fmt.Sprintf("global\n    stats socket %s mode 600 level admin\n"+
-				"defaults\n    mode tcp\n    timeout connect 1s\n    timeout client 30s\n    timeout server 30s\n"+
-				"frontend fe\n    bind unix@%s\n    default_backend db_rw\n"+
-				"backend db_rw\n    server db1 %s\n", h.sock, fe, db.Addr())
-			if err := os.WriteFile(h.cfg, []byte(cfg), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			h.start()
-			t.Cleanup(h.stop)
+			var fe string
+			h := haproxytest.Start(t, func(p *haproxytest.Proc) string {
+				fe = filepath.Join(p.Dir, "fe.sock")
+				return fmt.Sprintf("global\n    stats socket %s mode 600 level admin\n"+
+					"defaults\n    mode tcp\n    timeout connect 1s\n    timeout client 30s\n    timeout server 30s\n"+
+					"frontend fe\n    bind unix@%s\n    default_backend db_rw\n"+
+					"backend db_rw\n    server db1 %s\n", p.Sock, fe, db.Addr())
+			})
 
 			client, err := net.Dial("unix", fe)
 			if err != nil {
@@ -384,7 +295,7 @@ func TestHAProxyOutClosesSessions(t *testing.T) {
 				t.Fatal("haproxy did not connect to the server")
 			}
 
-			s, err := New(Config{Address: h.addr, DrainState: drainState,
+			s, err := New(Config{Address: h.Addr, DrainState: drainState,
 				Backends: []Mapping{{Cluster: "c1", Role: RoleWriter, Backend: "db_rw"}}}, Options{Logger: testLogger(t)})
 			if err != nil {
 				t.Fatal(err)
