@@ -68,7 +68,7 @@ func New(cfg Config, logger *slog.Logger, notifier Notifier) (*Probe, error) {
 		log:      logger,
 		notifier: notifier,
 		conn:     conn,
-		h:        newHysteresis(cfg.Rise, cfg.Fall, now),
+		h:        newHysteresis(cfg.Rise, cfg.Fall, cfg.Interval, now),
 		done:     make(chan struct{}),
 	}
 	p.status = Status{State: StateCritical, Reason: ReasonStarting, Message: "no check completed yet", Since: now}

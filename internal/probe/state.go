@@ -115,12 +115,22 @@ type Result struct {
 //	warning    --passes >= rise--------------------------------> passing
 //	passing    --notPasses >= fall (fails < fall)--------------> warning
 //
-// A single bad result never moves a passing server (unless hard), and a
-// single good result never revives a critical one (unless rise is 1). The
+// A timeout counts as one failure per probe interval it spans (at least one):
+// fall is meant as "failing for fall intervals", and a check that waited
+// Duration without an answer has shown that much silence by itself. With the
+// defaults (interval 250ms, timeout 500ms, fall 2) one timeout of a hung
+// server is enough, so it leaves the pool about one timeout after it hangs
+// instead of two; a check that answers slowly but within the timeout is a
+// pass. Set mysql.timeout below fall x interval to require several timeouts.
+//
+// A single bad result never moves a passing server (unless hard, or a
+// timeout spanning fall intervals), and a single good result never revives a
+// critical one (unless rise is 1). The
 // reason and message follow the latest result that agrees with the state
 // (a critical server that was refused and now times out says "timeout").
 type hysteresis struct {
 	rise, fall int
+	interval   time.Duration // weighs timeouts; 0 counts each as one failure
 
 	state   State
 	reason  Reason
@@ -130,9 +140,9 @@ type hysteresis struct {
 	passes, ups, fails, notPasses int
 }
 
-func newHysteresis(rise, fall int, now time.Time) *hysteresis {
+func newHysteresis(rise, fall int, interval time.Duration, now time.Time) *hysteresis {
 	return &hysteresis{
-		rise: rise, fall: fall,
+		rise: rise, fall: fall, interval: interval,
 		state: StateCritical, reason: ReasonStarting, message: "no check completed yet", since: now,
 	}
 }
@@ -149,9 +159,13 @@ func (h *hysteresis) observe(r Result) bool {
 		h.ups++
 		h.notPasses++
 	default:
+		w := 1
+		if r.Reason == ReasonTimeout && h.interval > 0 {
+			w = max(1, int(r.Duration/h.interval))
+		}
 		h.passes, h.ups = 0, 0
-		h.fails++
-		h.notPasses++
+		h.fails += w
+		h.notPasses += w
 	}
 
 	next := h.state

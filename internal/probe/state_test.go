@@ -46,7 +46,7 @@ func TestHysteresis(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-			h := newHysteresis(tc.rise, tc.fall, t0)
+			h := newHysteresis(tc.rise, tc.fall, 0, t0)
 			var got strings.Builder
 			for i := range len(tc.in) {
 				prev := h.state
@@ -65,7 +65,7 @@ func TestHysteresis(t *testing.T) {
 
 func TestHysteresisReasonAndSince(t *testing.T) {
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	h := newHysteresis(2, 2, t0)
+	h := newHysteresis(2, 2, 0, t0)
 	if h.reason != ReasonStarting || !h.since.Equal(t0) {
 		t.Fatalf("initial reason %q since %v", h.reason, h.since)
 	}
@@ -114,5 +114,36 @@ func TestStateStrings(t *testing.T) {
 	b, _ := OutcomeHardFail.MarshalText()
 	if string(b) != "hard_fail" {
 		t.Errorf("OutcomeHardFail text %q", b)
+	}
+}
+
+// A timeout counts one failure per interval it spans: with interval 250ms
+// and fall 2, a 500ms timeout alone makes a passing server critical, a 260ms
+// one does not, and other slow failures count once.
+func TestHysteresisTimeoutWeight(t *testing.T) {
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	passing := func() *hysteresis {
+		h := newHysteresis(2, 2, 250*time.Millisecond, t0)
+		h.observe(Result{Outcome: OutcomePass, Reason: ReasonOK, Start: t0})
+		h.observe(Result{Outcome: OutcomePass, Reason: ReasonOK, Start: t0})
+		if h.state != StatePassing {
+			t.Fatalf("setup: %v", h.state)
+		}
+		return h
+	}
+	for _, tc := range []struct {
+		reason Reason
+		d      time.Duration
+		want   State
+	}{
+		{ReasonTimeout, 500 * time.Millisecond, StateCritical},
+		{ReasonTimeout, 260 * time.Millisecond, StatePassing},
+		{ReasonConnect, 900 * time.Millisecond, StatePassing},
+	} {
+		h := passing()
+		h.observe(Result{Outcome: OutcomeFail, Reason: tc.reason, Start: t0, Duration: tc.d})
+		if h.state != tc.want {
+			t.Errorf("%s after %s: %v, want %v", tc.reason, tc.d, h.state, tc.want)
+		}
 	}
 }
