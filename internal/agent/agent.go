@@ -25,6 +25,7 @@ import (
 
 	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/fsutil"
+	"github.com/shoaldb/shoal/internal/history"
 	"github.com/shoaldb/shoal/internal/logging"
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/probe"
@@ -62,13 +63,17 @@ type Agent struct {
 	joinInFlight atomic.Int32
 
 	tagsFileMu  sync.Mutex
-	tagsWritten map[string]string // user tags last written to the tags file
+	tagsWritten map[string]string // tags last written to the tags file
+
+	pubMu sync.Mutex // serializes changes of the local tags (publish)
 
 	role   string
 	health tags.Health // published health (db agents)
 	maint  string      // maintenance reason, "" when not in maintenance
 	probe  *probe.Probe
 	router *routing.Router
+	sinks  []poolSink
+	hist   *history.Log
 	dirty  chan struct{}
 
 	fatalOnce sync.Once
@@ -143,11 +148,20 @@ func (a *Agent) Start(ctx context.Context) error {
 	a.router = routing.New(routing.Config{
 		Policy: pool.Policy{
 			MaxLag:            a.cfg.Pool.MaxLag,
-			MinReaders:        a.cfg.Pool.MinReaders,
+			MinReaders:        minReaders(a.cfg.Pool.MinReaders),
 			WriterServesReads: a.cfg.Pool.WriterServesReads,
 		},
+		Damp:            pool.DampConfig{HalfLife: a.cfg.Pool.DampHalfLife},
+		NoDamping:       !a.cfg.Pool.Damping,
 		IsolationWindow: a.cfg.Pool.IsolationWindow,
 	}, a.poolMembers, a.logs.Logger.With("component", "pool"))
+	if a.sinks, err = a.newSinks(); err != nil {
+		return err
+	}
+	if a.hist, err = history.Open(a.cfg.History.WithDefaults(), a.logs.Logger); err != nil {
+		return err
+	}
+	a.router.Listen(a.recordPool())
 
 	lw := sagent.NewLogWriter(512)
 	a.monitor = lw
@@ -184,6 +198,7 @@ func (a *Agent) Start(ctx context.Context) error {
 			return fmt.Errorf("mysql probe: %w", err)
 		}
 	}
+	a.startSinks(ctx)
 	a.wg.Add(4)
 	go func() {
 		defer a.wg.Done()
@@ -219,16 +234,16 @@ func (a *Agent) Start(ctx context.Context) error {
 // initialTags returns the tags to start with: the tags file when it exists
 // (it holds runtime changes), else the configured tags.
 func (a *Agent) initialTags() (map[string]string, error) {
-	tags := maps.Clone(a.cfg.Tags)
-	if tags == nil {
-		tags = map[string]string{}
+	user := maps.Clone(a.cfg.Tags)
+	if user == nil {
+		user = map[string]string{}
 	}
 	if a.cfg.TagsFile == "" {
-		return tags, nil
+		return user, nil
 	}
 	data, err := os.ReadFile(a.cfg.TagsFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return tags, a.writeTagsFile(tags)
+		return user, a.writeTagsFile(user)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("tags_file: %w", err)
@@ -241,32 +256,49 @@ func (a *Agent) initialTags() (map[string]string, error) {
 		fileTags = map[string]string{}
 	}
 	a.tagsWritten = maps.Clone(fileTags)
+	if reason, ok := fileTags[tags.KeyMaint]; ok {
+		// Maintenance survives restarts: an operator who drained a node to
+		// upgrade it does not want it back in the pool when the agent restarts.
+		a.maint = maintReason(reason)
+		delete(fileTags, tags.KeyMaint)
+		a.log.Warn("this node is in maintenance (from the tags file): it stays out of the pool until `shoal maint disable`", "reason", a.maint)
+	}
 	if len(a.cfg.Tags) > 0 && !maps.Equal(fileTags, a.cfg.Tags) {
 		a.log.Warn("tags file holds runtime tag changes and takes precedence over the configured tags; delete it to return to the configured tags", "tags_file", a.cfg.TagsFile)
 	}
 	return fileTags, nil
 }
 
-// writeTagsFile persists the user tags. It writes only when they differ from
-// what was last written: the local member-update event also fires for every
-// health publish, which leaves the user tags alone.
-func (a *Agent) writeTagsFile(tags map[string]string) error {
+// writeTagsFile persists the user tags and the maintenance reason (under the
+// reserved key "maint"). It writes only when they differ from what was last
+// written: the local member-update event also fires for every health
+// publish, which leaves both alone.
+func (a *Agent) writeTagsFile(user map[string]string) error {
 	if a.cfg.TagsFile == "" {
 		return nil
 	}
 	a.tagsFileMu.Lock()
 	defer a.tagsFileMu.Unlock()
-	if a.tagsWritten != nil && maps.Equal(a.tagsWritten, tags) {
+	content := maps.Clone(user)
+	if content == nil {
+		content = map[string]string{}
+	}
+	a.mu.Lock()
+	if a.maint != "" {
+		content[tags.KeyMaint] = a.maint
+	}
+	a.mu.Unlock()
+	if a.tagsWritten != nil && maps.Equal(a.tagsWritten, content) {
 		return nil
 	}
-	data, err := json.MarshalIndent(tags, "", "  ")
+	data, err := json.MarshalIndent(content, "", "  ")
 	if err != nil {
 		return err
 	}
 	if err := fsutil.WriteFileAtomic(a.cfg.TagsFile, append(data, '\n'), 0o600); err != nil {
 		return err
 	}
-	a.tagsWritten = maps.Clone(tags)
+	a.tagsWritten = content
 	return nil
 }
 
@@ -337,6 +369,7 @@ func (a *Agent) Shutdown() {
 		if a.probe != nil {
 			a.probe.Close()
 		}
+		a.closeSinks()
 		if a.ipc != nil {
 			a.ipc.Shutdown()
 		}
@@ -346,6 +379,11 @@ func (a *Agent) Shutdown() {
 			}
 		}
 		a.wg.Wait()
+		if a.hist != nil {
+			if err := a.hist.Close(); err != nil {
+				a.log.Warn("close history file", "err", err)
+			}
+		}
 		a.logs.SetMonitor(nil)
 	})
 }
@@ -358,11 +396,7 @@ func (a *Agent) Reload(cfg *config.Config) {
 		a.log.Info("reloaded log level", "level", cfg.LogLevel)
 	}
 	if a.cfg.TagsFile == "" && !maps.Equal(cfg.Tags, userTags(a.Serf().LocalMember().Tags)) {
-		full, err := a.fullTags(cfg.Tags)
-		if err == nil {
-			err = a.Serf().SetTags(full)
-		}
-		if err != nil {
+		if err := a.publish(maps.Clone(cfg.Tags)); err != nil {
 			a.log.Error("reload tags", "err", err)
 		} else {
 			a.log.Info("reloaded tags", "tags", len(cfg.Tags))
@@ -398,4 +432,13 @@ func (a *Agent) RPCAddr() string {
 		return ""
 	}
 	return a.rpcLn.Addr().String()
+}
+
+// minReaders maps pool.min_readers to the policy, where 0 means the default:
+// in the configuration 0 means no reader floor.
+func minReaders(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

@@ -118,6 +118,9 @@ func (a *Agent) onProbe(e probe.Event) {
 	if !e.StateChanged && !e.FactsChanged {
 		return
 	}
+	if e.StateChanged {
+		a.recordHealth(e)
+	}
 	h := healthFromStatus(e.Status, a.cfg.MySQLPort())
 	a.mu.Lock()
 	seq := a.health.Seq
@@ -149,23 +152,38 @@ func (a *Agent) publishLoop(ctx context.Context) {
 			return
 		case <-a.dirty:
 		}
-		cur := a.Serf().LocalMember().Tags
-		next, err := a.fullTags(userTags(cur))
-		if err != nil {
+		if err := a.publish(nil); err != nil {
 			a.log.Error("publish tags", "err", err)
-			continue
 		}
-		if maps.Equal(cur, next) {
-			continue
-		}
-		start := time.Now()
-		if err := a.Serf().SetTags(next); err != nil {
-			a.log.Error("publish tags", "err", err)
-			continue
-		}
-		a.log.Debug("published tags", "health", next[tags.KeyHealth], "took", time.Since(start))
-		a.router.Trigger()
 	}
+}
+
+// publish gossips the full tag set built from the agent's state and the user
+// tags: user when not nil, else the user tags currently published. Every
+// writer of the local tags goes through here, one at a time, so that a
+// health publish never overwrites a concurrent maintenance or tag change with
+// the state it read before.
+func (a *Agent) publish(user map[string]string) error {
+	a.pubMu.Lock()
+	defer a.pubMu.Unlock()
+	cur := a.Serf().LocalMember().Tags
+	if user == nil {
+		user = userTags(cur)
+	}
+	next, err := a.fullTags(user)
+	if err != nil {
+		return err
+	}
+	if maps.Equal(cur, next) {
+		return nil
+	}
+	start := time.Now()
+	if err := a.Serf().SetTags(next); err != nil {
+		return fmt.Errorf("set tags: %w", err)
+	}
+	a.log.Debug("published tags", "health", next[tags.KeyHealth], "took", time.Since(start))
+	a.router.Trigger()
+	return nil
 }
 
 // poolMembers converts serf's member view for pool.Compute. A member's

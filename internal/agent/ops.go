@@ -106,15 +106,14 @@ func (a *Agent) UpdateTags(set map[string]string, del []string) (map[string]stri
 		}
 		delete(user, k)
 	}
-	full, err := a.fullTags(user)
-	if err != nil {
+	if _, err := a.fullTags(user); err != nil {
 		return nil, err
 	}
 	if err := a.writeTagsFile(user); err != nil {
 		return nil, err
 	}
-	if err := a.Serf().SetTags(full); err != nil {
-		return nil, fmt.Errorf("set tags: %w", err)
+	if err := a.publish(user); err != nil {
+		return nil, err
 	}
 	return user, nil
 }

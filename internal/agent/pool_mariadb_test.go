@@ -43,10 +43,10 @@ func poolOf(a *Agent) string {
 	}
 	var w, r, o []struct{ n, r string }
 	for _, n := range v.Writers {
-		w = append(w, struct{ n, r string }{n.Name, ""})
+		w = append(w, struct{ n, r string }{n.Name, n.Reason})
 	}
 	for _, n := range v.Readers {
-		r = append(r, struct{ n, r string }{n.Name, ""})
+		r = append(r, struct{ n, r string }{n.Name, n.Reason})
 	}
 	for _, n := range v.Out {
 		o = append(o, struct{ n, r string }{n.Name, n.Reason})
@@ -58,27 +58,9 @@ func poolOf(a *Agent) string {
 // probing each, and an app agent: every agent computes the same pool, and a
 // replica's crash takes it out of the pool everywhere.
 func TestPoolWithRealServers(t *testing.T) {
-	mariadbtest.Require(t)
-	t.Setenv("SHOAL_MYSQL_PASSWORD", probePW)
-	primary := mariadbtest.Start(t, mariadbtest.Options{})
-	r1 := mariadbtest.Start(t, mariadbtest.Options{ReadOnly: true})
-	r2 := mariadbtest.Start(t, mariadbtest.Options{ReadOnly: true})
-	createProbeUser(t, primary)
-	createProbeUser(t, r1)
-	createProbeUser(t, r2)
-	r1.ReplicateFrom(primary)
-	r2.ReplicateFrom(primary)
-	r1.WaitReplicating(20 * time.Second)
-	r2.WaitReplicating(20 * time.Second)
-
+	primary, r1, r2 := replicatedServers(t)
 	dbCfg := func(name string, s *mariadbtest.Server, join ...string) *config.Config {
-		c := testConfig(t, name, "fast", "", join...)
-		c.MySQL.Addr = s.Addr()
-		c.MySQL.User = "shoal"
-		if err := c.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		return c
+		return dbConfig(t, name, s, join...)
 	}
 	db1 := startNode(t, dbCfg("db1", primary))
 	db2 := startNode(t, dbCfg("db2", r1, db1.cfg.Bind))
@@ -145,4 +127,35 @@ func TestPoolWithRealServers(t *testing.T) {
 	if role, h := app.a.LocalHealth(); role != "app" || h != nil {
 		t.Errorf("app local health: %s %+v", role, h)
 	}
+}
+
+// replicatedServers starts a primary and two GTID replicas, each with the
+// probe user.
+func replicatedServers(t *testing.T) (primary, r1, r2 *mariadbtest.Server) {
+	t.Helper()
+	mariadbtest.Require(t)
+	t.Setenv("SHOAL_MYSQL_PASSWORD", probePW)
+	primary = mariadbtest.Start(t, mariadbtest.Options{})
+	r1 = mariadbtest.Start(t, mariadbtest.Options{ReadOnly: true})
+	r2 = mariadbtest.Start(t, mariadbtest.Options{ReadOnly: true})
+	createProbeUser(t, primary)
+	createProbeUser(t, r1)
+	createProbeUser(t, r2)
+	r1.ReplicateFrom(primary)
+	r2.ReplicateFrom(primary)
+	r1.WaitReplicating(20 * time.Second)
+	r2.WaitReplicating(20 * time.Second)
+	return primary, r1, r2
+}
+
+// dbConfig is a fast-profile db agent probing s as the probe user.
+func dbConfig(t *testing.T, name string, s *mariadbtest.Server, join ...string) *config.Config {
+	t.Helper()
+	c := testConfig(t, name, "fast", "", join...)
+	c.MySQL.Addr = s.Addr()
+	c.MySQL.User = "shoal"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

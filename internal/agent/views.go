@@ -35,10 +35,13 @@ func (a *Agent) PoolView(cluster string) (client.PoolResponse, error) {
 	if cluster != "" && len(r.Clusters) == 0 {
 		return r, fmt.Errorf("no cluster %q in the pool", cluster)
 	}
-	if len(r.Clusters) == 1 {
-		c := r.Clusters[0]
-		r.Writers, r.Readers, r.Out = c.Writers, c.Readers, c.Out
+	r.Writers, r.Readers, r.Out = []client.PoolNode{}, []client.PoolNode{}, []client.PoolNode{}
+	for _, c := range r.Clusters {
+		r.Writers = append(r.Writers, withCluster(c.Name, c.Writers)...)
+		r.Readers = append(r.Readers, withCluster(c.Name, c.Readers)...)
+		r.Out = append(r.Out, withCluster(c.Name, c.Out)...)
 	}
+	r.Sinks = a.sinkStatus()
 	return r, nil
 }
 
@@ -65,4 +68,13 @@ func (a *Agent) LocalHealth() (string, *client.LocalHealth) {
 		h.LagSeconds = &lag
 	}
 	return a.role, h
+}
+
+func withCluster(cluster string, ns []client.PoolNode) []client.PoolNode {
+	out := make([]client.PoolNode, len(ns))
+	for i, n := range ns {
+		n.Cluster = cluster
+		out[i] = n
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,9 @@ type Backend interface {
 	RequestLeave()
 	PoolView(cluster string) (client.PoolResponse, error)
 	LocalHealth() (role string, mysql *client.LocalHealth)
+	Maint() client.MaintStatus
+	SetMaint(enable bool, reason string) (client.MaintStatus, error)
+	History(f client.HistoryFilter) client.HistoryResponse
 }
 
 // maxBody bounds every request body.
@@ -63,13 +67,16 @@ func New(b Backend, log *slog.Logger, httpAddr string, metrics http.Handler) *Se
 	s.mux.HandleFunc("GET /v1/monitor", s.monitor)
 	s.mux.HandleFunc("GET /v1/health", s.health)
 	s.mux.HandleFunc("GET /v1/pool", s.pool)
+	s.mux.HandleFunc("GET /v1/agent/maint", s.maint)
+	s.mux.HandleFunc("PUT /v1/agent/maint", s.setMaint)
+	s.mux.HandleFunc("GET /v1/history", s.history)
 	if metrics != nil {
 		s.mux.Handle("GET /metrics", metrics)
 	}
 	// Known paths asked with another method get a JSON 405.
 	for _, p := range []string{"/v1/members", "/v1/agent/self", "/v1/agent/join", "/v1/agent/leave",
 		"/v1/agent/force-leave", "/v1/agent/tags", "/v1/event", "/v1/query", "/v1/keys", "/v1/keys/{op}",
-		"/v1/monitor", "/v1/health", "/v1/pool", "/metrics"} {
+		"/v1/monitor", "/v1/health", "/v1/pool", "/v1/agent/maint", "/v1/history", "/metrics"} {
 		s.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed on %s", r.Method, r.URL.Path))
 		})
@@ -450,4 +457,50 @@ func levelAtLeast(line, level string) bool {
 		}
 	}
 	return true
+}
+
+func (s *Server) maint(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.b.Maint())
+}
+
+func (s *Server) setMaint(w http.ResponseWriter, r *http.Request) {
+	var req client.MaintRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if !req.Enable && req.Reason != "" {
+		writeError(w, http.StatusBadRequest, errors.New("a reason is only given when enabling maintenance"))
+		return
+	}
+	st, err := s.b.SetMaint(req.Enable, req.Reason)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// maxHistoryLimit bounds ?limit= (the ring holds at most a million entries).
+const maxHistoryLimit = 1_000_000
+
+func (s *Server) history(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := client.HistoryFilter{Node: q.Get("node"), Cluster: q.Get("cluster"), Kind: q.Get("kind")}
+	if v := q.Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("since %q: want an RFC3339 time", v))
+			return
+		}
+		f.Since = t
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > maxHistoryLimit {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("limit %q: want a number from 0 to %d", v, maxHistoryLimit))
+			return
+		}
+		f.Limit = n
+	}
+	writeJSON(w, http.StatusOK, s.b.History(f))
 }

@@ -64,6 +64,9 @@ type Config struct {
 	MySQL   MySQL  `yaml:"mysql"`
 	Pool    Pool   `yaml:"pool"`
 
+	Sinks   Sinks   `yaml:"sinks"`
+	History History `yaml:"history"`
+
 	// Dev is set by --dev only: no encryption required, local profile,
 	// a node name derived from the bind port when none is given.
 	Dev bool `yaml:"-"`
@@ -113,6 +116,10 @@ type Pool struct {
 	MinReaders        int           `yaml:"min_readers"`
 	WriterServesReads bool          `yaml:"writer_serves_reads"`
 	IsolationWindow   time.Duration `yaml:"isolation_window"`
+	// Damping holds a flapping reader out (see package pool's Damper);
+	// default on.
+	Damping      bool          `yaml:"damping"`
+	DampHalfLife time.Duration `yaml:"damp_half_life"`
 }
 
 // EffectiveRole returns "db" or "app".
@@ -144,7 +151,7 @@ func Default() *Config {
 		LeaveTimeout:  5 * time.Second,
 		Cluster:       "default",
 		MySQL:         MySQL{Interval: 250 * time.Millisecond, Timeout: 500 * time.Millisecond, Rise: 2, Fall: 2},
-		Pool:          Pool{MaxLag: 10 * time.Second, MinReaders: 1, IsolationWindow: 10 * time.Second},
+		Pool:          Pool{MaxLag: 10 * time.Second, MinReaders: 1, IsolationWindow: 10 * time.Second, Damping: true, DampHalfLife: 60 * time.Second},
 	}
 }
 
@@ -263,6 +270,8 @@ func (c *Config) Validate() error {
 		add(fieldErr("leave_timeout", c.LeaveTimeout.String(), "must be positive"))
 	}
 	add(c.validateDB())
+	add(c.Sinks.validate())
+	add(validateHistory(c.History))
 	return errors.Join(errs...)
 }
 

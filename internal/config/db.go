@@ -62,6 +62,9 @@ func (c *Config) validateDB() error {
 	if p.MinReaders < 0 {
 		add(fieldErr("pool.min_readers", strconv.Itoa(p.MinReaders), "must be 0 or more"))
 	}
+	if p.DampHalfLife < time.Second || p.DampHalfLife > time.Hour {
+		add(fieldErr("pool.damp_half_life", p.DampHalfLife.String(), "must be from 1s to 1h"))
+	}
 	if p.IsolationWindow < time.Second {
 		add(fieldErr("pool.isolation_window", p.IsolationWindow.String(), "must be at least 1s"))
 	}

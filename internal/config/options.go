@@ -124,6 +124,12 @@ var options = []option{
 	durOpt("pool.max_lag", "max-lag", "", "most replication lag a reader may have", func(c *Config) *time.Duration { return &c.Pool.MaxLag }),
 	intOpt("pool.min_readers", "min-readers", "", "reader floor: soft reasons never drain readers below this", func(c *Config) *int { return &c.Pool.MinReaders }),
 	boolOpt("pool.writer_serves_reads", "writer-serves-reads", "", "list the writer among the readers too", func(c *Config) *bool { return &c.Pool.WriterServesReads }),
+	boolOpt("pool.damping", "damping", "", "hold flapping readers out until they settle (route-flap damping)", func(c *Config) *bool { return &c.Pool.Damping }),
+	durOpt("pool.damp_half_life", "damp-half-life", "", "how fast a flapping reader's penalty decays", func(c *Config) *time.Duration { return &c.Pool.DampHalfLife }),
+	strOpt("sinks.file.path", "pool-file", "SHOAL_POOL_FILE", "write the pool as JSON to this file (atomically, on change)", func(c *Config) *string { return &c.Sinks.File.Path }),
+	strOpt("sinks.file.lists_dir", "pool-lists-dir", "", "also write host:port lists per cluster and role into this directory", func(c *Config) *string { return &c.Sinks.File.ListsDir }),
+	strOpt("history.file", "history-file", "SHOAL_HISTORY_FILE", "append pool and health transitions to this JSON-lines file (rotated by size)", func(c *Config) *string { return &c.History.File }),
+	intOpt("history.size", "history-size", "", "transitions kept in memory for shoal history (default 1000)", func(c *Config) *int { return &c.History.Size }),
 	durOpt("pool.isolation_window", "isolation-window", "", "window in which losing most members means this agent is the one cut off", func(c *Config) *time.Duration { return &c.Pool.IsolationWindow }),
 	durOpt("leave_timeout", "leave-timeout", "SHOAL_LEAVE_TIMEOUT", "bound on the graceful leave at shutdown", func(c *Config) *time.Duration { return &c.LeaveTimeout }),
 }

@@ -20,6 +20,7 @@ import (
 type Config struct {
 	Policy          pool.Policy
 	Damp            pool.DampConfig
+	NoDamping       bool // skip flap damping
 	IsolationWindow time.Duration
 	// Resync recomputes even without a trigger, so that damping holds expire
 	// and isolation can clear. Default 1s.
@@ -123,7 +124,10 @@ func (r *Router) step() {
 	members := r.members()
 	prev := r.Current()
 	computed := pool.Compute(members, r.cfg.Policy, prev.Pool)
-	next := r.damper.Apply(now, computed, r.cfg.Policy)
+	next := computed
+	if !r.cfg.NoDamping {
+		next = r.damper.Apply(now, computed, r.cfg.Policy)
+	}
 	iso := r.iso.Observe(now, members)
 	changes := pool.Diff(prev.Pool, next)
 	if len(changes) == 0 && iso.Isolated == prev.Isolated && samePool(prev.Pool, next) {

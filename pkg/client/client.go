@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -268,6 +269,46 @@ func (c *Client) Pool(ctx context.Context, cluster string) (*PoolResponse, error
 	}
 	var r PoolResponse
 	if err := c.do(ctx, http.MethodGet, "/v1/pool", q, nil, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Maint returns the agent's node maintenance state.
+func (c *Client) Maint(ctx context.Context) (*MaintStatus, error) {
+	var r MaintStatus
+	if err := c.do(ctx, http.MethodGet, "/v1/agent/maint", nil, nil, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// SetMaint enables (with a reason) or disables maintenance on the agent's
+// node. Every agent then keeps the node out of the pool.
+func (c *Client) SetMaint(ctx context.Context, enable bool, reason string) (*MaintStatus, error) {
+	var r MaintStatus
+	if err := c.do(ctx, http.MethodPut, "/v1/agent/maint", nil, MaintRequest{Enable: enable, Reason: reason}, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// History returns the agent's pool and health transitions, oldest first.
+func (c *Client) History(ctx context.Context, f HistoryFilter) (*HistoryResponse, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"node": f.Node, "cluster": f.Cluster, "kind": f.Kind} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if !f.Since.IsZero() {
+		q.Set("since", f.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	var r HistoryResponse
+	if err := c.do(ctx, http.MethodGet, "/v1/history", q, nil, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil

@@ -157,10 +157,11 @@ type ErrorResponse struct {
 
 // PoolNode is a member's place in the routing pool.
 type PoolNode struct {
-	Name   string `json:"name"`
-	Addr   string `json:"addr"`
-	Reason string `json:"reason,omitempty"` // why it is out (or "floor" when kept in)
-	Detail string `json:"detail,omitempty"`
+	Cluster string `json:"cluster,omitempty"` // in PoolResponse's flat lists
+	Name    string `json:"name"`
+	Addr    string `json:"addr"`
+	Reason  string `json:"reason,omitempty"` // why it is out (or "floor" when kept in)
+	Detail  string `json:"detail,omitempty"`
 }
 
 // ClusterPool is the pool of one cluster.
@@ -175,13 +176,32 @@ type ClusterPool struct {
 // PoolResponse is GET /v1/pool. Writers, Readers and Out repeat the single
 // cluster's lists when exactly one cluster is shown.
 type PoolResponse struct {
-	Clusters  []ClusterPool `json:"clusters"`
-	Writers   []PoolNode    `json:"writers,omitempty"`
-	Readers   []PoolNode    `json:"readers,omitempty"`
-	Out       []PoolNode    `json:"out,omitempty"`
-	Isolated  bool          `json:"isolated"`
-	Isolation string        `json:"isolation,omitempty"`
-	UpdatedAt time.Time     `json:"updated_at,omitzero"`
+	Clusters []ClusterPool `json:"clusters"`
+	// Writers, Readers and Out list every cluster's nodes (each naming its
+	// cluster), so a single-cluster setup can read them directly.
+	Writers   []PoolNode `json:"writers"`
+	Readers   []PoolNode `json:"readers"`
+	Out       []PoolNode `json:"out"`
+	Isolated  bool       `json:"isolated"`
+	Isolation string     `json:"isolation,omitempty"`
+	UpdatedAt time.Time  `json:"updated_at,omitzero"`
+	// Sinks are the local routers this agent drives (none on most db hosts).
+	Sinks []SinkStatus `json:"sinks"`
+}
+
+// SinkStatus is what one pool sink has done.
+type SinkStatus struct {
+	Name        string    `json:"name"`   // "haproxy" or "file"
+	Target      string    `json:"target"` // runtime API address or file path
+	State       string    `json:"state"`  // "ok", "failing" or "pending" (nothing applied yet)
+	LastSuccess time.Time `json:"last_success,omitzero"`
+	LastError   string    `json:"last_error,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+	Failures    uint64    `json:"failures"`
+	Frozen      bool      `json:"frozen,omitempty"` // removals withheld: this agent looks isolated
+	// Notes are the sink's current warnings: withheld commands, servers that
+	// map to no node, nodes with no server.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // LocalHealth is the local MySQL probe's state (db agents).
@@ -206,4 +226,51 @@ type LocalHealth struct {
 	LastIOError  string    `json:"last_io_error,omitempty"`
 	LastSQLError string    `json:"last_sql_error,omitempty"`
 	Published    string    `json:"published_tag"`
+}
+
+// MaintRequest enables or disables maintenance on the agent's node.
+type MaintRequest struct {
+	Enable bool   `json:"enable"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// MaintStatus is a node's maintenance state.
+type MaintStatus struct {
+	Node    string `json:"node"`
+	Enabled bool   `json:"enabled"`
+	Reason  string `json:"reason,omitempty"`
+	// Persisted is true when the state survives an agent restart (the agent
+	// has a tags file).
+	Persisted bool `json:"persisted"`
+}
+
+// HistoryEntry is one pool or health transition.
+type HistoryEntry struct {
+	Seq     uint64    `json:"seq"`
+	Time    time.Time `json:"time"`
+	Kind    string    `json:"kind"` // pool, health, isolation, conflict, maint
+	Cluster string    `json:"cluster,omitempty"`
+	Node    string    `json:"node,omitempty"`
+	From    string    `json:"from"`
+	To      string    `json:"to"`
+	Reason  string    `json:"reason,omitempty"`
+	Detail  string    `json:"detail,omitempty"`
+}
+
+// HistoryFilter selects history entries; zero fields select all.
+type HistoryFilter struct {
+	Node    string
+	Cluster string
+	Kind    string
+	Since   time.Time
+	Limit   int // the newest Limit entries
+}
+
+// HistoryResponse is the agent's transition history, oldest first.
+type HistoryResponse struct {
+	Entries  []HistoryEntry `json:"entries"`
+	Capacity int            `json:"capacity"` // entries the agent keeps in memory
+	Total    uint64         `json:"total"`    // entries recorded since the agent started
+	Evicted  uint64         `json:"evicted"`  // entries dropped from memory (older than the ring)
+	File     string         `json:"file,omitempty"`
 }

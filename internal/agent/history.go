@@ -1,0 +1,111 @@
+package agent
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/history"
+	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/probe"
+	"github.com/shoaldb/shoal/internal/routing"
+	"github.com/shoaldb/shoal/pkg/client"
+)
+
+// History kinds besides the history package's own.
+const kindMaint history.Kind = "maint"
+
+// recordPool is a router listener: every pool change, the start and end of
+// writer conflicts and of isolation go to the history.
+func (a *Agent) recordPool() routing.Listener {
+	var prev routing.Update
+	return func(u routing.Update) {
+		for _, c := range u.Changes {
+			a.hist.Add(history.Entry{
+				Time: u.At, Kind: history.KindPool, Cluster: c.Cluster, Node: c.Node,
+				From: roleName(c.From), To: roleName(c.To), Reason: string(c.Reason), Detail: c.Detail,
+			})
+		}
+		for _, c := range u.Pool.Clusters {
+			was := conflictOf(prev.Pool, c.Name)
+			if slices.Equal(was, c.Conflict) {
+				continue
+			}
+			a.hist.Add(history.Entry{
+				Time: u.At, Kind: history.KindConflict, Cluster: c.Name,
+				From: conflictText(was), To: conflictText(c.Conflict),
+				Detail: "writable nodes: a conflict keeps at most one writer in the pool",
+			})
+		}
+		if u.Isolated != prev.Isolated {
+			e := history.Entry{Time: u.At, Kind: history.KindIsolation, From: "connected", To: "isolated",
+				Detail: fmt.Sprintf("%d of %d members failed within the isolation window: removals frozen in local sinks", u.Isolation.Failed, u.Isolation.Baseline)}
+			if !u.Isolated {
+				e.From, e.To, e.Detail = "isolated", "connected", "membership recovered: removals unfrozen"
+			}
+			a.hist.Add(e)
+		}
+		prev = u
+	}
+}
+
+func roleName(r pool.Role) string {
+	if r == pool.RoleNone {
+		return "none"
+	}
+	return string(r)
+}
+
+func conflictOf(p *pool.Pool, cluster string) []string {
+	if c := p.Cluster(cluster); c != nil {
+		return c.Conflict
+	}
+	return nil
+}
+
+func conflictText(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ",")
+}
+
+// recordHealth records a change of the local probe's state.
+func (a *Agent) recordHealth(e probe.Event) {
+	a.hist.Add(history.Entry{
+		Time: e.Status.Since, Kind: history.KindHealth, Cluster: a.cfg.Cluster, Node: a.cfg.Node,
+		From: e.PrevState.String(), To: e.Status.State.String(), Reason: string(e.Status.Reason), Detail: e.Status.Message,
+	})
+}
+
+// recordMaint records an operator's maintenance change on this node.
+func (a *Agent) recordMaint(prev string, st client.MaintStatus) {
+	from, to := "off", "off"
+	if prev != "" {
+		from = "on"
+	}
+	if st.Enabled {
+		to = "on"
+	}
+	if from == to && prev == st.Reason {
+		return
+	}
+	a.hist.Add(history.Entry{Time: time.Now(), Kind: kindMaint, Cluster: a.cfg.Cluster, Node: a.cfg.Node,
+		From: from, To: to, Reason: st.Reason})
+}
+
+// History returns the recorded transitions matching f, oldest first.
+func (a *Agent) History(f client.HistoryFilter) client.HistoryResponse {
+	es := a.hist.Query(history.Filter{Node: f.Node, Cluster: f.Cluster, Kind: history.Kind(f.Kind), Since: f.Since, Limit: f.Limit})
+	st := a.hist.Stats()
+	r := client.HistoryResponse{
+		Entries: make([]client.HistoryEntry, len(es)), Capacity: st.Capacity, Total: st.Total, Evicted: st.Evicted,
+		File: a.cfg.History.File,
+	}
+	for i, e := range es {
+		r.Entries[i] = client.HistoryEntry{Seq: e.Seq, Time: e.Time, Kind: string(e.Kind), Cluster: e.Cluster,
+			Node: e.Node, From: e.From, To: e.To, Reason: e.Reason, Detail: e.Detail}
+	}
+	return r
+}

@@ -1,0 +1,96 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/shoaldb/shoal/internal/tags"
+	"github.com/shoaldb/shoal/pkg/client"
+)
+
+// DefaultMaintReason is the reason recorded when the operator gives none.
+const DefaultMaintReason = "maintenance mode enabled, no reason given"
+
+// ErrNotDB means an operation needs a database agent.
+var ErrNotDB = errors.New("this agent has no database (role app): maintenance applies to database nodes")
+
+// maintReason returns the reason to publish for r.
+func maintReason(r string) string {
+	if r == "" {
+		return DefaultMaintReason
+	}
+	return r
+}
+
+// checkMaintReason rejects reasons that the tag would not carry as given.
+func checkMaintReason(r string) error {
+	if len(r) > tags.MaxMaintLen {
+		return fmt.Errorf("maintenance reason is %d bytes; the most is %d", len(r), tags.MaxMaintLen)
+	}
+	if !utf8.ValidString(r) {
+		return errors.New("maintenance reason is not valid UTF-8")
+	}
+	for _, c := range r {
+		if !unicode.IsPrint(c) {
+			return fmt.Errorf("maintenance reason has the non-printable character %q", c)
+		}
+	}
+	return nil
+}
+
+// SetMaint puts this node in maintenance (every agent then keeps it out of
+// the pool, reason "maintenance") or takes it out, like Consul's node
+// maintenance mode. It returns once the new tags are queued for gossip. With
+// a tags file the state survives restarts.
+func (a *Agent) SetMaint(enable bool, reason string) (client.MaintStatus, error) {
+	if a.role != tags.RoleDB {
+		return client.MaintStatus{}, ErrNotDB
+	}
+	if err := checkMaintReason(reason); err != nil {
+		return client.MaintStatus{}, err
+	}
+	a.mu.Lock()
+	prev := a.maint
+	a.maint = ""
+	if enable {
+		a.maint = maintReason(reason)
+	}
+	a.mu.Unlock()
+	restore := func() {
+		a.mu.Lock()
+		a.maint = prev
+		a.mu.Unlock()
+	}
+	user := userTags(a.Serf().LocalMember().Tags)
+	if err := a.writeTagsFile(user); err != nil {
+		restore()
+		return client.MaintStatus{}, fmt.Errorf("persist maintenance state: %w", err)
+	}
+	if err := a.publish(user); err != nil {
+		restore()
+		_ = a.writeTagsFile(user)
+		return client.MaintStatus{}, err
+	}
+	st := a.Maint()
+	if enable {
+		a.log.Warn("maintenance enabled: this node leaves the pool on every agent", "reason", st.Reason)
+	} else if prev != "" {
+		a.log.Info("maintenance disabled: this node may return to the pool", "was", prev)
+	}
+	a.recordMaint(prev, st)
+	return st, nil
+}
+
+// Maint returns this node's maintenance state.
+func (a *Agent) Maint() client.MaintStatus {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return client.MaintStatus{
+		Node:      a.cfg.Node,
+		Enabled:   a.maint != "",
+		Reason:    a.maint,
+		Persisted: a.cfg.TagsFile != "",
+	}
+}

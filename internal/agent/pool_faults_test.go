@@ -1,0 +1,222 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/config"
+	filesink "github.com/shoaldb/shoal/internal/sink/file"
+	"github.com/shoaldb/shoal/internal/sink/haproxy"
+	"github.com/shoaldb/shoal/internal/testutil/haproxytest"
+	"github.com/shoaldb/shoal/pkg/client"
+)
+
+// hxConfig is an HAProxy with a writer and a reader backend over the three
+// servers. No health checks: only shoal changes server states.
+const hxConfig = `global
+    stats socket %s mode 600 level admin
+defaults
+    mode tcp
+    timeout connect 1s
+    timeout client 10s
+    timeout server 10s
+backend db_rw
+    server db1 %s
+    server db2 %s
+    server db3 %s
+backend db_ro
+    server db1 %s
+    server db2 %s
+    server db3 %s
+`
+
+// TestPoolFaultsAndSinks drives real servers through the faults the pool
+// must handle — a hung server (SIGSTOP), replication lag beyond max_lag, the
+// reader floor, maintenance — and checks that every agent agrees and that a
+// real HAProxy, driven by the app agent's sink, follows.
+func TestPoolFaultsAndSinks(t *testing.T) {
+	primary, r1, r2 := replicatedServers(t)
+	primary.MustExec("CREATE DATABASE shoaltest")
+	primary.MustExec("CREATE TABLE shoaltest.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+	hx := haproxytest.Start(t, func(p *haproxytest.Proc) string {
+		a, b, c := primary.Addr(), r1.Addr(), r2.Addr()
+		return fmt.Sprintf(hxConfig, p.Sock, a, b, c, a, b, c)
+	})
+
+	const maxLag = 2 * time.Second
+	withPolicy := func(c *config.Config) *config.Config {
+		c.Pool.MaxLag = maxLag
+		// This test moves the same nodes in and out within seconds, which
+		// is flapping by the damping rule; damping has its own tests.
+		c.Pool.Damping = false
+		return c
+	}
+	db1 := startNode(t, withPolicy(dbConfig(t, "db1", primary)))
+	db2 := startNode(t, withPolicy(dbConfig(t, "db2", r1, db1.cfg.Bind)))
+	db3 := startNode(t, withPolicy(dbConfig(t, "db3", r2, db1.cfg.Bind)))
+	appCfg := withPolicy(testConfig(t, "app1", "fast", "", db1.cfg.Bind))
+	appCfg.Sinks.HAProxy = haproxy.Config{
+		Address:  hx.Addr,
+		Interval: time.Second,
+		Backends: []haproxy.Mapping{
+			{Cluster: "default", Role: haproxy.RoleWriter, Backend: "db_rw"},
+			{Cluster: "default", Role: haproxy.RoleReader, Backend: "db_ro"},
+		},
+	}
+	out := t.TempDir()
+	appCfg.Sinks.File = filesink.Config{Path: filepath.Join(out, "pool.json"), ListsDir: out}
+	appCfg.History.File = filepath.Join(out, "history.jsonl")
+	if err := appCfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	app := startNode(t, appCfg)
+	agents := []*testNode{db1, db2, db3, app}
+
+	everywhere := func(want string) func() bool {
+		return func() bool {
+			for _, n := range agents {
+				if poolOf(n.a) != want {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	haproxyIs := func(want string) func() bool {
+		return func() bool { return hx.States() == want }
+	}
+	const healthy = "db1|db2,db3|"
+	const hxHealthy = "db_rw/db1=ready db_rw/db2=maint db_rw/db3=maint db_ro/db1=maint db_ro/db2=ready db_ro/db3=ready"
+	waitFor(t, 30*time.Second, "every agent: 1 writer, 2 readers", everywhere(healthy))
+	waitFor(t, 10*time.Second, "haproxy follows the pool", haproxyIs(hxHealthy))
+	readers := func() string {
+		b, _ := os.ReadFile(filepath.Join(out, "default-readers.txt"))
+		return string(b)
+	}
+	sorted := func(addrs ...string) string {
+		slices.Sort(addrs)
+		return strings.Join(addrs, "\n") + "\n"
+	}
+	waitFor(t, 5*time.Second, "file sink lists the readers", func() bool { return readers() == sorted(r1.Addr(), r2.Addr()) })
+	if b, _ := os.ReadFile(filepath.Join(out, "default-writers.txt")); string(b) != primary.Addr()+"\n" {
+		t.Errorf("writers list %q, want %s", b, primary.Addr())
+	}
+	v, _ := app.a.PoolView("")
+	if len(v.Sinks) != 2 || v.Sinks[0].Name != "file" || v.Sinks[0].State != "ok" ||
+		v.Sinks[1].Name != "haproxy" || v.Sinks[1].State != "ok" || v.Sinks[1].Target != hx.Addr {
+		t.Errorf("app sink status: %+v", v.Sinks)
+	}
+
+	// A hung server: out by probe timeout everywhere, and in HAProxy.
+	start := time.Now()
+	r2.Stop()
+	waitFor(t, 10*time.Second, "hung db3 out everywhere", everywhere("db1|db2|db3(critical)"))
+	t.Logf("SIGSTOP of a replica's mysqld → out of the pool on all 4 agents: %s", time.Since(start).Round(time.Millisecond))
+	waitFor(t, 10*time.Second, "haproxy: db3 maint", haproxyIs(strings.Replace(hxHealthy, "db_ro/db3=ready", "db_ro/db3=maint", 1)))
+	waitFor(t, 5*time.Second, "file sink drops db3", func() bool { return readers() == sorted(r1.Addr()) })
+	// The transitions are in the history: the pool change on the app agent,
+	// the probe's verdict on db3's own agent.
+	h := app.a.History(client.HistoryFilter{Node: "db3", Kind: "pool"})
+	if n := len(h.Entries); n == 0 || h.Entries[n-1].From != "reader" || h.Entries[n-1].To != "out" || h.Entries[n-1].Reason != "critical" {
+		t.Errorf("app history of db3: %+v", h.Entries)
+	}
+	h = db3.a.History(client.HistoryFilter{Kind: "health", Limit: 1})
+	if len(h.Entries) != 1 || h.Entries[0].From != "passing" || h.Entries[0].To != "critical" || h.Entries[0].Reason != "timeout" {
+		t.Errorf("db3 health history: %+v", h.Entries)
+	}
+	r2.Cont()
+	waitFor(t, 20*time.Second, "db3 back after SIGCONT", everywhere(healthy))
+	waitFor(t, 10*time.Second, "haproxy: db3 ready again", haproxyIs(hxHealthy))
+
+	// Lag: hold a lock on db2's copy of the table so its SQL thread waits
+	// while the primary keeps writing.
+	lockConn, err := r1.DB().Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lockConn.Close()
+	if _, err := lockConn.ExecContext(context.Background(), "LOCK TABLES shoaltest.t WRITE"); err != nil {
+		t.Fatal(err)
+	}
+	stopWriter := make(chan struct{})
+	writerDone := make(chan struct{})
+	go func() { // a write every 100ms keeps Seconds_Behind_Master growing
+		defer close(writerDone)
+		for {
+			select {
+			case <-stopWriter:
+				return
+			case <-time.After(100 * time.Millisecond):
+				_ = primary.Exec("INSERT INTO shoaltest.t (v) VALUES (1)")
+			}
+		}
+	}()
+	waitFor(t, 20*time.Second, "lagging db2 out everywhere", everywhere("db1|db3|db2(lag)"))
+
+	// Floor: stop db3's SQL thread too. No reader qualifies; the least bad
+	// (known lag before stopped replication) stays in with reason floor.
+	r2.MustExec("STOP SLAVE SQL_THREAD")
+	waitFor(t, 10*time.Second, "floor keeps db2", everywhere("db1|db2(floor)|db3(replication-stopped)"))
+	waitFor(t, 10*time.Second, "haproxy: floor reader ready, stopped one maint",
+		haproxyIs(strings.Replace(hxHealthy, "db_ro/db3=ready", "db_ro/db3=maint", 1)))
+
+	close(stopWriter)
+	<-writerDone
+	if _, err := lockConn.ExecContext(context.Background(), "UNLOCK TABLES"); err != nil {
+		t.Fatal(err)
+	}
+	r2.MustExec("START SLAVE SQL_THREAD")
+	waitFor(t, 30*time.Second, "replicas caught up and back", everywhere(healthy))
+	waitFor(t, 10*time.Second, "haproxy healthy again", haproxyIs(hxHealthy))
+
+	// Maintenance: out everywhere whatever its health, back when disabled.
+	if _, err := app.a.SetMaint(true, "x"); err != ErrNotDB {
+		t.Errorf("maint on an app agent: %v, want ErrNotDB", err)
+	}
+	if _, err := db2.a.SetMaint(true, "bad\nreason"); err == nil {
+		t.Error("maint with a control character in the reason was accepted")
+	}
+	st, err := db2.a.SetMaint(true, "kernel upgrade")
+	if err != nil || !st.Enabled || st.Reason != "kernel upgrade" {
+		t.Fatalf("maint enable: %+v %v", st, err)
+	}
+	waitFor(t, 10*time.Second, "db2 in maintenance everywhere", everywhere("db1|db3|db2(maintenance)"))
+	waitFor(t, 10*time.Second, "haproxy: db2 maint", haproxyIs(strings.Replace(hxHealthy, "db_ro/db2=ready", "db_ro/db2=maint", 1)))
+	v, _ = app.a.PoolView("")
+	if len(v.Out) != 1 || v.Out[0].Detail != "kernel upgrade" {
+		t.Errorf("maintenance detail: %+v", v.Out)
+	}
+	if st, err := db2.a.SetMaint(false, ""); err != nil || st.Enabled {
+		t.Fatalf("maint disable: %+v %v", st, err)
+	}
+	waitFor(t, 10*time.Second, "db2 back after maintenance", everywhere(healthy))
+	waitFor(t, 10*time.Second, "haproxy healthy after maintenance", haproxyIs(hxHealthy))
+
+	// HAProxy restarted (runtime state lost): the periodic reconcile restores it.
+	hx.Restart()
+	waitFor(t, 10*time.Second, "haproxy restored after restart", haproxyIs(hxHealthy))
+
+	// The history file holds every entry the ring does, one JSON object a line.
+	hist := app.a.History(client.HistoryFilter{})
+	data, err := os.ReadFile(appCfg.History.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != len(hist.Entries) || len(lines) < 10 {
+		t.Errorf("history file has %d lines, ring %d entries", len(lines), len(hist.Entries))
+	}
+	for _, l := range lines {
+		var e client.HistoryEntry
+		if err := json.Unmarshal([]byte(l), &e); err != nil || e.Seq == 0 || e.Kind == "" {
+			t.Errorf("history line %q: %v", l, err)
+		}
+	}
+}
