@@ -78,6 +78,39 @@ func writePool(w io.Writer, p *client.PoolResponse) error {
 			return err
 		}
 	}
+	return writeSinks(w, p.Sinks)
+}
+
+// writeSinks prints each sink's state under the pool.
+func writeSinks(w io.Writer, sinks []client.SinkStatus) error {
+	if len(sinks) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SINK	TARGET	STATE	LAST SUCCESS	FAILURES	LAST ERROR")
+	for _, s := range sinks {
+		last, lastErr := "-", "-"
+		if !s.LastSuccess.IsZero() {
+			last = s.LastSuccess.Local().Format("15:04:05.000")
+		}
+		if s.LastError != "" {
+			lastErr = s.LastErrorAt.Local().Format("15:04:05.000") + " " + s.LastError
+		}
+		state := s.State
+		if s.Frozen {
+			state += " (frozen)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, sanitize(s.Target), state, last, s.Failures, sanitize(lastErr))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range sinks {
+		for _, n := range s.Notes {
+			fmt.Fprintf(w, "  %s: %s\n", s.Name, sanitize(n))
+		}
+	}
 	return nil
 }
 
