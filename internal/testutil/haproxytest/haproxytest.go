@@ -154,7 +154,7 @@ func (p *Proc) States() string {
 		var admin int
 		fmt.Sscan(f[6], &admin)
 		switch {
-		case admin&0x01 != 0 || admin&0x02 != 0 || admin&0x04 != 0 || admin&0x20 != 0:
+		case admin&0x01 != 0 || admin&0x02 != 0 || admin&0x20 != 0: // 0x04 (config "disabled") stays set after ready
 			state = "maint"
 		case admin&0x08 != 0 || admin&0x10 != 0:
 			state = "drain"
