@@ -19,7 +19,8 @@ import (
 )
 
 // hxConfig is an HAProxy with a writer and a reader backend over the three
-// servers. No health checks: only shoal changes server states.
+// servers. No health checks: only shoal changes server states. Writer
+// servers start disabled, as the README recommends.
 const hxConfig = `global
     stats socket %s mode 600 level admin
 defaults
@@ -28,9 +29,9 @@ defaults
     timeout client 10s
     timeout server 10s
 backend db_rw
-    server db1 %s
-    server db2 %s
-    server db3 %s
+    server db1 %s disabled
+    server db2 %s disabled
+    server db3 %s disabled
 backend db_ro
     server db1 %s
     server db2 %s
