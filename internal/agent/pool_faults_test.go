@@ -204,6 +204,29 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 	hx.Restart()
 	waitFor(t, 10*time.Second, "haproxy restored after restart", haproxyIs(hxHealthy))
 
+	// The app host loses every db agent at once (stopped without a leave):
+	// it must assume it is the one cut off and keep routing as before.
+	for _, n := range []*testNode{db1, db2, db3} {
+		n.a.Shutdown()
+	}
+	waitFor(t, 30*time.Second, "app isolated", func() bool {
+		v, _ := app.a.PoolView("")
+		return v.Isolated && len(v.Out) == 3 && v.Out[0].Reason == "agent-failed"
+	})
+	waitFor(t, 10*time.Second, "sinks report frozen", func() bool {
+		v, _ := app.a.PoolView("")
+		return len(v.Sinks) == 2 && v.Sinks[0].Frozen && v.Sinks[1].Frozen
+	})
+	if got := hx.States(); got != hxHealthy {
+		t.Errorf("isolated app host changed HAProxy: %s", got)
+	}
+	if readers() != sorted(r1.Addr(), r2.Addr()) {
+		t.Errorf("isolated app host changed the readers list: %q", readers())
+	}
+	if h := app.a.History(client.HistoryFilter{Kind: "isolation"}); len(h.Entries) != 1 || h.Entries[0].To != "isolated" {
+		t.Errorf("isolation history: %+v", h.Entries)
+	}
+
 	// The history file holds every entry the ring does, one JSON object a line.
 	hist := app.a.History(client.HistoryFilter{})
 	data, err := os.ReadFile(appCfg.History.File)

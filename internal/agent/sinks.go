@@ -46,7 +46,7 @@ func (a *Agent) newSinks() ([]poolSink, error) {
 func (a *Agent) startSinks(ctx context.Context) {
 	for _, s := range a.sinks {
 		s.Start(ctx)
-		a.router.Listen(func(u routing.Update) { s.Update(u.Pool, u.Isolated) })
+		a.router.Listen(func(u routing.Update) { s.Update(u.Routed, u.Isolated) })
 	}
 }
 

@@ -29,8 +29,12 @@ type Config struct {
 
 // Update is one new pool with what changed since the previous one.
 type Update struct {
-	At       time.Time
-	Pool     *pool.Pool
+	At   time.Time
+	Pool *pool.Pool
+	// Routed is the pool sinks should apply: Pool, except while isolated,
+	// when nodes removed because their agent failed are held in the role
+	// they had before the isolation window (pool.HoldFailed).
+	Routed   *pool.Pool
 	Changes  []pool.Change
 	Isolated bool
 	// Isolation details, for operators.
@@ -56,6 +60,14 @@ type Router struct {
 
 	damper *pool.Damper
 	iso    *pool.IsolationDetector
+
+	lastIn  map[string]map[string]inRole // cluster → node → when last in a role
+	isoBase *pool.Pool                   // while isolated: who was in within the window
+}
+
+// inRole is when a node was last seen in the writer or reader role.
+type inRole struct {
+	writerAt, readerAt time.Time
 }
 
 // New returns a router reading the member view from members.
@@ -71,7 +83,7 @@ func New(cfg Config, members func() []pool.Member, log *slog.Logger) *Router {
 		trigger: make(chan struct{}, 1),
 		damper:  pool.NewDamper(cfg.Damp),
 		iso:     pool.NewIsolationDetector(cfg.IsolationWindow),
-		cur:     Update{Pool: &pool.Pool{}},
+		cur:     Update{Pool: &pool.Pool{}, Routed: &pool.Pool{}},
 	}
 }
 
@@ -136,7 +148,17 @@ func (r *Router) step() {
 		r.mu.Unlock()
 		return
 	}
-	u := Update{At: now, Pool: next, Changes: changes, Isolated: iso.Isolated, Isolation: iso}
+	u := Update{At: now, Pool: next, Routed: next, Changes: changes, Isolated: iso.Isolated, Isolation: iso}
+	switch {
+	case iso.Isolated && !prev.Isolated:
+		r.isoBase = r.inSince(iso.Since.Add(-r.window()))
+	case !iso.Isolated:
+		r.isoBase = nil
+	}
+	if iso.Isolated {
+		u.Routed = pool.HoldFailed(next, r.isoBase)
+	}
+	r.remember(now, next)
 	if iso.Isolated != prev.Isolated {
 		if iso.Isolated {
 			r.log.Warn("this agent looks cut off from the cluster: freezing removals in local sinks",
@@ -172,4 +194,66 @@ func samePool(a, b *pool.Pool) bool {
 		}
 	}
 	return true
+}
+
+func (r *Router) window() time.Duration {
+	if r.cfg.IsolationWindow > 0 {
+		return r.cfg.IsolationWindow
+	}
+	return pool.DefaultIsolationWindow
+}
+
+// remember records when each node was last in a role.
+func (r *Router) remember(at time.Time, p *pool.Pool) {
+	if r.lastIn == nil {
+		r.lastIn = map[string]map[string]inRole{}
+	}
+	for _, c := range p.Clusters {
+		m := r.lastIn[c.Name]
+		if m == nil {
+			m = map[string]inRole{}
+			r.lastIn[c.Name] = m
+		}
+		for _, n := range c.Writers {
+			e := m[n.Name]
+			e.writerAt = at
+			m[n.Name] = e
+		}
+		for _, n := range c.Readers {
+			e := m[n.Name]
+			e.readerAt = at
+			m[n.Name] = e
+		}
+	}
+	// Forget what is too old to matter for any future isolation window.
+	cutoff := at.Add(-2 * r.window())
+	for _, m := range r.lastIn {
+		for n, e := range m {
+			if e.writerAt.Before(cutoff) && e.readerAt.Before(cutoff) {
+				delete(m, n)
+			}
+		}
+	}
+}
+
+// inSince returns, as a pool, the nodes that were in a role at some point
+// since t: the routing an isolated agent had before it was cut off. The most
+// recent writer of each cluster is its writer.
+func (r *Router) inSince(t time.Time) *pool.Pool {
+	p := &pool.Pool{}
+	for cluster, m := range r.lastIn {
+		c := pool.Cluster{Name: cluster}
+		var writerAt time.Time
+		for name, e := range m {
+			if !e.writerAt.Before(t) && e.writerAt.After(writerAt) {
+				writerAt = e.writerAt
+				c.Writers = []pool.Node{{Name: name}}
+			}
+			if !e.readerAt.Before(t) {
+				c.Readers = append(c.Readers, pool.Node{Name: name})
+			}
+		}
+		p.Clusters = append(p.Clusters, c)
+	}
+	return p
 }

@@ -1,0 +1,65 @@
+package pool
+
+import "testing"
+
+func TestHoldFailed(t *testing.T) {
+	node := func(name string, r Reason) Node { return Node{Name: name, Addr: name + ":3306", Reason: r} }
+	base := &Pool{Clusters: []Cluster{{
+		Name:    "c",
+		Writers: []Node{node("db1", "")},
+		Readers: []Node{node("db2", ""), node("db3", ""), node("db4", "")},
+	}}}
+	cur := &Pool{Clusters: []Cluster{{
+		Name: "c",
+		Out: []Node{
+			node("db1", ReasonAgentFailed), node("db2", ReasonAgentFailed),
+			node("db3", ReasonCritical), node("db5", ReasonAgentFailed),
+		},
+		Readers: []Node{node("db4", "")},
+	}}}
+	got := HoldFailed(cur, base)
+	c := got.Cluster("c")
+	if c.Writer() != "db1" {
+		t.Errorf("writer %q, want db1 restored", c.Writer())
+	}
+	var readers []string
+	for _, n := range c.Readers {
+		readers = append(readers, n.Name)
+		if n.Name == "db2" && (n.Reason != "" || n.Detail == "") {
+			t.Errorf("restored reader %+v: want no reason and a held detail", n)
+		}
+	}
+	if want := "db2,db4"; join(readers) != want {
+		t.Errorf("readers %s, want %s (db3 critical stays out)", join(readers), want)
+	}
+	var out []string
+	for _, n := range c.Out {
+		out = append(out, n.Name+"("+string(n.Reason)+")")
+	}
+	if want := "db3(critical),db5(agent-failed)"; join(out) != want {
+		t.Errorf("out %s, want %s", join(out), want)
+	}
+	if cur.Cluster("c").Writer() != "" || len(cur.Cluster("c").Out) != 4 {
+		t.Error("HoldFailed modified its input")
+	}
+
+	// Never two writers: a new writer in cur keeps the failed old one out.
+	cur2 := &Pool{Clusters: []Cluster{{Name: "c", Writers: []Node{node("db2", "")}, Out: []Node{node("db1", ReasonAgentFailed)}}}}
+	if c := HoldFailed(cur2, base).Cluster("c"); len(c.Writers) != 1 || c.Writer() != "db2" {
+		t.Errorf("writers %+v, want only db2", c.Writers)
+	}
+	if HoldFailed(nil, base) != nil || HoldFailed(cur, nil).Cluster("c").Writer() != "" {
+		t.Error("nil inputs")
+	}
+}
+
+func join(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ","
+		}
+		out += x
+	}
+	return out
+}
