@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -206,5 +207,146 @@ func TestClientUnreachable(t *testing.T) {
 	var ue *client.UnreachableError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "no shoal agent reachable at "+addr) || !strings.Contains(err.Error(), "--http-addr") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// do sends a request to the agent's API and returns the status and body.
+func do(t *testing.T, method, url, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("%s %s: content type %q, want JSON", method, url, ct)
+	}
+	return resp.StatusCode, b
+}
+
+// errorOf decodes a JSON error body, failing if it is not one.
+func errorOf(t *testing.T, body []byte) string {
+	t.Helper()
+	var e client.ErrorResponse
+	if err := json.Unmarshal(body, &e); err != nil || e.Error == "" {
+		t.Fatalf("body %s is not a JSON error: %v", body, err)
+	}
+	return e.Error
+}
+
+func TestMaintOnAppAgent(t *testing.T) {
+	ctx := context.Background()
+	_, c, _ := startAgent(t, "app9", "", nil)
+
+	st, err := c.Maint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (client.MaintStatus{Node: "app9"}); *st != want {
+		t.Fatalf("GET maint = %+v, want %+v", *st, want)
+	}
+	status, body := do(t, "GET", c.Addr()+"/v1/agent/maint", "")
+	if status != http.StatusOK || !strings.Contains(string(body), `"enabled": false`) {
+		t.Fatalf("GET /v1/agent/maint: %d %s, want 200 with enabled false", status, body)
+	}
+
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"enable on an app agent", `{"enable":true,"reason":"upgrade"}`, "role app"},
+		{"disable on an app agent", `{"enable":false}`, "role app"},
+		{"reason without enable", `{"enable":false,"reason":"x"}`, "a reason is only given when enabling maintenance"},
+		{"unknown field", `{"enable":true,"why":"x"}`, "unknown field"},
+		{"not json", `enable`, "bad request body"},
+	} {
+		status, body := do(t, "PUT", c.Addr()+"/v1/agent/maint", tc.body)
+		if status != http.StatusBadRequest || !strings.Contains(errorOf(t, body), tc.want) {
+			t.Errorf("%s: PUT %s = %d %s, want 400 mentioning %q", tc.name, tc.body, status, body, tc.want)
+		}
+	}
+
+	// Through the client too, as shoal maint enable does.
+	_, err = c.SetMaint(ctx, true, "upgrade")
+	var ae *client.APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Message, "role app") {
+		t.Fatalf("SetMaint on an app agent: %v, want a 400 naming role app", err)
+	}
+	// Nothing changed.
+	if st, err := c.Maint(ctx); err != nil || st.Enabled || st.Reason != "" {
+		t.Fatalf("after the refused enable: %+v, %v", st, err)
+	}
+
+	status, body = do(t, "POST", c.Addr()+"/v1/agent/maint", `{"enable":true}`)
+	if status != http.StatusMethodNotAllowed || !strings.Contains(errorOf(t, body), "method POST not allowed") {
+		t.Errorf("POST /v1/agent/maint = %d %s, want 405", status, body)
+	}
+}
+
+func TestHistoryEndpoint(t *testing.T) {
+	ctx := context.Background()
+	_, c, _ := startAgent(t, "hist1", "", nil)
+
+	status, body := do(t, "GET", c.Addr()+"/v1/history", "")
+	if status != http.StatusOK {
+		t.Fatalf("GET /v1/history = %d %s", status, body)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		t.Fatalf("body %s: %v", body, err)
+	}
+	if e := strings.TrimSpace(string(raw["entries"])); !strings.HasPrefix(e, "[") {
+		t.Errorf("entries = %s, want an array (never null)", e)
+	}
+	var h client.HistoryResponse
+	if err := json.Unmarshal(body, &h); err != nil {
+		t.Fatal(err)
+	}
+	if h.Capacity != 1000 || h.Evicted != 0 || h.File != "" || h.Total != uint64(len(h.Entries)) {
+		t.Errorf("history = capacity %d evicted %d file %q total %d entries %d; want the default ring of 1000, nothing evicted, no file",
+			h.Capacity, h.Evicted, h.File, h.Total, len(h.Entries))
+	}
+
+	// Filters that match nothing still give an array.
+	for _, q := range []string{"?node=nobody", "?kind=maint&limit=1", "?since=2999-01-01T00:00:00Z", "?limit=0"} {
+		status, body := do(t, "GET", c.Addr()+"/v1/history"+q, "")
+		if status != http.StatusOK {
+			t.Errorf("GET /v1/history%s = %d %s", q, status, body)
+			continue
+		}
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal(body, &raw); err != nil || !strings.HasPrefix(string(raw["entries"]), "[") {
+			t.Errorf("GET /v1/history%s: entries %s, %v; want an array", q, raw["entries"], err)
+		}
+	}
+	if h, err := c.History(ctx, client.HistoryFilter{Node: "nobody", Limit: 3}); err != nil || h.Entries == nil || len(h.Entries) != 0 {
+		t.Errorf("client History for nobody = %+v, %v", h, err)
+	}
+
+	for _, tc := range []struct {
+		query, param string
+	}{
+		{"?limit=abc", `limit "abc"`},
+		{"?limit=-1", `limit "-1"`},
+		{"?limit=1000001", `limit "1000001"`},
+		{"?since=notatime", `since "notatime"`},
+		{"?since=10m", `since "10m"`}, // the CLI turns durations into times; the API takes times only
+	} {
+		status, body := do(t, "GET", c.Addr()+"/v1/history"+tc.query, "")
+		if status != http.StatusBadRequest || !strings.Contains(errorOf(t, body), tc.param) {
+			t.Errorf("GET /v1/history%s = %d %s, want 400 naming %s", tc.query, status, body, tc.param)
+		}
+	}
+
+	status, body = do(t, "POST", c.Addr()+"/v1/history", "{}")
+	if status != http.StatusMethodNotAllowed || !strings.Contains(errorOf(t, body), "method POST not allowed on /v1/history") {
+		t.Errorf("POST /v1/history = %d %s, want 405", status, body)
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shoaldb/shoal/pkg/client"
 )
@@ -113,5 +115,238 @@ func TestConfigCheck(t *testing.T) {
 	errb.Reset()
 	if code := Execute(t.Context(), []string{"agent", "--config-check", bad}, &out, &errb); code != ExitUsage || !bytes.Contains(errb.Bytes(), []byte(`line 2: unknown key "profle"`)) {
 		t.Fatalf("bad: %d %s %s", code, out.String(), errb.String())
+	}
+}
+
+// utcLocal makes the writers' .Local() times deterministic for this test.
+func utcLocal(t *testing.T) {
+	t.Helper()
+	old := time.Local
+	time.Local = time.UTC
+	t.Cleanup(func() { time.Local = old })
+}
+
+// hostile is text from the cluster (node names, details, errors) that must
+// not reach the terminal raw: a newline would forge a row, an escape
+// sequence would recolour or rewrite the screen.
+const hostile = "db9\nwriter  db1\x1b[2J\x1b[31m\r"
+
+// checkSanitized fails if out holds a raw control character other than the
+// newlines ending wantLines lines.
+func checkSanitized(t *testing.T, out []byte, wantLines int) {
+	t.Helper()
+	if i := bytes.IndexFunc(out, func(r rune) bool { return r != '\n' && (r < 0x20 || r == 0x7f) }); i >= 0 {
+		t.Errorf("raw control character %q at byte %d in:\n%s", out[i], i, out)
+	}
+	if n := bytes.Count(out, []byte("\n")); n != wantLines {
+		t.Errorf("%d lines, want %d (a node name forged a line?):\n%s", n, wantLines, out)
+	}
+	if !bytes.Contains(out, []byte(`db9\nwriter  db1\x1b[2J\x1b[31m\r`)) {
+		t.Errorf("the hostile text is not shown escaped:\n%s", out)
+	}
+}
+
+var (
+	sinkOK      = time.Date(2024, 5, 1, 12, 0, 1, 250_000_000, time.UTC)
+	sinkFailed  = time.Date(2024, 5, 1, 12, 0, 3, 500_000_000, time.UTC)
+	historyTime = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+)
+
+func samplePool() *client.PoolResponse {
+	return &client.PoolResponse{
+		Isolated:  true,
+		Isolation: "this agent sees 3 of 5 members it had failed: it assumes it is the one cut off and freezes removals in its local sinks",
+		UpdatedAt: sinkOK,
+		Clusters: []client.ClusterPool{
+			{
+				Name:     "main",
+				Writers:  []client.PoolNode{{Name: "db1", Addr: "10.0.0.11:3306", Reason: "floor", Detail: "warning: disk-full"}},
+				Readers:  []client.PoolNode{{Name: "db2", Addr: "10.0.0.12:3306"}, {Name: "db3", Addr: "10.0.0.13:3306", Reason: "floor", Detail: "lag: lag 42s > max 10s"}},
+				Out:      []client.PoolNode{{Name: "db4", Addr: "10.0.0.14:3306", Reason: "maintenance", Detail: "kernel upgrade"}, {Name: "db5", Addr: "10.0.0.15:3306", Reason: "conflict", Detail: "writable: db1, db5"}},
+				Conflict: []string{"db1", "db5"},
+			},
+			{
+				Name:    "shard2",
+				Writers: []client.PoolNode{{Name: "s2a", Addr: "10.0.2.1:3306"}},
+				Readers: []client.PoolNode{},
+				Out:     []client.PoolNode{{Name: "s2b", Addr: "10.0.2.2:3306", Reason: "damped", Detail: "flapping: penalty 2685, re-entry below 1000"}},
+			},
+		},
+		Sinks: []client.SinkStatus{
+			{Name: "haproxy", Target: "unix:/run/haproxy/admin.sock", State: "failing", LastSuccess: sinkOK,
+				LastError: "set server be_main/db3 state ready: No such server.", LastErrorAt: sinkFailed, Failures: 7,
+				Notes: []string{"server be_main/db9 maps to no node", "node db3 has no server in be_main"}},
+			{Name: "file", Target: "/var/lib/shoal/pool.json", State: "ok", LastSuccess: sinkOK, Frozen: true,
+				Notes: []string{"withheld removal of db4 from main readers: this agent looks isolated"}},
+			{Name: "file", Target: "/var/lib/shoal/other.json", State: "pending"},
+		},
+	}
+}
+
+func TestPoolGolden(t *testing.T) {
+	utcLocal(t)
+	for _, tc := range []struct {
+		file string
+		p    *client.PoolResponse
+	}{
+		{"pool.table", samplePool()},
+		{"pool.plain", &client.PoolResponse{Clusters: []client.ClusterPool{{Name: "main",
+			Writers: []client.PoolNode{{Name: "db1", Addr: "10.0.0.11:3306"}},
+			Readers: []client.PoolNode{{Name: "db2", Addr: "10.0.0.12:3306"}}}}}},
+		{"pool.empty", &client.PoolResponse{Clusters: []client.ClusterPool{}}},
+	} {
+		var b bytes.Buffer
+		if err := writePool(&b, tc.p); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, tc.file, b.Bytes())
+	}
+}
+
+func TestPoolSanitizesHostileText(t *testing.T) {
+	p := &client.PoolResponse{
+		Clusters: []client.ClusterPool{{
+			Name:     "main",
+			Writers:  []client.PoolNode{{Name: hostile, Addr: "10.0.0.11:3306"}},
+			Out:      []client.PoolNode{{Name: "db2", Addr: "10.0.0.12:3306", Reason: "critical", Detail: hostile}},
+			Conflict: []string{hostile, "db2"},
+		}},
+		Sinks: []client.SinkStatus{{Name: "haproxy", Target: "127.0.0.1:9999", State: "failing",
+			LastError: hostile, LastErrorAt: sinkFailed, Failures: 1, Notes: []string{hostile}}},
+	}
+	var b bytes.Buffer
+	if err := writePool(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	// cluster, conflict, header, 2 rows, blank, sink header, sink row, note
+	checkSanitized(t, b.Bytes(), 9)
+}
+
+func sampleHistory() *client.HistoryResponse {
+	at := func(ms int) time.Time { return historyTime.Add(time.Duration(ms) * time.Millisecond) }
+	return &client.HistoryResponse{
+		Capacity: 1000, Total: 5,
+		Entries: []client.HistoryEntry{
+			{Seq: 1, Time: at(0), Kind: "health", Node: "db3", From: "passing", To: "critical", Reason: "connect-failed", Detail: "dial tcp 10.0.0.13:3306: connection refused"},
+			{Seq: 2, Time: at(125), Kind: "pool", Cluster: "main", Node: "db3", From: "reader", To: "out", Reason: "critical", Detail: "connect-failed"},
+			{Seq: 3, Time: at(60_000), Kind: "conflict", Cluster: "main", From: "db1", To: "db1, db5"},
+			{Seq: 4, Time: at(61_001), Kind: "isolation", From: "connected", To: "isolated", Detail: "3 of 5 members failed"},
+			{Seq: 5, Time: at(3_600_000), Kind: "maint", Node: "db4", From: "off", To: "on", Reason: "kernel upgrade"},
+		},
+	}
+}
+
+func TestHistoryGolden(t *testing.T) {
+	utcLocal(t)
+	evicted := sampleHistory()
+	evicted.Evicted, evicted.Total = 2995, 3000
+	withFile := sampleHistory()
+	withFile.Evicted, withFile.Total, withFile.File = 2995, 3000, "/var/log/shoal/history.jsonl"
+	for _, tc := range []struct {
+		file string
+		h    *client.HistoryResponse
+	}{
+		{"history.table", sampleHistory()},
+		{"history.empty", &client.HistoryResponse{Entries: []client.HistoryEntry{}, Capacity: 1000}},
+		{"history.evicted", evicted},
+		{"history.evicted-file", withFile},
+		{"history.empty-evicted", &client.HistoryResponse{Entries: []client.HistoryEntry{}, Capacity: 10, Total: 12, Evicted: 12}},
+	} {
+		var b bytes.Buffer
+		if err := writeHistory(&b, tc.h); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, tc.file, b.Bytes())
+	}
+}
+
+func TestHistorySanitizesHostileText(t *testing.T) {
+	h := &client.HistoryResponse{
+		Capacity: 1, Total: 3, Evicted: 2, File: "/tmp/" + hostile,
+		Entries: []client.HistoryEntry{{Seq: 3, Time: historyTime, Kind: "pool", Cluster: hostile, Node: hostile,
+			From: "reader", To: "out", Reason: "critical", Detail: hostile}},
+	}
+	var b bytes.Buffer
+	if err := writeHistory(&b, h); err != nil {
+		t.Fatal(err)
+	}
+	// header, one entry, the evicted note
+	checkSanitized(t, b.Bytes(), 3)
+}
+
+func TestMaintGolden(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		st   client.MaintStatus
+	}{
+		{"maint.on-persisted", client.MaintStatus{Node: "db4", Enabled: true, Reason: "kernel upgrade", Persisted: true}},
+		{"maint.on-not-persisted", client.MaintStatus{Node: "db4", Enabled: true, Reason: "kernel upgrade"}},
+		{"maint.off", client.MaintStatus{Node: "db4", Persisted: true}},
+	} {
+		var b bytes.Buffer
+		if err := writeMaintText(&b, &tc.st); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, tc.file, b.Bytes())
+	}
+}
+
+func TestMaintSanitizesHostileText(t *testing.T) {
+	for _, tc := range []struct {
+		st    client.MaintStatus
+		lines int
+	}{
+		{client.MaintStatus{Node: hostile, Enabled: true, Reason: hostile, Persisted: true}, 2},
+		{client.MaintStatus{Node: hostile}, 1},
+	} {
+		var b bytes.Buffer
+		if err := writeMaintText(&b, &tc.st); err != nil {
+			t.Fatal(err)
+		}
+		checkSanitized(t, b.Bytes(), tc.lines)
+	}
+}
+
+// TestUsageErrorsNeedNoAgent: bad arguments to the new commands are usage
+// errors (exit 2), found before any agent is asked: the address points
+// nowhere, and a valid call to it fails with exit 1 instead.
+func TestUsageErrorsNeedNoAgent(t *testing.T) {
+	nowhere := []string{"--http-addr", "127.0.0.1:1"}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"history", "--since", "abc"}, ExitUsage, `--since "abc": want a duration like 10m or an RFC3339 time`},
+		{[]string{"history", "--since", "-5m"}, ExitUsage, `--since "-5m": the duration must be positive`},
+		{[]string{"history", "--limit", "-1"}, ExitUsage, "--limit -1: must be 0 (all) or more"},
+		{[]string{"history", "--limit", "ten"}, ExitUsage, `invalid argument "ten" for "--limit"`},
+		{[]string{"history", "--format", "yaml"}, ExitUsage, `--format "yaml": want table or json`},
+		{[]string{"history", "db1"}, ExitUsage, "shoal history: want no arguments, got 1 argument(s)"},
+		{[]string{"maint", "enable", "extra-arg"}, ExitUsage, "shoal maint enable: want no arguments (the reason goes in --reason), got 1 argument(s)"},
+		{[]string{"maint", "disable", "now"}, ExitUsage, "shoal maint disable: want no arguments, got 1 argument(s)"},
+		{[]string{"maint", "on"}, ExitUsage, "want no arguments (or a subcommand: enable, disable)"},
+		{[]string{"maint", "--format", "yaml"}, ExitUsage, `--format "yaml": want table or json`},
+		{[]string{"pool", "--format", "yaml"}, ExitUsage, `--format "yaml": want table or json`},
+		{[]string{"history", "--since", "10m", "--limit", "5"}, ExitError, "no shoal agent reachable at 127.0.0.1:1"},
+		{[]string{"maint", "enable", "--reason", "x"}, ExitError, "no shoal agent reachable at 127.0.0.1:1"},
+	} {
+		var out, errb bytes.Buffer
+		code := Execute(t.Context(), append(tc.args, nowhere...), &out, &errb)
+		if code != tc.code || !bytes.Contains(errb.Bytes(), []byte(tc.want)) {
+			t.Errorf("%v: exit %d (want %d)\nstdout %s\nstderr %s\nwant %q", tc.args, code, tc.code, out.String(), errb.String(), tc.want)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%v: wrote to stdout on error: %q", tc.args, out.String())
+		}
+	}
+}
+
+func TestSanitizeC1Controls(t *testing.T) {
+	for _, s := range []string{"db1\u009b2J", "db1\u009d0;title\u009c", "db1\x9b2J"} {
+		got := sanitize(s)
+		if strings.ContainsAny(got, "\u009b\u009c\u009d") || !utf8.ValidString(got) {
+			t.Errorf("sanitize(%q) = %q: a terminal control reaches the screen raw", s, got)
+		}
 	}
 }

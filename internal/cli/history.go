@@ -84,7 +84,7 @@ func writeHistory(w io.Writer, h *client.HistoryResponse) error {
 	if h.Evicted > 0 {
 		fmt.Fprintf(w, "(%d older entries dropped from memory; the agent keeps %d", h.Evicted, h.Capacity)
 		if h.File != "" {
-			fmt.Fprintf(w, "; all are in %s", sanitize(h.File))
+			fmt.Fprintf(w, "; older ones are in %s and its rotated files", sanitize(h.File))
 		}
 		fmt.Fprintln(w, ")")
 	}

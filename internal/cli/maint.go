@@ -79,7 +79,7 @@ func writeMaintText(w io.Writer, st *client.MaintStatus) error {
 	}
 	persist := "survives restarts"
 	if !st.Persisted {
-		persist = "ends if the agent restarts (no tags_file)"
+		persist = "ends if the agent restarts: no tags_file"
 	}
 	_, err := fmt.Fprintf(w, "node %s: MAINTENANCE on (%s), out of the pool on every agent\nreason: %s\n",
 		sanitize(st.Node), persist, sanitize(st.Reason))

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -105,9 +107,10 @@ func formatTags(tags map[string]string) string {
 }
 
 // sanitize keeps remote-controlled strings from breaking the table or the
-// terminal: control characters are shown escaped.
+// terminal: control characters (C0, DEL and C1, which includes the CSI
+// escape U+009B) and invalid UTF-8 are shown escaped.
 func sanitize(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) < 0 {
+	if utf8.ValidString(s) && strings.IndexFunc(s, unicode.IsControl) < 0 {
 		return s
 	}
 	q := fmt.Sprintf("%q", s)

@@ -39,7 +39,7 @@ func newPoolCmd(g *globals) *cobra.Command {
 
 func writePool(w io.Writer, p *client.PoolResponse) error {
 	if p.Isolated {
-		fmt.Fprintf(w, "!! ISOLATED: %s\n\n", p.Isolation)
+		fmt.Fprintf(w, "!! ISOLATED: %s\n\n", sanitize(p.Isolation))
 	}
 	if len(p.Clusters) == 0 {
 		fmt.Fprintln(w, "no database members in the cluster")
@@ -101,14 +101,14 @@ func writeSinks(w io.Writer, sinks []client.SinkStatus) error {
 		if s.Frozen {
 			state += " (frozen)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, sanitize(s.Target), state, last, s.Failures, sanitize(lastErr))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", sanitize(s.Name), sanitize(s.Target), sanitize(state), last, s.Failures, sanitize(lastErr))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, s := range sinks {
 		for _, n := range s.Notes {
-			fmt.Fprintf(w, "  %s: %s\n", s.Name, sanitize(n))
+			fmt.Fprintf(w, "  %s: %s\n", sanitize(s.Name), sanitize(n))
 		}
 	}
 	return nil

@@ -3,11 +3,14 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/shoaldb/shoal/internal/sink/haproxy"
 )
 
 func validBase() *Config {
@@ -228,5 +231,209 @@ func TestEffectiveProfileOverrides(t *testing.T) {
 	g := c.Effective()
 	if g.ProbeInterval != 150*time.Millisecond || g.SuspicionMult != 5 || g.RetransmitMult != 8 {
 		t.Fatalf("effective = %+v", g)
+	}
+}
+
+func TestValidateSinksAndHistory(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no-such-dir")
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Config)
+		want   string // the start of one line of the error
+	}{
+		{"haproxy without backends", func(c *Config) { c.Sinks.HAProxy.Address = "127.0.0.1:9999" },
+			"sinks.haproxy backends = []: at least one mapping"},
+		{"haproxy backends without address", func(c *Config) {
+			c.Sinks.HAProxy.Backends = []haproxy.Mapping{{Cluster: "default", Role: "writer", Backend: "be_w"}}
+		}, `sinks.haproxy address = "": required`},
+		{"haproxy bad mapping", func(c *Config) {
+			c.Sinks.HAProxy.Address = "127.0.0.1:9999"
+			c.Sinks.HAProxy.Backends = []haproxy.Mapping{{Cluster: "default", Role: "primary", Backend: "be_w"}}
+		}, `sinks.haproxy backends[0].role = "primary"`},
+		{"file path in a missing directory", func(c *Config) { c.Sinks.File.Path = filepath.Join(missing, "pool.json") },
+			"sinks.file.path " + strconv.Quote(filepath.Join(missing, "pool.json")) + ": directory " + missing + " does not exist"},
+		{"file lists_dir without path", func(c *Config) { c.Sinks.File.ListsDir = dir },
+			`sinks.file.path "": required`},
+		{"file lists_dir missing", func(c *Config) {
+			c.Sinks.File.Path = filepath.Join(dir, "pool.json")
+			c.Sinks.File.ListsDir = missing
+		}, "sinks.file.lists_dir " + strconv.Quote(missing) + ": does not exist"},
+		{"file mode", func(c *Config) {
+			c.Sinks.File.Path = filepath.Join(dir, "pool.json")
+			c.Sinks.File.Mode = "rw-r--r--"
+		}, `sinks.file.mode "rw-r--r--"`},
+		{"history size negative", func(c *Config) { c.History.Size = -1 }, "history.size = -1: must be within 1-1000000"},
+		{"history size too big", func(c *Config) { c.History.Size = 2_000_000 }, "history.size = 2000000"},
+		{"history file in a missing directory", func(c *Config) { c.History.File = filepath.Join(missing, "h.jsonl") },
+			"history.file = " + strconv.Quote(filepath.Join(missing, "h.jsonl")) + ": directory " + missing + " does not exist"},
+		{"history file is a directory", func(c *Config) { c.History.File = dir }, "history.file = " + strconv.Quote(dir)},
+		{"damp half life zero", func(c *Config) { c.Pool.DampHalfLife = 0 }, `pool.damp_half_life (--damp-half-life) "0s": must be from 1s to 1h`},
+		{"damp half life too long", func(c *Config) { c.Pool.DampHalfLife = 2 * time.Hour }, `pool.damp_half_life (--damp-half-life) "2h0m0s"`},
+		{"isolation window", func(c *Config) { c.Pool.IsolationWindow = 100 * time.Millisecond }, `pool.isolation_window (--isolation-window) "100ms"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validBase()
+			tc.mutate(c)
+			err := c.Validate()
+			if err == nil {
+				t.Fatalf("no error, want %q", tc.want)
+			}
+			lines := strings.Split(err.Error(), "\n")
+			found := false
+			for _, l := range lines {
+				if strings.HasPrefix(l, tc.want) {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("error:\n%s\nwant a line starting with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestValidateSinksAndHistoryGood(t *testing.T) {
+	dir := t.TempDir()
+	c := validBase()
+	c.Sinks.File.Path = filepath.Join(dir, "pool.json")
+	c.Sinks.File.ListsDir = dir
+	c.Sinks.HAProxy.Address = "unix:/run/haproxy/admin.sock"
+	c.Sinks.HAProxy.Backends = []haproxy.Mapping{{Cluster: "default", Role: "writer", Backend: "be_w"}, {Cluster: "default", Role: "reader", Backend: "be_r"}}
+	c.History.File = filepath.Join(dir, "history.jsonl")
+	c.History.Size = 10
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Sinks.FileEnabled() || !c.Sinks.HAProxyEnabled() {
+		t.Fatalf("enabled: file %v haproxy %v, want both", c.Sinks.FileEnabled(), c.Sinks.HAProxyEnabled())
+	}
+	// Unconfigured sinks are off and not validated.
+	if d := validBase(); d.Sinks.FileEnabled() || d.Sinks.HAProxyEnabled() || d.Validate() != nil {
+		t.Fatalf("default sinks: file %v haproxy %v, %v", d.Sinks.FileEnabled(), d.Sinks.HAProxyEnabled(), d.Validate())
+	}
+}
+
+func TestLoadFileSinksAndHistory(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"unknown sink", "node: a\nsinks:\n  kafka: {}\n", `line 3: unknown key "kafka"`},
+		{"unknown sink inline", "sinks: {kafka: {}}\n", `line 1: unknown key "kafka"`},
+		{"unknown file sink key", "sinks:\n  file:\n    paht: /x\n", `line 3: unknown key "paht"`},
+		{"unknown haproxy mapping key", "sinks:\n  haproxy:\n    backends:\n      - {cluster: a, role: writer, backend: b, weight: 3}\n", `line 4: unknown key "weight"`},
+		{"unknown history key", "history:\n  sise: 10\n", `line 2: unknown key "sise"`},
+		{"bad history size", "history:\n  size: lots\n", "line 2: cannot unmarshal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeFile(t, tc.body)
+			err := LoadFile(p, Default())
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) {
+				t.Fatalf("error %v\nwant the file name and %q", err, tc.want)
+			}
+		})
+	}
+
+	p := writeFile(t, `
+node: db1
+insecure_no_encryption: true
+pool:
+  damping: false
+  damp_half_life: 30s
+sinks:
+  file:
+    path: `+filepath.Join(dir, "pool.json")+`
+    lists_dir: `+dir+`
+  haproxy:
+    address: 127.0.0.1:9999
+    backends:
+      - {cluster: default, role: writer, backend: be_w}
+history:
+  size: 50
+  file: `+filepath.Join(dir, "h.jsonl")+`
+`)
+	c, err := load(t, []string{"--config", p}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Pool.Damping || c.Pool.DampHalfLife != 30*time.Second || c.Sinks.File.ListsDir != dir ||
+		len(c.Sinks.HAProxy.Backends) != 1 || c.Sinks.HAProxy.Backends[0].Backend != "be_w" ||
+		c.History.Size != 50 || c.History.File != filepath.Join(dir, "h.jsonl") {
+		t.Fatalf("loaded pool %+v sinks %+v history %+v", c.Pool, c.Sinks, c.History)
+	}
+}
+
+func TestSinkAndHistoryFlags(t *testing.T) {
+	dir := t.TempDir()
+	poolFile, histFile := filepath.Join(dir, "pool.json"), filepath.Join(dir, "history.jsonl")
+	c, err := load(t, []string{"--insecure-no-encryption", "--pool-file", poolFile, "--pool-lists-dir", dir,
+		"--history-file", histFile, "--history-size", "42", "--damping=false", "--damp-half-life", "2m"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		what      string
+		got, want any
+	}{
+		{"sinks.file.path", c.Sinks.File.Path, poolFile},
+		{"sinks.file.lists_dir", c.Sinks.File.ListsDir, dir},
+		{"history.file", c.History.File, histFile},
+		{"history.size", c.History.Size, 42},
+		{"pool.damping", c.Pool.Damping, false},
+		{"pool.damp_half_life", c.Pool.DampHalfLife, 2 * time.Minute},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s = %v, want %v", ch.what, ch.got, ch.want)
+		}
+	}
+
+	// Defaults without the flags: damping on, no file sink, the default ring.
+	c, err = load(t, []string{"--insecure-no-encryption"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Pool.Damping || c.Sinks.FileEnabled() || c.History.File != "" || c.History.WithDefaults().Size != 1000 {
+		t.Fatalf("defaults: damping %v file sink %v history %+v", c.Pool.Damping, c.Sinks.FileEnabled(), c.History)
+	}
+
+	// The environment sets the pool and history files too; flags win.
+	c, err = load(t, []string{"--insecure-no-encryption", "--history-file", histFile},
+		map[string]string{"SHOAL_POOL_FILE": poolFile, "SHOAL_HISTORY_FILE": filepath.Join(dir, "env.jsonl")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Sinks.File.Path != poolFile || c.History.File != histFile {
+		t.Fatalf("env: pool file %q history file %q", c.Sinks.File.Path, c.History.File)
+	}
+
+	// Bad flag values name the flag's key.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--history-size", "many"}, `history.size (--history-size) "many": not an integer`},
+		{[]string{"--history-size", "-1"}, "history.size = -1"},
+		{[]string{"--damping=maybe"}, `pool.damping (--damping) "maybe": not a boolean`},
+		{[]string{"--pool-file", filepath.Join(dir, "nope", "pool.json")}, "sinks.file.path "},
+		{[]string{"--pool-lists-dir", dir}, `sinks.file.path "": required`},
+		{[]string{"--history-file", filepath.Join(dir, "nope", "h.jsonl")}, "history.file = "},
+	} {
+		_, err := load(t, append([]string{"--insecure-no-encryption"}, tc.args...), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v\nwant %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestDampingIsABoolFlag(t *testing.T) {
+	fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	BindFlags(fs)
+	if typ := fs.Lookup("damping").Value.Type(); typ != "bool" {
+		t.Errorf("--damping has type %q, want bool like --rejoin and --writer-serves-reads", typ)
+	}
+	if err := fs.Parse([]string{"--damping"}); err != nil {
+		t.Errorf("bare --damping: %v", err)
 	}
 }

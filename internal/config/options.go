@@ -17,6 +17,7 @@ type option struct {
 	env   string // environment variable, "" for none
 	usage string
 	list  bool // repeatable flag / comma-separated env
+	bool  bool // a flag that takes no value (--x means --x=true)
 	set   func(c *Config, raw []string) error
 }
 
@@ -50,7 +51,7 @@ func intOpt(key, flag, env, usage string, f func(*Config) *int) option {
 }
 
 func boolOpt(key, flag, env, usage string, f func(*Config) *bool) option {
-	return option{key: key, flag: flag, env: env, usage: usage, set: func(c *Config, raw []string) error {
+	return option{key: key, flag: flag, env: env, usage: usage, bool: true, set: func(c *Config, raw []string) error {
 		b, err := strconv.ParseBool(raw[len(raw)-1])
 		if err != nil {
 			return fieldErr(key, raw[len(raw)-1], "not a boolean (true or false)")
@@ -203,10 +204,7 @@ func BindFlags(fs *pflag.FlagSet) *Flags {
 	d := Default()
 	for _, o := range options {
 		rv := &rawValue{list: o.list}
-		switch o.flag {
-		case "rejoin", "insecure-no-encryption", "writer-serves-reads":
-			rv.bool = true
-		}
+		rv.bool = o.bool
 		if !o.list {
 			rv.def = defaultString(d, o.key)
 		}

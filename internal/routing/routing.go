@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -176,8 +177,19 @@ func (r *Router) step() {
 	ls := slices.Clone(r.listeners)
 	r.mu.Unlock()
 	for _, l := range ls {
-		l(u)
+		r.notify(l, u)
 	}
+}
+
+// notify calls one listener; a panic in it is logged and does not keep the
+// listeners after it from getting the update.
+func (r *Router) notify(l Listener, u Update) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("pool listener panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		}
+	}()
+	l(u)
 }
 
 // samePool compares everything listeners see, including details and
