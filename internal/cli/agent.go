@@ -18,6 +18,7 @@ import (
 	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/logging"
 	"github.com/shoaldb/shoal/internal/metrics"
+	"github.com/shoaldb/shoal/pkg/client"
 )
 
 func newAgentCmd(g *globals) *cobra.Command {
@@ -93,6 +94,10 @@ func runAgent(ctx context.Context, g *globals, cfg *config.Config, flags *config
 		}
 		reg := metrics.New()
 		reg.MustRegister(metrics.NewMembersCollector(a.Members, func() int { return a.Serf().Memberlist().GetHealthScore() }))
+		reg.MustRegister(metrics.NewPoolCollector(func() client.PoolResponse {
+			v, _ := a.PoolView("")
+			return v
+		}))
 		handler := api.New(a, logs.Logger.With("component", "api"), ln.Addr().String(), metrics.Handler(reg))
 		srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 		go func() {

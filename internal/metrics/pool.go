@@ -1,0 +1,79 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shoaldb/shoal/pkg/client"
+)
+
+// PoolCollector reports the routing pool, isolation and the sinks at scrape
+// time, from the same view `shoal pool` prints.
+type PoolCollector struct {
+	view                                 func() client.PoolResponse
+	nodes, in, out, conflict, isolated   *prometheus.Desc
+	sinkOK, sinkLastSuccess, sinkFailure *prometheus.Desc
+}
+
+// NewPoolCollector reads view when scraped.
+func NewPoolCollector(view func() client.PoolResponse) *PoolCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(Namespace+"_"+name, help, labels, nil)
+	}
+	return &PoolCollector{
+		view:            view,
+		nodes:           d("pool_nodes", "Database nodes per cluster and role (writer, reader, out) in this agent's pool.", "cluster", "role"),
+		in:              d("pool_in", "1 for each node in the pool, by cluster and role (writer or reader).", "cluster", "role", "node"),
+		out:             d("pool_out", "1 for each database node out of the pool, with the reason.", "cluster", "node", "reason"),
+		conflict:        d("pool_writer_conflict", "1 while two or more nodes of the cluster are writable (at most one is routed to).", "cluster"),
+		isolated:        d("pool_isolated", "1 while this agent believes it is cut off and its sinks hold removals.", nil...),
+		sinkOK:          d("sink_up", "1 when the sink's last apply succeeded.", "sink"),
+		sinkLastSuccess: d("sink_last_success_timestamp_seconds", "Unix time of the sink's last successful apply (0: none yet).", "sink"),
+		sinkFailure:     d("sink_failures_total", "Failed applies of the sink since the agent started.", "sink"),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *PoolCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.nodes, c.in, c.out, c.conflict, c.isolated, c.sinkOK, c.sinkLastSuccess, c.sinkFailure} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *PoolCollector) Collect(ch chan<- prometheus.Metric) {
+	v := c.view()
+	gauge := func(d *prometheus.Desc, val float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, val, labels...)
+	}
+	b2f := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	for _, cl := range v.Clusters {
+		gauge(c.nodes, float64(len(cl.Writers)), cl.Name, "writer")
+		gauge(c.nodes, float64(len(cl.Readers)), cl.Name, "reader")
+		gauge(c.nodes, float64(len(cl.Out)), cl.Name, "out")
+		for _, n := range cl.Writers {
+			gauge(c.in, 1, cl.Name, "writer", n.Name)
+		}
+		for _, n := range cl.Readers {
+			gauge(c.in, 1, cl.Name, "reader", n.Name)
+		}
+		for _, n := range cl.Out {
+			gauge(c.out, 1, cl.Name, n.Name, n.Reason)
+		}
+		gauge(c.conflict, b2f(len(cl.Conflict) > 0), cl.Name)
+	}
+	gauge(c.isolated, b2f(v.Isolated))
+	for _, s := range v.Sinks {
+		gauge(c.sinkOK, b2f(s.State == "ok"), s.Name)
+		var last float64
+		if !s.LastSuccess.IsZero() {
+			last = float64(s.LastSuccess.UnixNano()) / 1e9
+		}
+		gauge(c.sinkLastSuccess, last, s.Name)
+		ch <- prometheus.MustNewConstMetric(c.sinkFailure, prometheus.CounterValue, float64(s.Failures), s.Name)
+	}
+}

@@ -1,0 +1,68 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/shoaldb/shoal/pkg/client"
+)
+
+func TestPoolCollector(t *testing.T) {
+	view := client.PoolResponse{
+		Isolated: true,
+		Clusters: []client.ClusterPool{{
+			Name:     "main",
+			Writers:  []client.PoolNode{{Name: "db1"}},
+			Readers:  []client.PoolNode{{Name: "db2"}},
+			Out:      []client.PoolNode{{Name: "db3", Reason: "lag"}, {Name: "db4", Reason: "conflict"}},
+			Conflict: []string{"db1", "db4"},
+		}},
+		Sinks: []client.SinkStatus{
+			{Name: "haproxy", State: "failing", LastSuccess: time.Unix(1700000000, 500_000_000), Failures: 3},
+			{Name: "file", State: "ok"},
+		},
+	}
+	c := NewPoolCollector(func() client.PoolResponse { return view })
+	want := `
+# HELP shoal_pool_in 1 for each node in the pool, by cluster and role (writer or reader).
+# TYPE shoal_pool_in gauge
+shoal_pool_in{cluster="main",node="db1",role="writer"} 1
+shoal_pool_in{cluster="main",node="db2",role="reader"} 1
+# HELP shoal_pool_isolated 1 while this agent believes it is cut off and its sinks hold removals.
+# TYPE shoal_pool_isolated gauge
+shoal_pool_isolated 1
+# HELP shoal_pool_nodes Database nodes per cluster and role (writer, reader, out) in this agent's pool.
+# TYPE shoal_pool_nodes gauge
+shoal_pool_nodes{cluster="main",role="out"} 2
+shoal_pool_nodes{cluster="main",role="reader"} 1
+shoal_pool_nodes{cluster="main",role="writer"} 1
+# HELP shoal_pool_out 1 for each database node out of the pool, with the reason.
+# TYPE shoal_pool_out gauge
+shoal_pool_out{cluster="main",node="db3",reason="lag"} 1
+shoal_pool_out{cluster="main",node="db4",reason="conflict"} 1
+# HELP shoal_pool_writer_conflict 1 while two or more nodes of the cluster are writable (at most one is routed to).
+# TYPE shoal_pool_writer_conflict gauge
+shoal_pool_writer_conflict{cluster="main"} 1
+# HELP shoal_sink_failures_total Failed applies of the sink since the agent started.
+# TYPE shoal_sink_failures_total counter
+shoal_sink_failures_total{sink="file"} 0
+shoal_sink_failures_total{sink="haproxy"} 3
+# HELP shoal_sink_last_success_timestamp_seconds Unix time of the sink's last successful apply (0: none yet).
+# TYPE shoal_sink_last_success_timestamp_seconds gauge
+shoal_sink_last_success_timestamp_seconds{sink="file"} 0
+shoal_sink_last_success_timestamp_seconds{sink="haproxy"} 1.7000000005e+09
+# HELP shoal_sink_up 1 when the sink's last apply succeeded.
+# TYPE shoal_sink_up gauge
+shoal_sink_up{sink="file"} 1
+shoal_sink_up{sink="haproxy"} 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.CollectAndLint(c); err != nil || len(n) > 0 {
+		t.Errorf("lint: %v %v", n, err)
+	}
+}
