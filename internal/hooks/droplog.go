@@ -1,0 +1,72 @@
+package hooks
+
+import (
+	"sync"
+	"time"
+)
+
+// DropLogInterval is the most often a handler's drops are logged: the
+// first drop at once, then a summary at most once per interval.
+const DropLogInterval = 10 * time.Second
+
+// dropLog rate-limits the logging of one handler's drops without ever
+// losing a count: what is not logged at once is logged by a timer.
+type dropLog struct {
+	interval time.Duration
+	now      func() time.Time
+	// emit logs: first is the handler's first drop ever (event names the
+	// dropped event), otherwise a summary of counts by reason since since.
+	emit func(first bool, event string, counts map[string]uint64, since time.Time)
+
+	mu      sync.Mutex
+	logged  bool
+	last    time.Time
+	pending map[string]uint64
+	timer   *time.Timer
+}
+
+// note records n drops for reason; event names one of them.
+func (d *dropLog) note(reason, event string, n uint64) {
+	d.mu.Lock()
+	if d.pending == nil {
+		d.pending = map[string]uint64{}
+	}
+	d.pending[reason] += n
+	now := d.now()
+	if !d.logged || now.Sub(d.last) >= d.interval {
+		first, since := !d.logged, d.last
+		counts := d.take(now)
+		d.mu.Unlock()
+		d.emit(first, event, counts, since)
+		return
+	}
+	if d.timer == nil {
+		d.timer = time.AfterFunc(d.last.Add(d.interval).Sub(now), d.flush)
+	}
+	d.mu.Unlock()
+}
+
+// take returns and resets the pending counts; d.mu is held.
+func (d *dropLog) take(now time.Time) map[string]uint64 {
+	counts := d.pending
+	d.pending = map[string]uint64{}
+	d.logged, d.last = true, now
+	return counts
+}
+
+// flush logs the pending summary, if any, and stops the timer.
+func (d *dropLog) flush() {
+	d.mu.Lock()
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer = nil
+	}
+	if len(d.pending) == 0 {
+		d.mu.Unlock()
+		return
+	}
+	since := d.last
+	counts := d.take(d.now())
+	d.mu.Unlock()
+	d.emit(false, "", counts, since)
+}
