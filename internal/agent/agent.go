@@ -26,6 +26,7 @@ import (
 	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/fsutil"
 	"github.com/shoaldb/shoal/internal/history"
+	"github.com/shoaldb/shoal/internal/hooks"
 	"github.com/shoaldb/shoal/internal/logging"
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/probe"
@@ -74,6 +75,7 @@ type Agent struct {
 	router *routing.Router
 	sinks  []poolSink
 	hist   *history.Log
+	hooks  *hooks.Runner
 	dirty  chan struct{}
 
 	fatalOnce sync.Once
@@ -162,6 +164,10 @@ func (a *Agent) Start(ctx context.Context) error {
 		return err
 	}
 	a.router.Listen(a.recordPool())
+	if a.hooks, err = a.newHooks(); err != nil {
+		return err
+	}
+	a.router.Listen(a.hookPool())
 
 	lw := sagent.NewLogWriter(512)
 	a.monitor = lw
@@ -174,6 +180,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		return fmt.Errorf("create serf agent: %w", err)
 	}
 	sa.RegisterEventHandler(a.events)
+	sa.RegisterEventHandler(a.hooks)
 	if err := sa.Start(); err != nil {
 		return fmt.Errorf("start gossip on %s: %w", a.cfg.Bind, err)
 	}
@@ -370,6 +377,9 @@ func (a *Agent) Shutdown() {
 			a.probe.Close()
 		}
 		a.closeSinks()
+		if a.hooks != nil {
+			_ = a.hooks.Close()
+		}
 		if a.ipc != nil {
 			a.ipc.Shutdown()
 		}
@@ -401,6 +411,13 @@ func (a *Agent) Reload(cfg *config.Config) {
 		} else {
 			a.log.Info("reloaded tags", "tags", len(cfg.Tags))
 		}
+	}
+	if specs, err := cfg.HookSpecs(); err != nil {
+		a.log.Error("reload: event handlers not changed", "err", err)
+	} else if err := a.hooks.Reload(specs); err != nil {
+		a.log.Error("reload: event handlers not changed", "err", err)
+	} else {
+		a.log.Info("reloaded event handlers", "handlers", len(specs))
 	}
 	var ignored []string
 	if cfg.Bind != a.cfg.Bind || cfg.Advertise != a.cfg.Advertise {

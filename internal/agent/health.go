@@ -120,6 +120,7 @@ func (a *Agent) onProbe(e probe.Event) {
 	}
 	if e.StateChanged {
 		a.recordHealth(e)
+		a.hookHealth(e)
 	}
 	h := healthFromStatus(e.Status, a.cfg.MySQLPort())
 	a.mu.Lock()

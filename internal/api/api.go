@@ -3,6 +3,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +38,8 @@ type Backend interface {
 	Maint() client.MaintStatus
 	SetMaint(enable bool, reason string) (client.MaintStatus, error)
 	History(f client.HistoryFilter) client.HistoryResponse
+	HookStats() []client.HookStats
+	TestHook(ctx context.Context, req client.HookTestRequest) (client.HookTestResponse, error)
 }
 
 // maxBody bounds every request body.
@@ -70,13 +73,15 @@ func New(b Backend, log *slog.Logger, httpAddr string, metrics http.Handler) *Se
 	s.mux.HandleFunc("GET /v1/agent/maint", s.maint)
 	s.mux.HandleFunc("PUT /v1/agent/maint", s.setMaint)
 	s.mux.HandleFunc("GET /v1/history", s.history)
+	s.mux.HandleFunc("GET /v1/hooks", s.hooks)
+	s.mux.HandleFunc("POST /v1/hooks/test", s.testHook)
 	if metrics != nil {
 		s.mux.Handle("GET /metrics", metrics)
 	}
 	// Known paths asked with another method get a JSON 405.
 	for _, p := range []string{"/v1/members", "/v1/agent/self", "/v1/agent/join", "/v1/agent/leave",
 		"/v1/agent/force-leave", "/v1/agent/tags", "/v1/event", "/v1/query", "/v1/keys", "/v1/keys/{op}",
-		"/v1/monitor", "/v1/health", "/v1/pool", "/v1/agent/maint", "/v1/history", "/metrics"} {
+		"/v1/monitor", "/v1/health", "/v1/pool", "/v1/agent/maint", "/v1/history", "/v1/hooks", "/v1/hooks/test", "/metrics"} {
 		s.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed on %s", r.Method, r.URL.Path))
 		})
@@ -503,4 +508,29 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 		f.Limit = n
 	}
 	writeJSON(w, http.StatusOK, s.b.History(f))
+}
+
+func (s *Server) hooks(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, client.HooksResponse{Handlers: s.b.HookStats()})
+}
+
+// maxHookTestWait bounds how long POST /v1/hooks/test waits for the runs.
+const maxHookTestWait = 2 * time.Minute
+
+func (s *Server) testHook(w http.ResponseWriter, r *http.Request) {
+	var req client.HookTestRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), maxHookTestWait)
+	defer cancel()
+	resp, err := s.b.TestHook(ctx, req)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if resp.Handlers == nil {
+		resp.Handlers = []client.HookStats{}
+	}
+	writeJSON(w, http.StatusOK, resp)
 }

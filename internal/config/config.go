@@ -67,6 +67,10 @@ type Config struct {
 	Sinks   Sinks   `yaml:"sinks"`
 	History History `yaml:"history"`
 
+	// EventHandlers are Serf-style "[filter=]command" specs.
+	EventHandlers []string `yaml:"event_handlers"`
+	Hooks         Hooks    `yaml:"hooks"`
+
 	// Dev is set by --dev only: no encryption required, local profile,
 	// a node name derived from the bind port when none is given.
 	Dev bool `yaml:"-"`
@@ -272,6 +276,10 @@ func (c *Config) Validate() error {
 	add(c.validateDB())
 	add(c.Sinks.validate())
 	add(validateHistory(c.History))
+	add(c.Hooks.validate())
+	if _, err := c.HookSpecs(); err != nil {
+		add(err)
+	}
 	return errors.Join(errs...)
 }
 

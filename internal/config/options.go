@@ -129,6 +129,8 @@ var options = []option{
 	durOpt("pool.damp_half_life", "damp-half-life", "", "how fast a flapping reader's penalty decays", func(c *Config) *time.Duration { return &c.Pool.DampHalfLife }),
 	strOpt("sinks.file.path", "pool-file", "SHOAL_POOL_FILE", "write the pool as JSON to this file (atomically, on change)", func(c *Config) *string { return &c.Sinks.File.Path }),
 	strOpt("sinks.file.lists_dir", "pool-lists-dir", "", "also write host:port lists per cluster and role into this directory", func(c *Config) *string { return &c.Sinks.File.ListsDir }),
+	{key: "event_handlers", flag: "event-handler", list: true, usage: "run a script on events: [filter=]command, Serf's syntax; filters member-join, member-leave, member-failed, member-update, member-reap, user[:NAME], query[:NAME], pool-change, health-change, * (repeatable)",
+		set: func(c *Config, raw []string) error { c.EventHandlers = append(c.EventHandlers, raw...); return nil }},
 	strOpt("history.file", "history-file", "SHOAL_HISTORY_FILE", "append pool and health transitions to this JSON-lines file (rotated by size)", func(c *Config) *string { return &c.History.File }),
 	intOpt("history.size", "history-size", "", "transitions kept in memory for shoal history (default 1000)", func(c *Config) *int { return &c.History.Size }),
 	durOpt("pool.isolation_window", "isolation-window", "", "window in which losing most members means this agent is the one cut off", func(c *Config) *time.Duration { return &c.Pool.IsolationWindow }),

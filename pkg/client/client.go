@@ -313,3 +313,22 @@ func (c *Client) History(ctx context.Context, f HistoryFilter) (*HistoryResponse
 	}
 	return &r, nil
 }
+
+// Hooks lists the agent's event handlers with their queues and last runs.
+func (c *Client) Hooks(ctx context.Context) (*HooksResponse, error) {
+	var r HooksResponse
+	if err := c.do(ctx, http.MethodGet, "/v1/hooks", nil, nil, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// TestHook runs the handlers matching a synthetic event once and waits for
+// them.
+func (c *Client) TestHook(ctx context.Context, req HookTestRequest) (*HookTestResponse, error) {
+	var r HookTestResponse
+	if err := c.do(ctx, http.MethodPost, "/v1/hooks/test", nil, req, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}

@@ -274,3 +274,43 @@ type HistoryResponse struct {
 	Evicted  uint64         `json:"evicted"`  // entries dropped from memory (older than the ring)
 	File     string         `json:"file,omitempty"`
 }
+
+// HookStats is one event handler's queue and last run.
+type HookStats struct {
+	Spec            string            `json:"spec"`
+	QueueDepth      int               `json:"queue_depth"`
+	QueueMax        int               `json:"queue_max"`
+	QueueHigh       int               `json:"queue_high"`
+	Queued          uint64            `json:"queued"`
+	Started         uint64            `json:"started"`
+	Ran             uint64            `json:"ran"`
+	Failed          uint64            `json:"failed"`
+	TimedOut        uint64            `json:"timed_out"`
+	Coalesced       uint64            `json:"coalesced"`
+	Dropped         uint64            `json:"dropped"`
+	DroppedByReason map[string]uint64 `json:"dropped_by_reason,omitempty"`
+	Running         bool              `json:"running"`
+	LastStart       time.Time         `json:"last_start,omitzero"`
+	LastExitCode    int               `json:"last_exit_code"`
+	LastDuration    string            `json:"last_duration,omitempty"`
+	LastError       string            `json:"last_error,omitempty"`
+}
+
+// HooksResponse lists the agent's event handlers.
+type HooksResponse struct {
+	Handlers []HookStats `json:"handlers"`
+}
+
+// HookTestRequest runs the handlers matching a synthetic event once.
+type HookTestRequest struct {
+	Event   string `json:"event"` // member-join, ..., user, query, pool-change, health-change
+	Name    string `json:"name,omitempty"`
+	Payload []byte `json:"payload,omitempty"`
+}
+
+// HookTestResponse is what the test run did.
+type HookTestResponse struct {
+	Handlers []HookStats `json:"handlers"` // the handlers that ran, after their run
+	Response []byte      `json:"response,omitempty"`
+	TimedOut bool        `json:"timed_out,omitempty"` // stopped waiting before every run finished
+}

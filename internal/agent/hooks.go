@@ -1,0 +1,167 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/serf/serf"
+
+	"github.com/shoaldb/shoal/internal/hooks"
+	"github.com/shoaldb/shoal/internal/probe"
+	"github.com/shoaldb/shoal/internal/routing"
+	"github.com/shoaldb/shoal/pkg/client"
+)
+
+// newHooks builds the hook runner from the configuration.
+func (a *Agent) newHooks() (*hooks.Runner, error) {
+	specs, err := a.cfg.HookSpecs()
+	if err != nil {
+		return nil, err
+	}
+	rc := a.cfg.Hooks.RunnerConfig()
+	rc.Self = func() serf.Member { return a.Serf().LocalMember() }
+	rc.Logger = a.logs.Logger.With("component", "hooks")
+	r, err := hooks.New(rc, specs)
+	if err != nil {
+		return nil, fmt.Errorf("event_handlers: %w", err)
+	}
+	return r, nil
+}
+
+// hookPool is a router listener: a pool-change event when a node entered or
+// left a role, or a conflict or isolation started or ended. A change of
+// detail alone (say, the lag figure) is not an event.
+func (a *Agent) hookPool() routing.Listener {
+	var prev routing.Update
+	return func(u routing.Update) {
+		changed := len(u.Changes) > 0 || u.Isolated != prev.Isolated
+		for _, c := range u.Pool.Clusters {
+			if !slices.Equal(c.Conflict, conflictOf(prev.Pool, c.Name)) {
+				changed = true
+			}
+		}
+		prev = u
+		if !changed {
+			return
+		}
+		if err := a.hooks.EnqueueShoal(hooks.Event{Type: hooks.PoolChange, Time: u.At, Data: poolChangeJSON(u)}); err != nil {
+			a.log.Debug("pool-change event not queued", "err", err)
+		}
+	}
+}
+
+// hookHealth queues a health-change event.
+func (a *Agent) hookHealth(e probe.Event) {
+	if err := a.hooks.EnqueueShoal(hooks.Event{Type: hooks.HealthChange, Time: e.Status.Since, Data: healthChangeJSON(e)}); err != nil {
+		a.log.Debug("health-change event not queued", "err", err)
+	}
+}
+
+// HookStats returns each handler's queue and last run.
+func (a *Agent) HookStats() []client.HookStats {
+	return hookStats(a.hooks.Stats())
+}
+
+func hookStats(st []hooks.HandlerStats) []client.HookStats {
+	out := make([]client.HookStats, 0, len(st))
+	for _, h := range st {
+		c := client.HookStats{
+			Spec: h.Spec, QueueDepth: h.QueueDepth, QueueMax: h.QueueMax, QueueHigh: h.QueueHigh,
+			Queued: h.Queued, Started: h.Started, Ran: h.Ran, Failed: h.Failed, TimedOut: h.TimedOut,
+			Coalesced: h.Coalesced, Dropped: h.Dropped, DroppedByReason: h.DroppedByReason, Running: h.Running,
+			LastStart: h.LastStart, LastExitCode: h.LastExitCode, LastError: h.LastError,
+		}
+		if h.LastDuration > 0 {
+			c.LastDuration = h.LastDuration.String()
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// ErrBadHookEvent names an event type `shoal hooks test` cannot synthesize.
+var ErrBadHookEvent = errors.New("event must be one of member-join, member-leave, member-failed, member-update, member-reap, user, query, pool-change, health-change")
+
+// TestHook runs the handlers matching a synthetic event once, as `shoal
+// hooks test` does: member events carry this agent's own member, user
+// events and queries the given name and payload, pool-change the current
+// pool (no changes), health-change the current probe state. It waits until
+// every handler that took the event has finished or ctx ends.
+func (a *Agent) TestHook(ctx context.Context, req client.HookTestRequest) (client.HookTestResponse, error) {
+	var resp client.HookTestResponse
+	self := a.Serf().LocalMember()
+	before := map[string]hooks.HandlerStats{}
+	for _, h := range a.hooks.Stats() {
+		before[h.Spec] = h
+	}
+	switch req.Event {
+	case hooks.MemberJoin, hooks.MemberLeave, hooks.MemberFailed, hooks.MemberUpdate, hooks.MemberReap:
+		types := map[string]serf.EventType{
+			hooks.MemberJoin: serf.EventMemberJoin, hooks.MemberLeave: serf.EventMemberLeave,
+			hooks.MemberFailed: serf.EventMemberFailed, hooks.MemberUpdate: serf.EventMemberUpdate,
+			hooks.MemberReap: serf.EventMemberReap,
+		}
+		a.hooks.Enqueue(serf.MemberEvent{Type: types[req.Event], Members: []serf.Member{self}})
+	case hooks.User:
+		if req.Name == "" {
+			return resp, errors.New("a user event needs a name")
+		}
+		a.hooks.Enqueue(serf.UserEvent{Name: req.Name, Payload: req.Payload})
+	case hooks.Query:
+		if req.Name == "" {
+			return resp, errors.New("a query needs a name")
+		}
+		out, err := a.hooks.Query(ctx, &serf.Query{Name: req.Name, Payload: req.Payload})
+		if err != nil {
+			return resp, err
+		}
+		resp.Response = out
+	case hooks.PoolChange:
+		u := a.router.Current()
+		u.Changes = nil
+		if err := a.hooks.EnqueueShoal(hooks.Event{Type: hooks.PoolChange, Data: poolChangeJSON(u)}); err != nil {
+			return resp, err
+		}
+	case hooks.HealthChange:
+		st, ok := a.ProbeStatus()
+		if !ok {
+			return resp, errors.New("health-change needs a db agent (this one has no MySQL probe)")
+		}
+		if err := a.hooks.EnqueueShoal(hooks.Event{Type: hooks.HealthChange,
+			Data: healthChangeJSON(probe.Event{Status: st, PrevState: st.State})}); err != nil {
+			return resp, err
+		}
+	default:
+		return resp, ErrBadHookEvent
+	}
+	// Wait for the handlers that took the event (Queued grew) to finish it.
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		var took []hooks.HandlerStats
+		done := true
+		for _, h := range a.hooks.Stats() {
+			b := before[h.Spec]
+			if h.Queued == b.Queued && h.Ran == b.Ran {
+				continue
+			}
+			took = append(took, h)
+			if h.Ran+h.Dropped == b.Ran+b.Dropped || h.Running {
+				done = false
+			}
+		}
+		if done {
+			resp.Handlers = hookStats(took)
+			return resp, nil
+		}
+		select {
+		case <-ctx.Done():
+			resp.Handlers, resp.TimedOut = hookStats(took), true
+			return resp, nil
+		case <-t.C:
+		}
+	}
+}
