@@ -61,7 +61,10 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 	}
 	db1 := startNode(t, withPolicy(dbConfig(t, "db1", primary)))
 	db2 := startNode(t, withPolicy(dbConfig(t, "db2", r1, db1.cfg.Bind)))
-	db3 := startNode(t, withPolicy(dbConfig(t, "db3", r2, db1.cfg.Bind)))
+	healthLog := filepath.Join(t.TempDir(), "health-events.jsonl")
+	db3Cfg := withPolicy(dbConfig(t, "db3", r2, db1.cfg.Bind))
+	db3Cfg.EventHandlers = []string{"health-change=" + writeScript(t, filepath.Dir(healthLog), "health-hook.sh", `cat >> "`+healthLog+`"`+"\n")}
+	db3 := startNode(t, db3Cfg)
 	appCfg := withPolicy(testConfig(t, "app1", "fast", "", db1.cfg.Bind))
 	appCfg.Sinks.HAProxy = haproxy.Config{
 		Address:  hx.Addr,
@@ -74,6 +77,8 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 	out := t.TempDir()
 	appCfg.Sinks.File = filesink.Config{Path: filepath.Join(out, "pool.json"), ListsDir: out}
 	appCfg.History.File = filepath.Join(out, "history.jsonl")
+	hookLog := filepath.Join(out, "pool-events.jsonl")
+	appCfg.EventHandlers = []string{"pool-change=" + writeScript(t, out, "pool-hook.sh", `cat >> "`+hookLog+`"`+"\n")}
 	if err := appCfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +137,41 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 	if len(h.Entries) != 1 || h.Entries[0].From != "passing" || h.Entries[0].To != "critical" || h.Entries[0].Reason != "timeout" {
 		t.Errorf("db3 health history: %+v", h.Entries)
 	}
+	// The app's pool-change hook got the removal as a versioned JSON document.
+	waitFor(t, 10*time.Second, "pool-change hook saw db3 leave", func() bool {
+		data, _ := os.ReadFile(hookLog)
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var doc struct {
+				Version int    `json:"version"`
+				Event   string `json:"event"`
+				Node    string `json:"node"`
+				Data    struct {
+					Changes []struct{ Node, From, To, Reason string } `json:"changes"`
+					Pool    struct {
+						Clusters []struct {
+							Readers []struct{ Name, Addr string } `json:"readers"`
+						} `json:"clusters"`
+					} `json:"pool"`
+				} `json:"data"`
+			}
+			if json.Unmarshal([]byte(line), &doc) != nil || doc.Version != 1 || doc.Event != "pool-change" || doc.Node != "app1" {
+				continue
+			}
+			for _, c := range doc.Data.Changes {
+				if c.Node == "db3" && c.From == "reader" && c.To == "out" && c.Reason == "critical" &&
+					len(doc.Data.Pool.Clusters) == 1 && len(doc.Data.Pool.Clusters[0].Readers) == 1 &&
+					doc.Data.Pool.Clusters[0].Readers[0].Addr == r1.Addr() {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	waitFor(t, 10*time.Second, "db3's health-change hook saw critical", func() bool {
+		data, _ := os.ReadFile(healthLog)
+		return strings.Contains(string(data), `"event":"health-change"`) &&
+			strings.Contains(string(data), `"data":{"from":"passing","to":"critical","reason":"timeout"`)
+	})
 	r2.Cont()
 	waitFor(t, 20*time.Second, "db3 back after SIGCONT", everywhere(healthy))
 	waitFor(t, 10*time.Second, "haproxy: db3 ready again", haproxyIs(hxHealthy))
