@@ -27,9 +27,9 @@ e2e:
 bench:
 	mkdir -p build
 	SHOAL_MEASURE=1 SHOAL_MEASURE_TRIALS=$${SHOAL_MEASURE_TRIALS:-10} SHOAL_MEASURE_OUT=build/detection.md \
-		SHOAL_MEASURE_OUT_POOL=build/pool-removal.md \
-		$(GO) test -count=1 -run 'TestDetectionTimes|TestPoolRemovalTimes' -v -timeout 60m ./internal/agent/
-	@cat build/detection.md build/pool-removal.md
+		SHOAL_MEASURE_OUT_POOL=build/pool-removal.md SHOAL_MEASURE_OUT_HOOKS=build/hook-delay.md \
+		$(GO) test -count=1 -run 'TestDetectionTimes|TestPoolRemovalTimes|TestHookDelay' -v -timeout 60m ./internal/agent/
+	@cat build/detection.md build/pool-removal.md build/hook-delay.md
 
 lint: fmt vet staticcheck
 

@@ -2,12 +2,17 @@ package agent
 
 import (
 	"context"
+	"log/slog"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/serf/serf"
+	"github.com/shoaldb/shoal/internal/api"
 	"github.com/shoaldb/shoal/pkg/client"
 )
 
@@ -113,5 +118,51 @@ func TestHooksInAgent(t *testing.T) {
 	st := a.a.HookStats()
 	if len(st) != 2 || st[0].Ran < 4 || st[0].Failed != 0 || st[0].Dropped != 0 {
 		t.Errorf("hook stats: %+v", st)
+	}
+}
+
+// TestHookBurstKeepsAgentResponsive: 10,000 events at once for a handler
+// that sleeps. They enter through the same call serf's event loop makes;
+// queuing never waits for the script, the members API keeps answering,
+// the queue stays at its bound and every event is accounted for.
+func TestHookBurstKeepsAgentResponsive(t *testing.T) {
+	dir := t.TempDir()
+	c := testConfig(t, "burst1", "fast", "")
+	c.EventHandlers = []string{"user=" + writeScript(t, dir, "slow.sh", "sleep 0.1\n")}
+	a := startNode(t, c)
+	srv := httptest.NewServer(api.New(a.a, slog.New(slog.DiscardHandler), "", nil))
+	defer srv.Close()
+	cl := client.New(srv.URL)
+
+	const n = 10_000
+	start := time.Now()
+	for i := range n {
+		a.a.hooks.HandleEvent(serf.UserEvent{LTime: serf.LamportTime(i), Name: "burst", Payload: []byte(strconv.Itoa(i))})
+	}
+	enqueue := time.Since(start)
+	var worst time.Duration
+	for range 20 {
+		t0 := time.Now()
+		if _, err := cl.Members(context.Background(), client.MemberFilter{}); err != nil {
+			t.Fatal(err)
+		}
+		worst = max(worst, time.Since(t0))
+	}
+	t.Logf("%d events queued in %s; slowest of 20 members API calls during the backlog: %s", n, enqueue, worst)
+	if enqueue > 2*time.Second {
+		t.Errorf("queuing %d events took %s: the event path waits for something", n, enqueue)
+	}
+	if worst > time.Second {
+		t.Errorf("members API took %s during the hook backlog", worst)
+	}
+	st := a.a.HookStats()[0]
+	if st.Queued != n || st.Started+uint64(st.QueueDepth)+st.Dropped != n {
+		t.Errorf("accounting: queued %d, started %d + waiting %d + dropped %d", st.Queued, st.Started, st.QueueDepth, st.Dropped)
+	}
+	if st.QueueHigh > st.QueueMax || st.QueueMax != 1000 || st.Dropped < n-1000-10 {
+		t.Errorf("queue high %d of max %d, dropped %d", st.QueueHigh, st.QueueMax, st.Dropped)
+	}
+	if st.DroppedByReason["queue_full"] != st.Dropped {
+		t.Errorf("drops by reason %v, total %d", st.DroppedByReason, st.Dropped)
 	}
 }
