@@ -119,6 +119,22 @@ func TestHooksInAgent(t *testing.T) {
 	if len(st) != 2 || st[0].Ran < 4 || st[0].Failed != 0 || st[0].Dropped != 0 {
 		t.Errorf("hook stats: %+v", st)
 	}
+
+	// Reload (SIGHUP): the unchanged handler keeps its counters, the removed
+	// one goes, the new one is there; a bad spec changes nothing.
+	next := *ca
+	next.EventHandlers = []string{ca.EventHandlers[0], "user:other=" + pong}
+	a.a.Reload(&next)
+	st = a.a.HookStats()
+	if len(st) != 2 || st[0].Spec != ca.EventHandlers[0] || st[0].Ran < 4 || st[1].Spec != next.EventHandlers[1] {
+		t.Errorf("after reload: %+v", st)
+	}
+	bad := next
+	bad.EventHandlers = []string{"member-jion=" + record}
+	a.a.Reload(&bad)
+	if st := a.a.HookStats(); len(st) != 2 || st[1].Spec != next.EventHandlers[1] {
+		t.Errorf("a bad reload changed the handlers: %+v", st)
+	}
 }
 
 // TestHookBurstKeepsAgentResponsive: 10,000 events at once for a handler
