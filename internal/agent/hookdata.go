@@ -11,9 +11,9 @@ import (
 // poolChangeData is the "data" of a pool-change hook event (schema version 1
 // of the hooks' JSON stdin).
 type poolChangeData struct {
-	Changes  []hookChange    `json:"changes"`
-	Isolated bool            `json:"isolated"`
-	Pool     hookPool        `json:"pool"`
+	Changes  []hookChange `json:"changes"`
+	Isolated bool         `json:"isolated"`
+	Pool     hookPool     `json:"pool"`
 }
 
 type hookChange struct {
