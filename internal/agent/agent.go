@@ -28,6 +28,7 @@ import (
 	"github.com/shoaldb/shoal/internal/history"
 	"github.com/shoaldb/shoal/internal/hooks"
 	"github.com/shoaldb/shoal/internal/logging"
+	"github.com/shoaldb/shoal/internal/metrics"
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/probe"
 	"github.com/shoaldb/shoal/internal/routing"
@@ -76,7 +77,11 @@ type Agent struct {
 	sinks  []poolSink
 	hist   *history.Log
 	hooks  *hooks.Runner
-	dirty  chan struct{}
+
+	metrics    *metrics.Agent
+	flapMu     sync.Mutex
+	failedSeen map[string]bool // members seen failed, for the flap counter
+	dirty      chan struct{}
 
 	fatalOnce sync.Once
 	fatal     chan error
@@ -100,6 +105,9 @@ func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
 		role:     cfg.EffectiveRole(),
 		dirty:    make(chan struct{}, 1),
 		health:   tags.Health{State: tags.Critical, Reason: "starting"},
+		metrics:  metrics.NewAgent(),
+
+		failedSeen: map[string]bool{},
 	}
 	a.events.onEvent = a.observeEvent
 	return a, nil
@@ -164,6 +172,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		return err
 	}
 	a.router.Listen(a.recordPool())
+	a.router.Listen(a.countPool())
 	if a.hooks, err = a.newHooks(); err != nil {
 		return err
 	}
@@ -315,6 +324,7 @@ func (a *Agent) observeEvent(e serf.Event) {
 	if !ok {
 		return
 	}
+	a.countEvent(me)
 	if a.router != nil {
 		a.router.Trigger()
 	}

@@ -115,6 +115,7 @@ func healthFromStatus(st probe.Status, port int) tags.Health {
 
 // onProbe runs on the probe goroutine: record, and wake the publisher.
 func (a *Agent) onProbe(e probe.Event) {
+	a.countCheck(e)
 	if !e.StateChanged && !e.FactsChanged {
 		return
 	}

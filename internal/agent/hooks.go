@@ -24,6 +24,10 @@ func (a *Agent) newHooks() (*hooks.Runner, error) {
 	rc := a.cfg.Hooks.RunnerConfig()
 	rc.Self = func() serf.Member { return a.Serf().LocalMember() }
 	rc.Logger = a.logs.Logger.With("component", "hooks")
+	rc.OnRun = func(spec, _, result string, d time.Duration) {
+		a.metrics.HookRuns.WithLabelValues(spec, result).Inc()
+		a.metrics.HookDuration.WithLabelValues(spec).Observe(d.Seconds())
+	}
 	r, err := hooks.New(rc, specs)
 	if err != nil {
 		return nil, fmt.Errorf("event_handlers: %w", err)

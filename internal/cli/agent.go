@@ -18,7 +18,6 @@ import (
 	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/logging"
 	"github.com/shoaldb/shoal/internal/metrics"
-	"github.com/shoaldb/shoal/pkg/client"
 )
 
 func newAgentCmd(g *globals) *cobra.Command {
@@ -81,6 +80,12 @@ func runAgent(ctx context.Context, g *globals, cfg *config.Config, flags *config
 	if err != nil {
 		return err
 	}
+	// The registry exists before the agent starts, so that serf's and
+	// memberlist's telemetry is bridged from the first message.
+	reg := metrics.New()
+	if err := metrics.BridgeGossip(reg); err != nil {
+		log.Warn("gossip telemetry not exported", "err", err)
+	}
 	if err := a.Start(ctx); err != nil {
 		return err
 	}
@@ -92,12 +97,7 @@ func runAgent(ctx context.Context, g *globals, cfg *config.Config, flags *config
 		if err != nil {
 			return fmt.Errorf("http_addr %s: %w", cfg.HTTPAddr, err)
 		}
-		reg := metrics.New()
-		reg.MustRegister(metrics.NewMembersCollector(a.Members, func() int { return a.Serf().Memberlist().GetHealthScore() }))
-		reg.MustRegister(metrics.NewPoolCollector(func() client.PoolResponse {
-			v, _ := a.PoolView("")
-			return v
-		}))
+		reg.MustRegister(a.Collectors()...)
 		handler := api.New(a, logs.Logger.With("component", "api"), ln.Addr().String(), metrics.Handler(reg))
 		srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 		go func() {

@@ -315,6 +315,16 @@ func (h *handler) run(ctx context.Context, it *item) (res runResult, ok bool) {
 				"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 		}
 		h.record(res, !ok)
+		if on := h.r.cfg.OnRun; on != nil {
+			result := ResultOK
+			switch {
+			case res.timedOut:
+				result = ResultTimedOut
+			case res.err != nil:
+				result = ResultFailed
+			}
+			on(spec.Raw, it.typ, result, res.duration)
+		}
 	}()
 
 	cfg := h.r.cfg

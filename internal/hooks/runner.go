@@ -77,7 +77,18 @@ type Config struct {
 	Respond func(q *serf.Query, resp []byte) error
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// OnRun, if set, is called after every run with the handler's spec, the
+	// event type, the result ("ok", "failed" or "timed_out") and the run's
+	// duration: the metrics hook. It must not block.
+	OnRun func(spec, event, result string, d time.Duration)
 }
+
+// Run results passed to Config.OnRun.
+const (
+	ResultOK       = "ok"
+	ResultFailed   = "failed"
+	ResultTimedOut = "timed_out"
+)
 
 // WithDefaults returns c with every zero value replaced by its default.
 func (c Config) WithDefaults() Config {

@@ -672,3 +672,58 @@ func TestNewValidates(t *testing.T) {
 		t.Errorf("a failed Reload changed the handlers: %+v", st)
 	}
 }
+
+func TestOnRunReportsEachRun(t *testing.T) {
+	type call struct{ spec, event, result string }
+	var mu sync.Mutex
+	var calls []call
+	dir := t.TempDir()
+	specs, err := ParseSpecs([]string{"user:ok=/bin/true", "user:bad=/bin/false", "user:slow=/bin/sleep 5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs[2].Timeout = MinTimeout
+	r, err := New(Config{
+		Self:      func() serf.Member { return serf.Member{Name: "n1"} },
+		Dir:       dir,
+		KillGrace: 100 * time.Millisecond,
+		OnRun: func(spec, event, result string, d time.Duration) {
+			mu.Lock()
+			calls = append(calls, call{spec, event, result})
+			mu.Unlock()
+		},
+	}, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, n := range []string{"ok", "bad", "slow"} {
+		r.Enqueue(serf.UserEvent{Name: n})
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		n := len(calls)
+		mu.Unlock()
+		if n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("OnRun called %d times, want 3", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	got := map[string]string{}
+	for _, c := range calls {
+		if c.event != "user" {
+			t.Errorf("event %q, want user", c.event)
+		}
+		got[c.spec] = c.result
+	}
+	want := map[string]string{"user:ok=/bin/true": ResultOK, "user:bad=/bin/false": ResultFailed, "user:slow=/bin/sleep 5": ResultTimedOut}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q", k, got[k], v)
+		}
+	}
+}

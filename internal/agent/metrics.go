@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"strings"
+
+	"github.com/hashicorp/serf/serf"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shoaldb/shoal/internal/metrics"
+	"github.com/shoaldb/shoal/internal/probe"
+	"github.com/shoaldb/shoal/internal/routing"
+	"github.com/shoaldb/shoal/pkg/client"
+)
+
+// Collectors returns every metric family of this agent, for a registry.
+func (a *Agent) Collectors() []prometheus.Collector {
+	cs := a.metrics.Collectors()
+	cs = append(cs,
+		metrics.NewMembersCollector(a.Members, func() int { return a.Serf().Memberlist().GetHealthScore() }),
+		metrics.NewPoolCollector(func() client.PoolResponse {
+			v, _ := a.PoolView("")
+			return v
+		}),
+		metrics.NewStateCollector(a.probeState, a.hookState),
+	)
+	return cs
+}
+
+func (a *Agent) probeState() (metrics.ProbeState, bool) {
+	st, ok := a.ProbeStatus()
+	if !ok {
+		return metrics.ProbeState{}, false
+	}
+	f := st.Last.Facts
+	return metrics.ProbeState{
+		Reachable: f.Reachable, ReadOnly: f.ReadOnly, State: st.State.String(),
+		LagKnown: f.Replication.LagKnown, LagSeconds: float64(f.Replication.LagSeconds),
+		Checks: st.Checks, Connects: st.Connects,
+	}, true
+}
+
+func (a *Agent) hookState() []metrics.HookState {
+	st := a.hooks.Stats()
+	out := make([]metrics.HookState, len(st))
+	for i, h := range st {
+		out[i] = metrics.HookState{Handler: h.Spec, QueueDepth: h.QueueDepth, DroppedByReason: h.DroppedByReason}
+	}
+	return out
+}
+
+// countEvent counts membership events and flaps (failed, then alive again).
+// It runs in serf's event loop.
+func (a *Agent) countEvent(me serf.MemberEvent) {
+	typ := strings.TrimPrefix(me.Type.String(), "member-")
+	a.metrics.MemberEvents.WithLabelValues(typ).Add(float64(len(me.Members)))
+	a.flapMu.Lock()
+	defer a.flapMu.Unlock()
+	for _, m := range me.Members {
+		switch me.Type {
+		case serf.EventMemberFailed:
+			a.failedSeen[m.Name] = true
+		case serf.EventMemberJoin:
+			if a.failedSeen[m.Name] {
+				a.metrics.MemberFlaps.Inc()
+			}
+			delete(a.failedSeen, m.Name)
+		case serf.EventMemberLeave, serf.EventMemberReap:
+			delete(a.failedSeen, m.Name)
+		}
+	}
+}
+
+// countPool is a router listener counting transitions, conflicts and
+// isolations.
+func (a *Agent) countPool() routing.Listener {
+	var prev routing.Update
+	return func(u routing.Update) {
+		for _, c := range u.Changes {
+			a.metrics.PoolTransitions.WithLabelValues(c.Cluster, roleName(c.To), string(c.Reason)).Inc()
+		}
+		for _, c := range u.Pool.Clusters {
+			if len(c.Conflict) > 0 && len(conflictOf(prev.Pool, c.Name)) == 0 {
+				a.metrics.PoolConflicts.WithLabelValues(c.Name).Inc()
+			}
+		}
+		if u.Isolated && !prev.Isolated {
+			a.metrics.PoolIsolations.Inc()
+		}
+		prev = u
+	}
+}
+
+// countCheck observes one probe check.
+func (a *Agent) countCheck(e probe.Event) {
+	r := e.Status.Last
+	a.metrics.CheckDuration.Observe(r.Duration.Seconds())
+	if r.Outcome == probe.OutcomeFail || r.Outcome == probe.OutcomeHardFail {
+		a.metrics.CheckFailures.WithLabelValues(string(r.Reason)).Inc()
+	}
+}

@@ -1,0 +1,82 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ProbeState is what the probe collector reads at scrape time.
+type ProbeState struct {
+	Reachable, ReadOnly bool
+	State               string // passing, warning, critical
+	LagKnown            bool
+	LagSeconds          float64
+	Checks, Connects    uint64
+}
+
+// HookState is one handler's queue as the hooks collector reads it.
+type HookState struct {
+	Handler         string
+	QueueDepth      int
+	DroppedByReason map[string]uint64
+}
+
+// StateCollector reports the probe's and the hooks' current state.
+type StateCollector struct {
+	probe func() (ProbeState, bool) // false on app agents
+	hooks func() []HookState
+
+	up, health, lag, readOnly, checks, connects, queue, dropped *prometheus.Desc
+}
+
+// NewStateCollector reads probe and hooks when scraped.
+func NewStateCollector(probe func() (ProbeState, bool), hooks func() []HookState) *StateCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(Namespace+"_"+name, help, labels, nil)
+	}
+	return &StateCollector{
+		probe: probe, hooks: hooks,
+		up:       d("mysql_up", "1 when the last probe check reached the local MySQL server (db agents)."),
+		health:   d("mysql_health", "1 for the probe's current health state (passing, warning, critical), 0 for the others.", "state"),
+		lag:      d("mysql_replication_lag_seconds", "Replication lag of the local server (absent when unknown or not a replica)."),
+		readOnly: d("mysql_read_only", "1 when the local server has read_only on."),
+		checks:   d("mysql_checks_total", "Probe checks run."),
+		connects: d("mysql_connects_total", "Connections the probe opened (1 in steady state: it keeps one)."),
+		queue:    d("hook_queue_depth", "Events waiting in an event handler's queue.", "handler"),
+		dropped:  d("hook_dropped_total", "Events an event handler's queue dropped, by reason (queue_full, handler_removed, runner_closed).", "handler", "reason"),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *StateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.up, c.health, c.lag, c.readOnly, c.checks, c.connects, c.queue, c.dropped} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
+	b2f := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	if st, ok := c.probe(); ok {
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, b2f(st.Reachable))
+		for _, s := range []string{"passing", "warning", "critical"} {
+			ch <- prometheus.MustNewConstMetric(c.health, prometheus.GaugeValue, b2f(st.State == s), s)
+		}
+		if st.LagKnown {
+			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, st.LagSeconds)
+		}
+		ch <- prometheus.MustNewConstMetric(c.readOnly, prometheus.GaugeValue, b2f(st.ReadOnly))
+		ch <- prometheus.MustNewConstMetric(c.checks, prometheus.CounterValue, float64(st.Checks))
+		ch <- prometheus.MustNewConstMetric(c.connects, prometheus.CounterValue, float64(st.Connects))
+	}
+	for _, h := range c.hooks() {
+		ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(h.QueueDepth), h.Handler)
+		for _, r := range []string{"queue_full", "handler_removed", "runner_closed"} {
+			ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(h.DroppedByReason[r]), h.Handler, r)
+		}
+	}
+}
