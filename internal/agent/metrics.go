@@ -43,7 +43,7 @@ func (a *Agent) hookState() []metrics.HookState {
 	st := a.hooks.Stats()
 	out := make([]metrics.HookState, len(st))
 	for i, h := range st {
-		out[i] = metrics.HookState{Handler: h.Spec, QueueDepth: h.QueueDepth, DroppedByReason: h.DroppedByReason}
+		out[i] = metrics.HookState{Handler: h.Spec, QueueDepth: h.QueueDepth, DroppedByReason: h.DroppedByReason, Coalesced: h.Coalesced}
 	}
 	return out
 }

@@ -18,6 +18,7 @@ type HookState struct {
 	Handler         string
 	QueueDepth      int
 	DroppedByReason map[string]uint64
+	Coalesced       uint64
 }
 
 // StateCollector reports the probe's and the hooks' current state.
@@ -25,7 +26,7 @@ type StateCollector struct {
 	probe func() (ProbeState, bool) // false on app agents
 	hooks func() []HookState
 
-	up, health, lag, readOnly, checks, connects, queue, dropped *prometheus.Desc
+	up, health, lag, readOnly, checks, connects, queue, dropped, coalesced *prometheus.Desc
 }
 
 // NewStateCollector reads probe and hooks when scraped.
@@ -35,20 +36,21 @@ func NewStateCollector(probe func() (ProbeState, bool), hooks func() []HookState
 	}
 	return &StateCollector{
 		probe: probe, hooks: hooks,
-		up:       d("mysql_up", "1 when the last probe check reached the local MySQL server (db agents)."),
-		health:   d("mysql_health", "1 for the probe's current health state (passing, warning, critical), 0 for the others.", "state"),
-		lag:      d("mysql_replication_lag_seconds", "Replication lag of the local server (absent when unknown or not a replica)."),
-		readOnly: d("mysql_read_only", "1 when the local server has read_only on."),
-		checks:   d("mysql_checks_total", "Probe checks run."),
-		connects: d("mysql_connects_total", "Connections the probe opened (1 in steady state: it keeps one)."),
-		queue:    d("hook_queue_depth", "Events waiting in an event handler's queue.", "handler"),
-		dropped:  d("hook_dropped_total", "Events an event handler's queue dropped, by reason (queue_full, handler_removed, runner_closed).", "handler", "reason"),
+		up:        d("mysql_up", "1 when the last probe check reached the local MySQL server (db agents)."),
+		health:    d("mysql_health", "1 for the probe's current health state (passing, warning, critical), 0 for the others.", "state"),
+		lag:       d("mysql_replication_lag_seconds", "Replication lag of the local server (absent when unknown or not a replica)."),
+		readOnly:  d("mysql_read_only", "1 when the local server has read_only on."),
+		checks:    d("mysql_checks_total", "Probe checks run."),
+		connects:  d("mysql_connects_total", "Connections the probe opened (1 in steady state: it keeps one)."),
+		queue:     d("hook_queue_depth", "Events waiting in an event handler's queue.", "handler"),
+		dropped:   d("hook_dropped_total", "Events an event handler's queue dropped, by reason (queue_full, handler_removed, runner_closed).", "handler", "reason"),
+		coalesced: d("hook_coalesced_total", "Member entries merged or left out by a handler's coalescing.", "handler"),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *StateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.health, c.lag, c.readOnly, c.checks, c.connects, c.queue, c.dropped} {
+	for _, d := range []*prometheus.Desc{c.up, c.health, c.lag, c.readOnly, c.checks, c.connects, c.queue, c.dropped, c.coalesced} {
 		ch <- d
 	}
 }
@@ -75,6 +77,7 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, h := range c.hooks() {
 		ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(h.QueueDepth), h.Handler)
+		ch <- prometheus.MustNewConstMetric(c.coalesced, prometheus.CounterValue, float64(h.Coalesced), h.Handler)
 		for _, r := range []string{"queue_full", "handler_removed", "runner_closed"} {
 			ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(h.DroppedByReason[r]), h.Handler, r)
 		}
