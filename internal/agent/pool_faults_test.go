@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/shoaldb/shoal/internal/config"
 	filesink "github.com/shoaldb/shoal/internal/sink/file"
 	"github.com/shoaldb/shoal/internal/sink/haproxy"
@@ -102,6 +105,27 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 	const hxHealthy = "db_rw/db1=ready db_rw/db2=maint db_rw/db3=maint db_ro/db1=maint db_ro/db2=ready db_ro/db3=ready"
 	waitFor(t, 30*time.Second, "every agent: 1 writer, 2 readers", everywhere(healthy))
 	waitFor(t, 10*time.Second, "haproxy follows the pool", haproxyIs(hxHealthy))
+	// The same facts through Prometheus: the probe's on a replica, the pool
+	// and sinks on the app host.
+	metricsOf := func(n *testNode) string {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(n.a.Collectors()...)
+		rec := httptest.NewRecorder()
+		promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Body.String()
+	}
+	for _, want := range []string{"shoal_mysql_up 1", `shoal_mysql_health{state="passing"} 1`, "shoal_mysql_read_only 1",
+		"shoal_mysql_connects_total 1", "shoal_mysql_replication_lag_seconds 0", "shoal_mysql_check_duration_seconds_count"} {
+		if m := metricsOf(db2); !strings.Contains(m, want) {
+			t.Errorf("db2 metrics lack %q", want)
+		}
+	}
+	waitFor(t, 5*time.Second, "app metrics show the pool and sinks", func() bool {
+		m := metricsOf(app)
+		return strings.Contains(m, `shoal_pool_nodes{cluster="default",role="reader"} 2`) &&
+			strings.Contains(m, `shoal_pool_in{cluster="default",node="db1",role="writer"} 1`) &&
+			strings.Contains(m, `shoal_sink_up{sink="haproxy"} 1`) && strings.Contains(m, `shoal_sink_up{sink="file"} 1`)
+	})
 	readers := func() string {
 		b, _ := os.ReadFile(filepath.Join(out, "default-readers.txt"))
 		return string(b)
