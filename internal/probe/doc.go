@@ -81,7 +81,8 @@
 //
 // With the defaults (Rise 2, Fall 2, Interval 250 ms, Timeout 500 ms): a
 // crash is critical within milliseconds, a hung server within
-// Interval + Fall*Timeout (1.25 s), and a recovered server is passing one
+// Interval + Timeout (0.75 s: a timeout counts one failure per interval it
+// spans, so one 500 ms timeout meets Fall 2), and a recovered server is passing one
 // Interval after its first good answer, which comes at the next connection
 // attempt (at most ReconnectMax after it is back).
 //
