@@ -6,7 +6,7 @@ REVISION  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X github.com/shoaldb/shoal/internal/version.Version=$(VERSION) -X github.com/shoaldb/shoal/internal/version.Revision=$(REVISION)
 PKGS      := ./...
 
-.PHONY: all build test unit e2e bench lint fmt vet staticcheck demo demo-stop clean
+.PHONY: all build test unit e2e e2e-clean bench lint fmt vet staticcheck demo demo-stop clean
 
 all: build
 
@@ -20,8 +20,13 @@ unit:
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
 ## e2e: the fault suite in network namespaces (root; see test/e2e).
+## e2e: the fault suite in network namespaces (root; real MariaDB, HAProxy, iptables, stress-ng).
 e2e:
-	@if [ -d test/e2e ]; then $(GO) test -count=1 -tags e2e -timeout 60m ./test/e2e/...; else echo "no e2e suite yet (issue: end-to-end fault suite)"; fi
+	$(GO) test -count=1 -tags e2e -v -timeout 20m ./test/e2e/
+
+## e2e-clean: delete namespaces left by dead e2e runs (never those of a live run).
+e2e-clean:
+	SHOAL_E2E_CLEAN=1 $(GO) test -count=1 -tags e2e -v -run TestE2EClean ./test/e2e/
 
 ## bench: measurements, written as a report; never fails on a timing.
 bench:

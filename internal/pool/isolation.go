@@ -11,15 +11,17 @@ const DefaultIsolationWindow = 10 * time.Second
 // sinks rather than drain every server.
 //
 // Rule: a member "goes failed" at the first observation that shows it failed
-// after one that showed it alive. When more than half of the members that
-// were alive at the start of the window (alive now, or gone failed within the
-// window) went failed within the window, the agent is isolated. It stays
-// isolated until more than half of those members are alive again; members
-// that leave or drop out of the member list no longer count, so the state
-// cannot stick forever. Left and leaving members are never failures. The
-// member list includes this agent itself, which is always alive in its own
-// view: with one peer, losing it is never isolation; with two, losing both
-// is.
+// after one that showed it alive. When at least two of the peers that were
+// alive at the start of the window (alive now, or gone failed within the
+// window), and more than half of them, went failed within the window, the
+// agent is isolated. It stays isolated until that no longer holds for those
+// members; members that leave or drop out of the member list no longer
+// count, so the state cannot stick forever. Left and leaving members are
+// never failures. The member list includes this agent itself, which is
+// always alive in its own view and is not a peer: with one peer, losing it
+// is never isolation; with two, losing both is; with three, losing two is
+// (so in a 2|2 split both halves freeze); with four, losing two is not (the
+// majority of a 3|2 split keeps removing).
 //
 // An IsolationDetector is not safe for concurrent use. It never reads the
 // clock: the caller passes the time of each observation.
@@ -90,7 +92,7 @@ func (d *IsolationDetector) Observe(now time.Time, members []Member) IsolationSt
 		}
 	}
 	baseline := alive + recent
-	if 2*recent <= baseline {
+	if !isolatedBy(recent, baseline) {
 		return IsolationState{Failed: recent, Baseline: baseline}
 	}
 	d.isolated, d.since = true, now
@@ -119,9 +121,18 @@ func (d *IsolationDetector) checkRecovered(cur map[string]Status) IsolationState
 			}
 		}
 	}
-	if 2*alive > listed {
+	if !isolatedBy(listed-alive, listed) {
 		d.isolated, d.since, d.baseline = false, time.Time{}, nil
 		return IsolationState{}
 	}
 	return IsolationState{Isolated: true, Since: d.since, Failed: listed - alive, Baseline: listed}
+}
+
+// isolatedBy is the rule: of the members counted (this agent included, which
+// never fails in its own view), the failed ones are more than half of the
+// peers, and at least two. So a 2|2 split isolates both halves, a 3|2 split
+// only the two, and a lone peer's failure is never isolation.
+func isolatedBy(failed, members int) bool {
+	peers := members - 1
+	return failed >= 2 && 2*failed > peers
 }

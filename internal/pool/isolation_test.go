@@ -33,8 +33,8 @@ func TestIsolationDetector(t *testing.T) {
 		{"most fail at once", []obs{
 			{0, view(A, A, A, A), false},
 			{2, view(F, A, A, A), false},
-			{5, view(F, F, A, A), false},  // 2 of 5: not more than half
-			{8, view(F, F, F, A), true},   // 3 of 5 within 10s
+			{5, view(F, F, A, A), false},  // 2 of 4 peers: not more than half
+			{8, view(F, F, F, A), true},   // 3 of 4 peers within 10s
 			{60, view(F, F, F, A), true},  // stays frozen
 			{61, view(A, F, F, A), false}, // 3 of 5 alive again
 		}},
@@ -42,7 +42,7 @@ func TestIsolationDetector(t *testing.T) {
 			{0, view(A, A, A, A), false},
 			{0, view(F, A, A, A), false},
 			{11, view(F, F, A, A), false},
-			{22, view(F, F, F, A), false}, // only 1 (p2) within the window, baseline 3
+			{22, view(F, F, F, A), false}, // only 1 (p2) within the window
 		}},
 		{"custom window counts from each failure", []obs{
 			{0, view(A, A, A, A), false},
@@ -59,6 +59,11 @@ func TestIsolationDetector(t *testing.T) {
 			{1, view(F, F), true},
 			{2, view(A, F), false},
 		}},
+		{"two of three peers lost is (a 2|2 split)", []obs{
+			{0, view(A, A, A), false},
+			{1, view(F, F, A), true},
+			{2, view(A, F, A), false},
+		}},
 		{"leaving is not failing", []obs{
 			{0, view(A, A, A, A), false},
 			{1, view(L, L, L, A), false},
@@ -70,9 +75,9 @@ func TestIsolationDetector(t *testing.T) {
 		{"baseline members that leave or vanish stop counting", []obs{
 			{0, view(A, A, A, A), false},
 			{1, view(F, F, F, F), true},
-			{2, view(L, L, F, F), true}, // 1 alive of 3 still listed
-			{3, []Member{{Name: "self", Status: A}, {Name: "p3", Status: F}}, true}, // 1 of 2 is not more than half
-			{4, []Member{{Name: "self", Status: A}}, false},                         // 1 of 1
+			{2, view(L, L, F, F), true}, // 2 of the 2 peers still listed failed
+			{3, []Member{{Name: "self", Status: A}, {Name: "p3", Status: F}}, false}, // one failed peer is never isolation
+			{4, []Member{{Name: "self", Status: A}}, false},
 		}},
 	}
 	for _, tt := range tests {

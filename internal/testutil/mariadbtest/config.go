@@ -36,6 +36,8 @@ type serverConfig struct {
 	port     int
 	serverID int
 	readOnly bool
+	bind     string // bind-address; "" is 127.0.0.1
+	netns    string // network namespace to run in; "" is the caller's
 	extra    []string
 }
 
@@ -59,7 +61,11 @@ func (c serverConfig) render() string {
 	line("pid-file=%s", filepath.Join(c.dir, "mysqld.pid"))
 	line("log-error=%s", c.errorLog())
 	line("port=%d", c.port)
-	line("bind-address=127.0.0.1")
+	bind := c.bind
+	if bind == "" {
+		bind = "127.0.0.1"
+	}
+	line("bind-address=%s", bind)
 	line("server-id=%d", c.serverID)
 	line("log-bin=binlog")
 	line("binlog_format=ROW")

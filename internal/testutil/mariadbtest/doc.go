@@ -22,6 +22,12 @@
 // Processes are started with Pdeathsig=SIGKILL and killed by PID in a
 // t.Cleanup: a crashed or interrupted test does not leave servers behind.
 //
+// With [Options.Netns], [Options.BindAddress], [Options.Host] and
+// [Options.Port] a server runs inside a named network namespace as one
+// "host" of a simulated network (test/e2e): e.g. bound to 0.0.0.0:3306 in
+// its namespace, reached by replicas at its namespace address, while admin
+// statements still go through the unix socket.
+//
 // Tests call [Require] first: it skips when mariadbd is not installed, except
 // under CI (CI=true), where a missing server is a failure.
 package mariadbtest

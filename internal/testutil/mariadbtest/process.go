@@ -30,6 +30,15 @@ func startProcess(bin string, cfg serverConfig) (*process, error) {
 	defer out.Close()
 	// --defaults-file must be the first argument.
 	cmd := exec.Command(bin, "--defaults-file="+cfg.path())
+	if cfg.netns != "" {
+		// ip netns exec execs the command in place: the PID stays the
+		// server's, so signals and Wait reach mariadbd itself.
+		ip, err := lookup("ip")
+		if err != nil {
+			return nil, fmt.Errorf("run in netns %s: %w", cfg.netns, err)
+		}
+		cmd = exec.Command(ip, "netns", "exec", cfg.netns, bin, "--defaults-file="+cfg.path())
+	}
 	cmd.Stdout, cmd.Stderr = out, out
 	// Setpgid keeps a terminal's ^C for the test binary (whose cleanups
 	// kill the server). Pdeathsig kills the server if the test binary dies

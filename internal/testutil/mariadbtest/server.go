@@ -24,6 +24,37 @@ type Options struct {
 	// (default 60 s; the first start in a fresh cache also builds the
 	// template).
 	StartTimeout time.Duration
+
+	// Netns runs mariadbd inside this named network namespace (through
+	// `ip netns exec NETNS`, which execs in place, so the PID is still the
+	// server's). Admin statements keep using the unix socket, which every
+	// namespace can reach. Needs root.
+	Netns string
+	// BindAddress is the server's bind-address (default 127.0.0.1), e.g.
+	// "0.0.0.0" so that it answers on 127.0.0.1 and on the namespace's
+	// own address.
+	BindAddress string
+	// Host is the address other servers and clients use to reach this one:
+	// what Addr reports and what ReplicateFrom gives replicas as the
+	// primary's MASTER_HOST and the primary as the replica's account host.
+	// Default: BindAddress unless it is a wildcard, else 127.0.0.1.
+	Host string
+	// Port is a fixed TCP port; 0 picks a free 127.0.0.1 port (and retries
+	// if another process takes it first). With Netns each namespace has
+	// its own ports, so e.g. 3306 can be used by every server.
+	Port int
+}
+
+// host returns the address peers use to reach the server.
+func (o Options) host() string {
+	switch {
+	case o.Host != "":
+		return o.Host
+	case o.BindAddress != "" && o.BindAddress != "0.0.0.0" && o.BindAddress != "::" && o.BindAddress != "*":
+		return o.BindAddress
+	default:
+		return "127.0.0.1"
+	}
 }
 
 // nextServerID makes server_id unique within the test process.
@@ -41,8 +72,8 @@ type Server struct {
 	db  *sql.DB
 }
 
-// Start initialises a datadir, starts mariadbd on a free 127.0.0.1 port and
-// waits until it accepts connections. The server is killed in t.Cleanup.
+// Start initialises a datadir, starts mariadbd (by default on a free
+// 127.0.0.1 port; see Options) and waits until it accepts connections. The server is killed in t.Cleanup.
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	bins, err := findBinaries()
@@ -66,6 +97,8 @@ func Start(t testing.TB, opts Options) *Server {
 		dir:      dir,
 		serverID: int(nextServerID.Add(1)),
 		readOnly: opts.ReadOnly,
+		bind:     opts.BindAddress,
+		netns:    opts.Netns,
 		extra:    opts.ExtraConfig,
 	}
 	t.Cleanup(s.cleanup)
@@ -74,16 +107,18 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	// A free port can be taken between probing and binding: retry.
 	for attempt := 1; ; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			t.Fatalf("mariadbtest: %v", err)
+		port := opts.Port
+		if port == 0 {
+			if port, err = freePort(); err != nil {
+				t.Fatalf("mariadbtest: %v", err)
+			}
 		}
 		s.cfg.port = port
 		err = s.launch(bins.mariadbd)
 		if err == nil {
 			break
 		}
-		if attempt >= 5 || !strings.Contains(s.errorLogTail(20), "already in use") {
+		if opts.Port != 0 || attempt >= 5 || !strings.Contains(s.errorLogTail(20), "already in use") {
 			t.Fatalf("mariadbtest: start mariadbd: %v\n%s", err, s.errorLogTail(30))
 		}
 	}
@@ -130,10 +165,13 @@ func (s *Server) waitReady(pr *process, timeout time.Duration) error {
 	}
 }
 
-// Addr is the server's TCP address, 127.0.0.1:port.
+// Addr is the server's TCP address, Host:port (127.0.0.1:port by default).
 func (s *Server) Addr() string {
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.cfg.port))
+	return net.JoinHostPort(s.opts.host(), strconv.Itoa(s.cfg.port))
 }
+
+// Host is the address peers use to reach the server (Options.Host).
+func (s *Server) Host() string { return s.opts.host() }
 
 // Port is the server's TCP port.
 func (s *Server) Port() int { return s.cfg.port }

@@ -85,8 +85,9 @@ const (
 	ReplPassword = "replpw"
 )
 
-// ReplicateFrom makes s a GTID replica of primary over 127.0.0.1 and waits
-// until both replication threads run. The repl user is created on the primary
+// ReplicateFrom makes s a GTID replica of primary (over primary.Host(),
+// 127.0.0.1 by default) and waits until both replication threads run. The
+// repl user, for the replica's Host(), is created on the primary
 // with sql_log_bin=0 (it must not get GTIDs of its own), read_only=ON is set
 // at once and persisted in s's my.cnf so that it survives Restart, and
 // replication itself restarts with the server (master.info is in the datadir).
@@ -107,8 +108,8 @@ func (s *Server) ReplicateFrom(primary *Server) {
 	}
 	for _, q := range []string{
 		"SET SESSION sql_log_bin=0",
-		fmt.Sprintf("CREATE USER IF NOT EXISTS '%s'@'127.0.0.1' IDENTIFIED BY '%s'", ReplUser, ReplPassword),
-		fmt.Sprintf("GRANT REPLICATION SLAVE ON *.* TO '%s'@'127.0.0.1'", ReplUser),
+		fmt.Sprintf("CREATE USER IF NOT EXISTS '%s'@'%s' IDENTIFIED BY '%s'", ReplUser, s.Host(), ReplPassword),
+		fmt.Sprintf("GRANT REPLICATION SLAVE ON *.* TO '%s'@'%s'", ReplUser, s.Host()),
 		"SET SESSION sql_log_bin=1",
 	} {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
@@ -126,9 +127,9 @@ func (s *Server) ReplicateFrom(primary *Server) {
 		s.t.Fatalf("mariadbtest: %v", err)
 	}
 	must(s, "SET GLOBAL read_only=ON")
-	must(s, fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='%s', "+
+	must(s, fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='%s', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='%s', "+
 		"MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1",
-		primary.Port(), ReplUser, ReplPassword))
+		primary.Host(), primary.Port(), ReplUser, ReplPassword))
 	must(s, "START SLAVE")
 	s.WaitReplicating(30 * time.Second)
 }

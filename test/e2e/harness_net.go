@@ -1,0 +1,215 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Subnet is the documentation range (RFC 5737) the hosts live in. Nothing in
+// the root namespace has an address in it and no host has a default route,
+// so no test packet can leave the machine.
+const Subnet = "198.51.100."
+
+// Net is one run's network: a bridge in a namespace of its own
+// (<prefix>-fabric) and one namespace per host (<prefix>-h<N>), each joined
+// to the bridge by a veth pair (eth0 in the host, vh<N> on the bridge).
+type Net struct {
+	Prefix string
+	Fabric string
+
+	mu    sync.Mutex
+	hosts []*Host
+}
+
+// Host is one simulated machine: a network namespace with lo and eth0.
+type Host struct {
+	Index int
+	NS    string // namespace name
+	IP    string // 198.51.100.(10+Index)
+	Veth  string // bridge-side interface in the fabric namespace
+
+	net    *Net
+	dialer *nsDialer
+}
+
+// run runs a command and returns its combined output in the error.
+func run(argv ...string) error {
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// NewPrefix returns a run prefix: "sh" and 6 random hex digits.
+func NewPrefix() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return "sh" + hex.EncodeToString(b)
+}
+
+// NewNet creates the fabric namespace and its bridge. t.Cleanup deletes
+// every namespace of the Net, one `ip netns del` per namespace.
+func NewNet(t testing.TB) *Net {
+	t.Helper()
+	n := &Net{Prefix: NewPrefix()}
+	n.Fabric = n.Prefix + "-fabric"
+	t.Cleanup(n.Delete)
+	if err := n.addNS(n.Fabric); err != nil {
+		t.Fatalf("e2e net: %v", err)
+	}
+	for _, argv := range [][]string{
+		{"ip", "-n", n.Fabric, "link", "add", "br0", "type", "bridge"},
+		{"ip", "-n", n.Fabric, "link", "set", "br0", "up"},
+	} {
+		if err := run(argv...); err != nil {
+			t.Fatalf("e2e net: %v", err)
+		}
+	}
+	return n
+}
+
+func (n *Net) addNS(name string) error {
+	if err := run("ip", "netns", "add", name); err != nil {
+		return err
+	}
+	reg.addNetns(name)
+	return run("ip", "-n", name, "link", "set", "lo", "up")
+}
+
+// AddHost creates host index (1..239): namespace <prefix>-h<index>,
+// address 198.51.100.(10+index)/24 on eth0, plugged into the bridge.
+func (n *Net) AddHost(t testing.TB, index int) *Host {
+	t.Helper()
+	h := &Host{Index: index, NS: fmt.Sprintf("%s-h%d", n.Prefix, index), IP: fmt.Sprintf("%s%d", Subnet, 10+index),
+		Veth: fmt.Sprintf("vh%d", index), net: n}
+	if err := n.addNS(h.NS); err != nil {
+		t.Fatalf("e2e net: %v", err)
+	}
+	for _, argv := range [][]string{
+		{"ip", "-n", h.NS, "link", "add", "eth0", "type", "veth", "peer", "name", h.Veth, "netns", n.Fabric},
+		{"ip", "-n", n.Fabric, "link", "set", h.Veth, "master", "br0"},
+		{"ip", "-n", n.Fabric, "link", "set", h.Veth, "up"},
+		{"ip", "-n", h.NS, "addr", "add", h.IP + "/24", "dev", "eth0"},
+		{"ip", "-n", h.NS, "link", "set", "eth0", "up"},
+	} {
+		if err := run(argv...); err != nil {
+			t.Fatalf("e2e net: %v", err)
+		}
+	}
+	d, err := newNSDialer("/run/netns/" + h.NS)
+	if err != nil {
+		t.Fatalf("e2e net: %v", err)
+	}
+	h.dialer = d
+	n.mu.Lock()
+	n.hosts = append(n.hosts, h)
+	n.mu.Unlock()
+	return h
+}
+
+// Delete stops the dialers and deletes the namespaces, hosts first, one
+// `ip netns del` per namespace (`ip netns del A B` deletes only A). Call it
+// only once the processes in them are gone.
+func (n *Net) Delete() {
+	n.mu.Lock()
+	hosts := n.hosts
+	n.hosts = nil
+	n.mu.Unlock()
+	for _, h := range hosts {
+		h.dialer.close()
+	}
+	for _, ns := range append(namesOf(hosts), n.Fabric) {
+		err := run("ip", "netns", "del", ns)
+		if err != nil && !strings.Contains(err.Error(), "No such file") {
+			fmt.Fprintf(os.Stderr, "e2e: %v\n", err) // kept in the registry: the signal teardown retries
+			continue
+		}
+		reg.removeNetns(ns)
+	}
+}
+
+func namesOf(hosts []*Host) []string {
+	var out []string
+	for _, h := range hosts {
+		out = append(out, h.NS)
+	}
+	return out
+}
+
+// LinkDown cuts the host's cable on the bridge side: its processes see
+// timeouts, not errors, and local traffic inside the host still flows.
+func (h *Host) LinkDown() error { return run("ip", "-n", h.net.Fabric, "link", "set", h.Veth, "down") }
+
+// LinkUp plugs the cable back in.
+func (h *Host) LinkUp() error { return run("ip", "-n", h.net.Fabric, "link", "set", h.Veth, "up") }
+
+// IPTables runs iptables-legacy inside the host's namespace (-w: the xtables
+// lock is shared by every namespace).
+func (h *Host) IPTables(args ...string) error {
+	return run(append([]string{"ip", "netns", "exec", h.NS, "iptables-legacy", "-w"}, args...)...)
+}
+
+// SetLoss drops incoming packets from the network (eth0, not loopback) with
+// probability p. There is no netem here; dropping on OUTPUT would return
+// EPERM to the sender instead of losing the packet.
+func (h *Host) SetLoss(p float64) error {
+	return h.IPTables("-A", "INPUT", "-i", "eth0", "-m", "statistic", "--mode", "random",
+		"--probability", fmt.Sprintf("%.4f", p), "-j", "DROP")
+}
+
+// LossDrops is how many packets the SetLoss rules dropped so far.
+func (h *Host) LossDrops() (int64, error) {
+	out, err := exec.Command("ip", "netns", "exec", h.NS, "iptables-legacy", "-w", "-L", "INPUT", "-v", "-x", "-n").CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("iptables -L in %s: %w: %s", h.NS, err, out)
+	}
+	var total int64
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 2 && f[2] == "DROP" && strings.Contains(line, "statistic mode random") {
+			var n int64
+			if _, err := fmt.Sscan(f[0], &n); err == nil {
+				total += n
+			}
+		}
+	}
+	return total, nil
+}
+
+// DropFrom drops every packet arriving from the given hosts.
+func (h *Host) DropFrom(others ...*Host) error {
+	for _, o := range others {
+		if err := h.IPTables("-A", "INPUT", "-s", o.IP, "-j", "DROP"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ClearRules removes every INPUT rule of the host.
+func (h *Host) ClearRules() error { return h.IPTables("-F", "INPUT") }
+
+// Partition cuts all traffic between group a and group b (each host drops
+// what comes from the other side).
+func Partition(a, b []*Host) error {
+	for _, h := range a {
+		if err := h.DropFrom(b...); err != nil {
+			return err
+		}
+	}
+	for _, h := range b {
+		if err := h.DropFrom(a...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
