@@ -79,6 +79,7 @@ type Agent struct {
 	hooks  *hooks.Runner
 
 	metrics    *metrics.Agent
+	peersDirty chan struct{}
 	flapMu     sync.Mutex
 	failedSeen map[string]bool // members seen failed, for the flap counter
 	dirty      chan struct{}
@@ -106,6 +107,8 @@ func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
 		dirty:    make(chan struct{}, 1),
 		health:   tags.Health{State: tags.Critical, Reason: "starting"},
 		metrics:  metrics.NewAgent(),
+
+		peersDirty: make(chan struct{}, 1),
 
 		failedSeen: map[string]bool{},
 	}
@@ -215,7 +218,23 @@ func (a *Agent) Start(ctx context.Context) error {
 		}
 	}
 	a.startSinks(ctx)
-	a.wg.Add(4)
+	if a.peersPath() != "" {
+		a.wg.Add(2)
+		go func() {
+			defer a.wg.Done()
+			a.peersLoop(ctx)
+		}()
+		go func() {
+			defer a.wg.Done()
+			a.rejoinPeers(ctx)
+		}()
+		a.markPeersDirty()
+	}
+	a.wg.Add(5)
+	go func() {
+		defer a.wg.Done()
+		a.reannounce(ctx)
+	}()
 	go func() {
 		defer a.wg.Done()
 		a.publishLoop(ctx)
@@ -325,6 +344,9 @@ func (a *Agent) observeEvent(e serf.Event) {
 		return
 	}
 	a.countEvent(me)
+	if a.peersPath() != "" {
+		a.markPeersDirty()
+	}
 	if a.router != nil {
 		a.router.Trigger()
 	}

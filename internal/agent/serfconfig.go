@@ -84,6 +84,7 @@ func serfConfig(c *config.Config, logOutput io.Writer) (*serf.Config, error) {
 	if g.TombstoneTimeout != 0 {
 		sc.TombstoneTimeout = g.TombstoneTimeout
 	}
+	mc.DeadNodeReclaimTime = g.DeadNodeReclaimTime
 	if mc.ProbeTimeout > mc.ProbeInterval {
 		return nil, fmt.Errorf("gossip.probe_timeout %s exceeds gossip.probe_interval %s", mc.ProbeTimeout, mc.ProbeInterval)
 	}

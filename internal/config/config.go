@@ -91,6 +91,11 @@ type Gossip struct {
 	ReconnectInterval       time.Duration `yaml:"reconnect_interval"`
 	ReconnectTimeout        time.Duration `yaml:"reconnect_timeout"`
 	TombstoneTimeout        time.Duration `yaml:"tombstone_timeout"`
+	// DeadNodeReclaimTime is how long after a member is declared dead its
+	// name may be taken by the same name at another address (a restarted
+	// host with a new IP). memberlist's default, 0, never allows it until
+	// the member is reaped.
+	DeadNodeReclaimTime time.Duration `yaml:"dead_node_reclaim_time"`
 }
 
 // MySQL is the local server a db agent probes. The password never comes
@@ -155,9 +160,14 @@ func Default() *Config {
 		LeaveTimeout:  5 * time.Second,
 		Cluster:       "default",
 		MySQL:         MySQL{Interval: 250 * time.Millisecond, Timeout: 500 * time.Millisecond, Rise: 2, Fall: 2},
+		Gossip:        Gossip{DeadNodeReclaimTime: DefaultDeadNodeReclaimTime},
 		Pool:          Pool{MaxLag: 10 * time.Second, MinReaders: 1, IsolationWindow: 10 * time.Second, Damping: true, DampHalfLife: 60 * time.Second},
 	}
 }
+
+// DefaultDeadNodeReclaimTime lets a host that restarted with a new address
+// take its name back 30 s after it was declared dead (Consul's choice).
+const DefaultDeadNodeReclaimTime = 30 * time.Second
 
 // Validation limits.
 const (
@@ -302,6 +312,9 @@ func (g *Gossip) validate() error {
 	durPos("reconnect_interval", g.ReconnectInterval, 100*time.Millisecond)
 	durPos("reconnect_timeout", g.ReconnectTimeout, time.Minute)
 	durPos("tombstone_timeout", g.TombstoneTimeout, time.Minute)
+	if g.DeadNodeReclaimTime < 0 {
+		errs = append(errs, fieldErr("gossip.dead_node_reclaim_time", g.DeadNodeReclaimTime.String(), "must not be negative"))
+	}
 	intPos("suspicion_mult", g.SuspicionMult, 1)
 	intPos("suspicion_max_timeout_mult", g.SuspicionMaxTimeoutMult, 1)
 	intPos("gossip_nodes", g.GossipNodes, 1)

@@ -81,5 +81,6 @@ func (c *Config) Effective() Gossip {
 	setD(&g.ReconnectInterval, o.ReconnectInterval)
 	setD(&g.ReconnectTimeout, o.ReconnectTimeout)
 	setD(&g.TombstoneTimeout, o.TombstoneTimeout)
+	g.DeadNodeReclaimTime = o.DeadNodeReclaimTime // not a profile setting; 0 means never
 	return g
 }

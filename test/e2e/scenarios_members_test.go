@@ -52,9 +52,9 @@ func testLinkDown(t *testing.T) {
 // lacked. serf's snapshotter flushes its buffer only when it appends a line
 // more than 500 ms after the previous flush, so in a quiet cluster the last
 // members it learnt can stay in memory indefinitely and a kill -9 loses
-// them; a restart without --join then rejoins only through the peers that
-// were flushed. Scenario 6 checks the snapshot rejoin after a graceful
-// restart, which flushes.
+// them. The agent's own peers file (<snapshot>.peers) covers that for a
+// restart without --join (test/process TestKilledAgentRejoinsWithoutJoin).
+// Scenario 6 checks the snapshot rejoin after a graceful restart.
 func testAgentKill(t *testing.T) {
 	s := Scenario(t, "agent_kill")
 	c := NewCluster(s, Options{})

@@ -75,7 +75,13 @@ type proc struct {
 
 func startAgent(t *testing.T, name, key string, extra ...string) *proc {
 	t.Helper()
-	p := &proc{log: &lockedBuf{}, http: ports.Free(t), bind: ports.Free(t), done: make(chan struct{})}
+	return startAgentAt(t, name, key, ports.Free(t), extra...)
+}
+
+// startAgentAt starts an agent gossiping on bind.
+func startAgentAt(t *testing.T, name, key, bind string, extra ...string) *proc {
+	t.Helper()
+	p := &proc{log: &lockedBuf{}, http: ports.Free(t), bind: bind, done: make(chan struct{})}
 	args := append([]string{"agent", "--node", name, "--bind", p.bind, "--http-addr", p.http,
 		"--rpc-addr", ports.Free(t), "--encrypt", key, "--profile", "fast"}, extra...)
 	p.cmd = exec.Command(shoalBin(t), args...)
