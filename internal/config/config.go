@@ -166,7 +166,8 @@ func Default() *Config {
 }
 
 // DefaultDeadNodeReclaimTime lets a host that restarted with a new address
-// take its name back 30 s after it was declared dead (Consul's choice).
+// take its name back 30 s after it was declared dead (memberlist's default, 0,
+// never allows it until the member is reaped).
 const DefaultDeadNodeReclaimTime = 30 * time.Second
 
 // Validation limits.
