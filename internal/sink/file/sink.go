@@ -17,17 +17,11 @@ import (
 
 	"github.com/shoaldb/shoal/internal/fsutil"
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/sink/driver"
 )
 
 // Ticker is the part of *time.Ticker the sink uses, so tests can drive it.
-type Ticker interface {
-	C() <-chan time.Time
-	Stop()
-}
-
-type timeTicker struct{ *time.Ticker }
-
-func (t timeTicker) C() <-chan time.Time { return t.Ticker.C }
+type Ticker = driver.Ticker
 
 // Options are the sink's collaborators. Zero fields take the defaults.
 type Options struct {
@@ -51,28 +45,20 @@ type Sink struct {
 	node      string
 	log       *slog.Logger
 	now       func() time.Time
-	newTicker func(time.Duration) Ticker
 	writeFile func(path string, data []byte, mode os.FileMode) error
 
 	applyMu sync.Mutex           // one apply at a time; guards the fields below
 	files   map[string]fileState // by path; absent until read from disk once
 	listed  map[string]bool      // clusters whose lists were written or kept
 
+	drv *driver.Driver
+
 	mu       sync.Mutex // guards the fields below
-	latest   *pool.Pool
-	frozen   bool
-	have     bool // Update was called
-	failed   bool // the last apply failed: retry every Interval
-	started  bool
-	closed   bool
-	cancel   context.CancelFunc
+	failed   bool       // the last apply failed: retry every Interval
 	st       Status
 	errLog   string // last logged error, to log repeats at debug
 	heldLog  string // last logged held nodes
 	frozeLog bool   // last logged frozen state
-
-	kick chan struct{} // buffered 1: a pending Update
-	done chan struct{} // closed when the loop ends
 }
 
 // New validates cfg and returns a sink for the agent named node. It writes
@@ -92,22 +78,18 @@ func New(cfg Config, node string, opts Options) (*Sink, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.NewTicker == nil {
-		opts.NewTicker = func(d time.Duration) Ticker { return timeTicker{time.NewTicker(d)} }
-	}
-	return &Sink{
+	s := &Sink{
 		cfg:       cfg,
 		mode:      mode,
 		node:      node,
 		log:       opts.Logger.With("component", "file-sink"),
 		now:       opts.Now,
-		newTicker: opts.NewTicker,
 		writeFile: fsutil.WriteFileAtomic,
 		files:     map[string]fileState{},
 		listed:    map[string]bool{},
-		kick:      make(chan struct{}, 1),
-		done:      make(chan struct{}),
-	}, nil
+	}
+	s.drv = driver.New(cfg.Interval, opts.NewTicker, s.runLatest)
+	return s, nil
 }
 
 // Apply writes pool p to the files that differ from it and returns what
@@ -267,71 +249,23 @@ func listKey(data []byte) ([]byte, bool) { return data, true }
 // after each Update, and, while the last apply failed, a retry with the
 // newest pool every Config.Interval. Calls after the first, or after Close,
 // do nothing.
-func (s *Sink) Start(ctx context.Context) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started || s.closed {
-		return
-	}
-	s.started = true
-	ctx, s.cancel = context.WithCancel(ctx)
-	go s.loop(ctx)
-}
+func (s *Sink) Start(ctx context.Context) { s.drv.Start(ctx) }
 
 // Update hands the sink a new pool and asks for an apply without waiting
 // for it. Updates that arrive while an apply runs are coalesced into one
 // more apply with the newest pool. p is copied.
-func (s *Sink) Update(p *pool.Pool, frozen bool) {
-	p = p.Clone()
-	s.mu.Lock()
-	s.latest, s.frozen, s.have = p, frozen, true
-	s.mu.Unlock()
-	select {
-	case s.kick <- struct{}{}:
-	default: // an apply is already pending; it will read the newest pool
-	}
-}
+func (s *Sink) Update(p *pool.Pool, frozen bool) { s.drv.Update(p, frozen) }
 
 // Close stops the loop and waits for it. It is safe to call more than once.
-func (s *Sink) Close() error {
-	s.mu.Lock()
-	s.closed = true
-	started, cancel := s.started, s.cancel
-	s.mu.Unlock()
-	if started {
-		cancel()
-		<-s.done
-	}
-	return nil
-}
+func (s *Sink) Close() error { return s.drv.Close() }
 
-func (s *Sink) loop(ctx context.Context) {
-	defer close(s.done)
-	t := s.newTicker(s.cfg.Interval)
-	defer t.Stop()
-	for {
-		retry := false
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.kick:
-		case <-t.C():
-			retry = true
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		s.runLatest(retry)
-	}
-}
-
-// runLatest applies the newest pool, if any, turning a panic into a failed
-// apply. A retry runs only when the last apply failed.
-func (s *Sink) runLatest(retry bool) {
+// runLatest applies the newest pool, turning a panic into a failed apply. A
+// periodic run (a retry) applies only when the last apply failed.
+func (s *Sink) runLatest(_ context.Context, p *pool.Pool, frozen, retry bool) {
 	s.mu.Lock()
-	p, frozen, have, failed := s.latest, s.frozen, s.have, s.failed
+	failed := s.failed
 	s.mu.Unlock()
-	if !have || retry && !failed {
+	if retry && !failed {
 		return
 	}
 	defer func() {

@@ -738,7 +738,7 @@ func TestClose(t *testing.T) {
 		s.Start(ctx)
 		cancel()
 		select {
-		case <-s.done:
+		case <-s.drv.Done():
 		case <-time.After(5 * time.Second):
 			t.Fatal("loop did not end with its context")
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/sink/driver"
 )
 
 // runTimeoutMult bounds one reconcile to this many command timeouts. A
@@ -17,14 +18,7 @@ import (
 const runTimeoutMult = 10
 
 // Ticker is the part of *time.Ticker the sink uses, so tests can drive it.
-type Ticker interface {
-	C() <-chan time.Time
-	Stop()
-}
-
-type timeTicker struct{ *time.Ticker }
-
-func (t timeTicker) C() <-chan time.Time { return t.Ticker.C }
+type Ticker = driver.Ticker
 
 // Options are the sink's collaborators. Zero fields take the defaults.
 type Options struct {
@@ -47,23 +41,15 @@ type Sink struct {
 	api       runtimeAPI
 	log       *slog.Logger
 	now       func() time.Time
-	newTicker func(time.Duration) Ticker
 
 	applyMu sync.Mutex // one reconcile at a time
 
+	drv *driver.Driver
+
 	mu      sync.Mutex // guards the fields below
-	latest  *pool.Pool
-	frozen  bool
-	have    bool // Update was called
-	started bool
-	closed  bool
-	cancel  context.CancelFunc
 	st      Status
 	reports map[string]string // last logged report per kind
 	errLog  string            // last logged error, to log repeats at debug
-
-	kick chan struct{} // buffered 1: a pending Update
-	done chan struct{} // closed when the loop ends
 }
 
 // New validates cfg and returns a sink. It does no I/O; call Start to run
@@ -84,20 +70,16 @@ func New(cfg Config, opts Options) (*Sink, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.NewTicker == nil {
-		opts.NewTicker = func(d time.Duration) Ticker { return timeTicker{time.NewTicker(d)} }
+	s := &Sink{
+		cfg:     cfg,
+		planner: planner,
+		api:     client,
+		log:     opts.Logger.With("component", "haproxy-sink"),
+		now:     opts.Now,
+		reports: map[string]string{},
 	}
-	return &Sink{
-		cfg:       cfg,
-		planner:   planner,
-		api:       client,
-		log:       opts.Logger.With("component", "haproxy-sink"),
-		now:       opts.Now,
-		newTicker: opts.NewTicker,
-		reports:   map[string]string{},
-		kick:      make(chan struct{}, 1),
-		done:      make(chan struct{}),
-	}, nil
+	s.drv = driver.New(cfg.Interval, opts.NewTicker, s.runLatest)
+	return s, nil
 }
 
 // Apply reconciles HAProxy with pool p once and returns what failed. It
@@ -157,71 +139,19 @@ func (s *Sink) reconcile(ctx context.Context, p *pool.Pool, frozen bool) (sent, 
 // Start runs the loop until ctx ends or Close is called: a reconcile at once
 // after each Update, and one every Config.Interval with the last pool once
 // there is one. Calls after the first, or after Close, do nothing.
-func (s *Sink) Start(ctx context.Context) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started || s.closed {
-		return
-	}
-	s.started = true
-	ctx, s.cancel = context.WithCancel(ctx)
-	go s.loop(ctx)
-}
+func (s *Sink) Start(ctx context.Context) { s.drv.Start(ctx) }
 
 // Update hands the sink a new pool and asks for a reconcile without waiting
 // for it. Updates that arrive while a reconcile runs are coalesced into one
 // more reconcile with the newest pool. p is copied.
-func (s *Sink) Update(p *pool.Pool, frozen bool) {
-	p = p.Clone()
-	s.mu.Lock()
-	s.latest, s.frozen, s.have = p, frozen, true
-	s.mu.Unlock()
-	select {
-	case s.kick <- struct{}{}:
-	default: // a reconcile is already pending; it will read the newest pool
-	}
-}
+func (s *Sink) Update(p *pool.Pool, frozen bool) { s.drv.Update(p, frozen) }
 
 // Close stops the loop and waits for it. It is safe to call more than once.
-func (s *Sink) Close() error {
-	s.mu.Lock()
-	s.closed = true
-	started, cancel := s.started, s.cancel
-	s.mu.Unlock()
-	if started {
-		cancel()
-		<-s.done
-	}
-	return nil
-}
+func (s *Sink) Close() error { return s.drv.Close() }
 
-func (s *Sink) loop(ctx context.Context) {
-	defer close(s.done)
-	t := s.newTicker(s.cfg.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.kick:
-		case <-t.C():
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		s.runLatest(ctx)
-	}
-}
-
-// runLatest reconciles with the newest pool, if any, turning a panic into a
-// failed reconcile.
-func (s *Sink) runLatest(ctx context.Context) {
-	s.mu.Lock()
-	p, frozen, have := s.latest, s.frozen, s.have
-	s.mu.Unlock()
-	if !have {
-		return
-	}
+// runLatest reconciles with the newest pool, turning a panic into a failed
+// reconcile. Every tick reconciles: HAProxy may have been reloaded.
+func (s *Sink) runLatest(ctx context.Context, p *pool.Pool, frozen, _ bool) {
 	ctx, cancel := context.WithTimeout(ctx, runTimeoutMult*s.cfg.Timeout)
 	defer cancel()
 	defer func() {

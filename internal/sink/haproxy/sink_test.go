@@ -451,7 +451,7 @@ func TestSinkClose(t *testing.T) {
 		s.Start(ctx)
 		cancel()
 		select {
-		case <-s.done:
+		case <-s.drv.Done():
 		case <-time.After(5 * time.Second):
 			t.Fatal("loop did not end with its context")
 		}

@@ -1,0 +1,127 @@
+// Package driver runs a pool sink's applies on a goroutine of its own, so
+// that the router never waits for a router: one apply at once after each
+// Update (updates that arrive during an apply coalesce into one more apply
+// with the newest pool), and one on every tick of an interval.
+package driver
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/pool"
+)
+
+// Ticker is the part of *time.Ticker a driver uses, so tests can drive it.
+type Ticker interface {
+	C() <-chan time.Time
+	Stop()
+}
+
+type timeTicker struct{ *time.Ticker }
+
+func (t timeTicker) C() <-chan time.Time { return t.Ticker.C }
+
+// NewTimeTicker is the default ticker: a *time.Ticker.
+func NewTimeTicker(d time.Duration) Ticker { return timeTicker{time.NewTicker(d)} }
+
+// RunFunc applies pool p. tick is true for a periodic run, false for a run
+// after an Update. It must recover its own panics.
+type RunFunc func(ctx context.Context, p *pool.Pool, frozen, tick bool)
+
+// Driver holds the newest pool and runs the sink's applies. Its methods are
+// safe for concurrent use.
+type Driver struct {
+	interval  time.Duration
+	newTicker func(time.Duration) Ticker
+	run       RunFunc
+
+	mu      sync.Mutex
+	latest  *pool.Pool
+	frozen  bool
+	have    bool // Update was called
+	started bool
+	closed  bool
+	cancel  context.CancelFunc
+
+	kick chan struct{} // buffered 1: a pending Update
+	done chan struct{} // closed when the loop ends
+}
+
+// New returns a driver that calls run; newTicker nil means NewTimeTicker.
+func New(interval time.Duration, newTicker func(time.Duration) Ticker, run RunFunc) *Driver {
+	if newTicker == nil {
+		newTicker = NewTimeTicker
+	}
+	return &Driver{
+		interval: interval, newTicker: newTicker, run: run,
+		kick: make(chan struct{}, 1), done: make(chan struct{}),
+	}
+}
+
+// Start runs the loop until ctx ends or Close is called. Calls after the
+// first, or after Close, do nothing.
+func (d *Driver) Start(ctx context.Context) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.started || d.closed {
+		return
+	}
+	d.started = true
+	ctx, d.cancel = context.WithCancel(ctx)
+	go d.loop(ctx)
+}
+
+// Update hands over a new pool and asks for an apply without waiting for
+// it. p is copied.
+func (d *Driver) Update(p *pool.Pool, frozen bool) {
+	p = p.Clone()
+	d.mu.Lock()
+	d.latest, d.frozen, d.have = p, frozen, true
+	d.mu.Unlock()
+	select {
+	case d.kick <- struct{}{}:
+	default: // an apply is already pending; it will read the newest pool
+	}
+}
+
+// Close stops the loop and waits for it. It is safe to call more than once.
+func (d *Driver) Close() error {
+	d.mu.Lock()
+	d.closed = true
+	started, cancel := d.started, d.cancel
+	d.mu.Unlock()
+	if started {
+		cancel()
+		<-d.done
+	}
+	return nil
+}
+
+// Done is closed when the loop has ended.
+func (d *Driver) Done() <-chan struct{} { return d.done }
+
+func (d *Driver) loop(ctx context.Context) {
+	defer close(d.done)
+	t := d.newTicker(d.interval)
+	defer t.Stop()
+	for {
+		tick := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.kick:
+		case <-t.C():
+			tick = true
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		d.mu.Lock()
+		p, frozen, have := d.latest, d.frozen, d.have
+		d.mu.Unlock()
+		if have {
+			d.run(ctx, p, frozen, tick)
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package driver
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/pool"
+)
+
+type fakeTicker struct{ c chan time.Time }
+
+func (f *fakeTicker) C() <-chan time.Time { return f.c }
+func (f *fakeTicker) Stop()               {}
+
+func TestDriver(t *testing.T) {
+	type call struct {
+		cluster string
+		tick    bool
+	}
+	calls := make(chan call, 16)
+	block, running := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	ft := &fakeTicker{c: make(chan time.Time)}
+	d := New(time.Hour, func(time.Duration) Ticker { return ft }, func(_ context.Context, p *pool.Pool, _, tick bool) {
+		once.Do(func() { close(running); <-block }) // the first run blocks until released
+		calls <- call{p.Clusters[0].Name, tick}
+	})
+	d.Start(context.Background())
+	d.Start(context.Background()) // a second Start does nothing
+	ft.c <- time.Now() // a tick without a pool runs nothing
+	p := func(name string) *pool.Pool { return &pool.Pool{Clusters: []pool.Cluster{{Name: name}}} }
+	d.Update(p("a"), false)
+	<-running
+	for _, n := range []string{"b", "c", "d"} {
+		d.Update(p(n), false) // coalesce while the first run blocks
+	}
+	close(block)
+	want := []call{{"a", false}, {"d", false}}
+	for _, w := range want {
+		select {
+		case got := <-calls:
+			if got != w {
+				t.Fatalf("run %+v, want %+v", got, w)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no run, want %+v", w)
+		}
+	}
+	ft.c <- time.Now()
+	if got := <-calls; got != (call{"d", true}) {
+		t.Fatalf("tick run %+v", got)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	select {
+	case <-d.Done():
+	default:
+		t.Fatal("Done not closed after Close")
+	}
+	select {
+	case c := <-calls:
+		t.Fatalf("extra run %+v", c)
+	default:
+	}
+}
