@@ -29,7 +29,7 @@ func TestDriver(t *testing.T) {
 	})
 	d.Start(context.Background())
 	d.Start(context.Background()) // a second Start does nothing
-	ft.c <- time.Now() // a tick without a pool runs nothing
+	ft.c <- time.Now()            // a tick without a pool runs nothing
 	p := func(name string) *pool.Pool { return &pool.Pool{Clusters: []pool.Cluster{{Name: name}}} }
 	d.Update(p("a"), false)
 	<-running

@@ -36,11 +36,11 @@ type runtimeAPI interface {
 // Sink makes a local HAProxy follow the pool. Create it with New; its
 // methods are safe for concurrent use.
 type Sink struct {
-	cfg       Config
-	planner   *Planner
-	api       runtimeAPI
-	log       *slog.Logger
-	now       func() time.Time
+	cfg     Config
+	planner *Planner
+	api     runtimeAPI
+	log     *slog.Logger
+	now     func() time.Time
 
 	applyMu sync.Mutex // one reconcile at a time
 

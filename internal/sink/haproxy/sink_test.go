@@ -338,7 +338,8 @@ func TestSinkLoop(t *testing.T) {
 	}
 
 	s.Update(cluster("db1", []string{"db2", "db3"}, nil), false)
-	waitFor(t, "first reconcile", func() bool { return s.Status().Reconciles == 1 })
+	// >= 1: the tick above may still be in the loop and see the pool too.
+	waitFor(t, "first reconcile", func() bool { return s.Status().Reconciles >= 1 })
 	if got := s.api.states(); got != steadyStates {
 		t.Errorf("states %s", got)
 	}
@@ -347,8 +348,9 @@ func TestSinkLoop(t *testing.T) {
 	s.api.mu.Lock()
 	s.api.servers = allReady()
 	s.api.mu.Unlock()
+	n := s.Status().Reconciles
 	s.ticker.c <- time.Time{}
-	waitFor(t, "periodic reconcile", func() bool { return s.Status().Reconciles == 2 })
+	waitFor(t, "periodic reconcile", func() bool { return s.Status().Reconciles > n })
 	if got := s.api.states(); got != steadyStates {
 		t.Errorf("after tick: states %s", got)
 	}
