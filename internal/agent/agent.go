@@ -174,12 +174,10 @@ func (a *Agent) Start(ctx context.Context) error {
 	if a.hist, err = history.Open(a.cfg.History.WithDefaults(), a.logs.Logger); err != nil {
 		return err
 	}
-	a.router.Listen(a.recordPool())
-	a.router.Listen(a.countPool())
 	if a.hooks, err = a.newHooks(); err != nil {
 		return err
 	}
-	a.router.Listen(a.hookPool())
+	a.router.Listen(a.onPool())
 
 	lw := sagent.NewLogWriter(512)
 	a.monitor = lw

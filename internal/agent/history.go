@@ -16,37 +16,66 @@ import (
 // History kinds besides the history package's own.
 const kindMaint history.Kind = "maint"
 
-// recordPool is a router listener: every pool change, the start and end of
-// writer conflicts and of isolation go to the history.
-func (a *Agent) recordPool() routing.Listener {
+// poolDelta is what one router update changed, derived once for the
+// history, the metrics and the hooks.
+type poolDelta struct {
+	conflicts []conflictChange // clusters whose writer conflict set changed
+	isolation bool             // isolation started or ended
+}
+
+type conflictChange struct {
+	cluster  string
+	was, now []string
+}
+
+// any reports a change worth a pool-change event: a node entered or left a
+// role, or a conflict or isolation started or ended. A change of detail
+// alone (say, the lag figure) is not one.
+func (d poolDelta) any(u routing.Update) bool {
+	return len(u.Changes) > 0 || d.isolation || len(d.conflicts) > 0
+}
+
+// onPool is the router listener that feeds the history, the metrics and
+// the hooks.
+func (a *Agent) onPool() routing.Listener {
 	var prev routing.Update
 	return func(u routing.Update) {
-		for _, c := range u.Changes {
-			a.hist.Add(history.Entry{
-				Time: u.At, Kind: history.KindPool, Cluster: c.Cluster, Node: c.Node,
-				From: roleName(c.From), To: roleName(c.To), Reason: string(c.Reason), Detail: c.Detail,
-			})
-		}
+		d := poolDelta{isolation: u.Isolated != prev.Isolated}
 		for _, c := range u.Pool.Clusters {
-			was := conflictOf(prev.Pool, c.Name)
-			if slices.Equal(was, c.Conflict) {
-				continue
+			if was := conflictOf(prev.Pool, c.Name); !slices.Equal(was, c.Conflict) {
+				d.conflicts = append(d.conflicts, conflictChange{c.Name, was, c.Conflict})
 			}
-			a.hist.Add(history.Entry{
-				Time: u.At, Kind: history.KindConflict, Cluster: c.Name,
-				From: conflictText(was), To: conflictText(c.Conflict),
-				Detail: "writable nodes: a conflict keeps at most one writer in the pool",
-			})
-		}
-		if u.Isolated != prev.Isolated {
-			e := history.Entry{Time: u.At, Kind: history.KindIsolation, From: "connected", To: "isolated",
-				Detail: fmt.Sprintf("%d of %d members failed within the isolation window: removals frozen in local sinks", u.Isolation.Failed, u.Isolation.Baseline)}
-			if !u.Isolated {
-				e.From, e.To, e.Detail = "isolated", "connected", "membership recovered: removals unfrozen"
-			}
-			a.hist.Add(e)
 		}
 		prev = u
+		a.recordPool(u, d)
+		a.countPool(u, d)
+		a.hookPool(u, d)
+	}
+}
+
+// recordPool writes every pool change, and the start and end of writer
+// conflicts and of isolation, to the history.
+func (a *Agent) recordPool(u routing.Update, d poolDelta) {
+	for _, c := range u.Changes {
+		a.hist.Add(history.Entry{
+			Time: u.At, Kind: history.KindPool, Cluster: c.Cluster, Node: c.Node,
+			From: roleName(c.From), To: roleName(c.To), Reason: string(c.Reason), Detail: c.Detail,
+		})
+	}
+	for _, c := range d.conflicts {
+		a.hist.Add(history.Entry{
+			Time: u.At, Kind: history.KindConflict, Cluster: c.cluster,
+			From: conflictText(c.was), To: conflictText(c.now),
+			Detail: "writable nodes: a conflict keeps at most one writer in the pool",
+		})
+	}
+	if d.isolation {
+		e := history.Entry{Time: u.At, Kind: history.KindIsolation, From: "connected", To: "isolated",
+			Detail: fmt.Sprintf("%d of %d members failed within the isolation window: removals frozen in local sinks", u.Isolation.Failed, u.Isolation.Baseline)}
+		if !u.Isolated {
+			e.From, e.To, e.Detail = "isolated", "connected", "membership recovered: removals unfrozen"
+		}
+		a.hist.Add(e)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/hashicorp/serf/serf"
@@ -35,25 +34,13 @@ func (a *Agent) newHooks() (*hooks.Runner, error) {
 	return r, nil
 }
 
-// hookPool is a router listener: a pool-change event when a node entered or
-// left a role, or a conflict or isolation started or ended. A change of
-// detail alone (say, the lag figure) is not an event.
-func (a *Agent) hookPool() routing.Listener {
-	var prev routing.Update
-	return func(u routing.Update) {
-		changed := len(u.Changes) > 0 || u.Isolated != prev.Isolated
-		for _, c := range u.Pool.Clusters {
-			if !slices.Equal(c.Conflict, conflictOf(prev.Pool, c.Name)) {
-				changed = true
-			}
-		}
-		prev = u
-		if !changed {
-			return
-		}
-		if err := a.hooks.EnqueueShoal(hooks.Event{Type: hooks.PoolChange, Time: u.At, Data: poolChangeJSON(u)}); err != nil {
-			a.log.Debug("pool-change event not queued", "err", err)
-		}
+// hookPool queues a pool-change event when the update is one.
+func (a *Agent) hookPool(u routing.Update, d poolDelta) {
+	if !d.any(u) {
+		return
+	}
+	if err := a.hooks.EnqueueShoal(hooks.Event{Type: hooks.PoolChange, Time: u.At, Data: poolChangeJSON(u)}); err != nil {
+		a.log.Debug("pool-change event not queued", "err", err)
 	}
 }
 

@@ -70,23 +70,18 @@ func (a *Agent) countEvent(me serf.MemberEvent) {
 	}
 }
 
-// countPool is a router listener counting transitions, conflicts and
-// isolations.
-func (a *Agent) countPool() routing.Listener {
-	var prev routing.Update
-	return func(u routing.Update) {
-		for _, c := range u.Changes {
-			a.metrics.PoolTransitions.WithLabelValues(c.Cluster, roleName(c.To), string(c.Reason)).Inc()
+// countPool counts transitions, and conflicts and isolations that started.
+func (a *Agent) countPool(u routing.Update, d poolDelta) {
+	for _, c := range u.Changes {
+		a.metrics.PoolTransitions.WithLabelValues(c.Cluster, roleName(c.To), string(c.Reason)).Inc()
+	}
+	for _, c := range d.conflicts {
+		if len(c.now) > 0 && len(c.was) == 0 {
+			a.metrics.PoolConflicts.WithLabelValues(c.cluster).Inc()
 		}
-		for _, c := range u.Pool.Clusters {
-			if len(c.Conflict) > 0 && len(conflictOf(prev.Pool, c.Name)) == 0 {
-				a.metrics.PoolConflicts.WithLabelValues(c.Name).Inc()
-			}
-		}
-		if u.Isolated && !prev.Isolated {
-			a.metrics.PoolIsolations.Inc()
-		}
-		prev = u
+	}
+	if d.isolation && u.Isolated {
+		a.metrics.PoolIsolations.Inc()
 	}
 }
 
