@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/shoaldb/shoal/internal/hooks"
 )
 
 // ProbeState is what the probe collector reads at scrape time.
@@ -78,7 +79,7 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, h := range c.hooks() {
 		ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(h.QueueDepth), h.Handler)
 		ch <- prometheus.MustNewConstMetric(c.coalesced, prometheus.CounterValue, float64(h.Coalesced), h.Handler)
-		for _, r := range []string{"queue_full", "handler_removed", "runner_closed"} {
+		for _, r := range []string{hooks.DropQueueFull, hooks.DropRemoved, hooks.DropClosed} {
 			ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(h.DroppedByReason[r]), h.Handler, r)
 		}
 	}
