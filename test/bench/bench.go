@@ -8,7 +8,7 @@
 //
 //	make bench                  # everything (about 45 minutes)
 //	BENCH_QUICK=1 make bench    # a few minutes, few trials
-//	go test -tags 'bench e2e' -count=1 -v -timeout 90m -run TestDetection ./test/bench/
+//	go test -tags 'bench e2e' -count=1 -parallel 8 -v -timeout 90m -run TestDetection ./test/bench/
 package bench
 
 import (
@@ -184,5 +184,5 @@ func Table(header []string, rows [][]string) string {
 
 // Command is the command line that reproduces a suite, for the report.
 func Command(run string) string {
-	return fmt.Sprintf("`sudo go test -tags 'bench e2e' -count=1 -v -timeout 90m -run '%s' ./test/bench/` (`BENCH_QUICK=1` for a short run)", run)
+	return fmt.Sprintf("`sudo go test -tags 'bench e2e' -count=1 -parallel 8 -v -timeout 90m -run '%s' ./test/bench/` (`BENCH_QUICK=1` for a short run)", run)
 }

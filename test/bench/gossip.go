@@ -1,0 +1,330 @@
+//go:build bench
+
+package bench
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shoaldb/shoal/test/e2e"
+)
+
+// Impl is a gossip agent under test: shoal with a profile, or the stock
+// serf agent with a profile.
+type Impl struct {
+	Name    string // as shown in the report
+	Serf    bool   // the stock serf agent
+	Profile string
+}
+
+// Impls are the four agents the host-failure suites compare.
+var Impls = []Impl{
+	{"shoal fast", false, "fast"},
+	{"shoal lan", false, "lan"},
+	{"serf lan", true, "lan"},
+	{"serf local", true, "local"},
+}
+
+// GNode is one gossip agent in a host namespace. Its event handler (the
+// stamp program) appends "<nanos> <event> <member>" lines to Stamps.
+type GNode struct {
+	Name   string
+	Host   *e2e.Host
+	Dir    string
+	Stamps string
+	argv   []string
+	join   []string
+
+	mu   sync.Mutex
+	proc *e2e.Proc
+}
+
+// GCluster is N gossip agents of one Impl, each on a host of its own.
+type GCluster struct {
+	Impl  Impl
+	Net   *e2e.Net
+	Nodes []*GNode
+	serf  string // the stock serf binary (also the RPC client)
+}
+
+// NewGCluster creates the hosts and starts the agents; every agent joins
+// the first two. It waits until every agent sees all N alive.
+func NewGCluster(t testing.TB, impl Impl, n int, key string) *GCluster {
+	t.Helper()
+	stamp, serfBin := Tools(t)
+	c := &GCluster{Impl: impl, Net: e2e.NewNet(t), serf: serfBin}
+	dir := t.TempDir()
+	for i := 1; i <= n; i++ {
+		h := c.Net.AddHost(t, i)
+		node := &GNode{Name: fmt.Sprintf("n%02d", i), Host: h, Dir: filepath.Join(dir, fmt.Sprintf("n%02d", i))}
+		if err := os.MkdirAll(node.Dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		node.Stamps = filepath.Join(node.Dir, "stamps")
+		handler := fmt.Sprintf("member-failed,member-join,member-leave=%s %s", stamp, node.Stamps)
+		bind := fmt.Sprintf("%s:%d", h.IP, e2e.GossipPort)
+		if impl.Serf {
+			node.argv = []string{serfBin, "agent", "-node", node.Name, "-bind", bind, "-rpc-addr", "127.0.0.1:7373",
+				"-profile", impl.Profile, "-encrypt", key, "-event-handler", handler, "-log-level", "warn"}
+		} else {
+			node.argv = []string{e2e.ShoalBin(t), "agent", "--node", node.Name, "--bind", bind, "--rpc-addr", "127.0.0.1:7373",
+				"--http-addr", "", "--profile", impl.Profile, "--encrypt", key, "--event-handler", handler,
+				"--snapshot", filepath.Join(node.Dir, "snapshot"), "--log-level", "warn"}
+		}
+		c.Nodes = append(c.Nodes, node)
+	}
+	for i, node := range c.Nodes {
+		for _, j := range []int{0, 1, 2} {
+			if j != i && j < len(c.Nodes) && len(node.join) < 2 {
+				node.join = append(node.join, fmt.Sprintf("%s:%d", c.Nodes[j].Host.IP, e2e.GossipPort))
+			}
+		}
+	}
+	t.Cleanup(c.Stop)
+	for _, node := range c.Nodes {
+		c.Start(t, node)
+	}
+	if err := c.WaitAllAlive(2 * time.Minute); err != nil {
+		t.Fatalf("%s N=%d did not form: %v", impl.Name, n, err)
+	}
+	return c
+}
+
+// Start (re)starts node's agent with the join addresses.
+func (c *GCluster) Start(t testing.TB, node *GNode) {
+	t.Helper()
+	argv := append([]string(nil), node.argv...)
+	for _, j := range node.join {
+		if c.Impl.Serf {
+			// -join makes the stock agent exit when the peer is not up yet.
+			argv = append(argv, "-retry-join", j, "-retry-interval", "1s")
+		} else {
+			argv = append(argv, "--join", j)
+		}
+	}
+	p, err := e2e.StartProc(c.Impl.Name+" "+node.Name, node.Host.NS, filepath.Join(node.Dir, "agent.log"), nil, argv...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.mu.Lock()
+	node.proc = p
+	node.mu.Unlock()
+}
+
+// Proc is the node's current process.
+func (n *GNode) Proc() *e2e.Proc {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.proc
+}
+
+// Stop ends every agent.
+func (c *GCluster) Stop() {
+	var wg sync.WaitGroup
+	for _, n := range c.Nodes {
+		if p := n.Proc(); p != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); p.Kill() }()
+		}
+	}
+	wg.Wait()
+}
+
+// MembersOf asks node's agent for its member list through the Serf RPC
+// (the stock serf CLI, which speaks to shoal's Serf-compatible RPC too).
+func (c *GCluster) MembersOf(node *GNode) (map[string]string, error) {
+	out, err := exec.Command("ip", "netns", "exec", node.Host.NS, c.serf, "members", "-rpc-addr", "127.0.0.1:7373", "-format", "json").Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s members: %w", node.Name, err)
+	}
+	var doc struct {
+		Members []struct {
+			Name   string `json:"name"`
+			Status string `json:"status"`
+		} `json:"members"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		return nil, fmt.Errorf("%s members: %w", node.Name, err)
+	}
+	st := map[string]string{}
+	for _, m := range doc.Members {
+		st[m.Name] = m.Status
+	}
+	return st, nil
+}
+
+// WaitAllAlive waits until every agent sees every node alive.
+func (c *GCluster) WaitAllAlive(limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	var last string
+	for {
+		ok := true
+		for _, n := range c.Nodes {
+			st, err := c.MembersOf(n)
+			if err != nil {
+				ok, last = false, err.Error()
+				break
+			}
+			for _, m := range c.Nodes {
+				if st[m.Name] != "alive" {
+					ok, last = false, fmt.Sprintf("%s sees %s %q", n.Name, m.Name, st[m.Name])
+					break
+				}
+			}
+			if !ok {
+				break
+			}
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not all alive after %s: %s", limit, last)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// Stamp is one event a node's handler saw.
+type Stamp struct {
+	At       time.Time
+	Observer string
+	Event    string
+	Member   string
+}
+
+// Stamps reads every node's stamp file.
+func (c *GCluster) Stamps() []Stamp {
+	var out []Stamp
+	for _, n := range c.Nodes {
+		f, err := os.Open(n.Stamps)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fs := strings.Fields(sc.Text())
+			if len(fs) != 3 {
+				continue
+			}
+			ns, err := strconv.ParseInt(fs[0], 10, 64)
+			if err != nil {
+				continue
+			}
+			out = append(out, Stamp{At: time.Unix(0, ns), Observer: n.Name, Event: fs[1], Member: fs[2]})
+		}
+		f.Close()
+	}
+	return out
+}
+
+// FirstSeen returns, per observer in obs, the first time since `since` it
+// logged event for member.
+func (c *GCluster) FirstSeen(obs []*GNode, event, member string, since time.Time) map[string]time.Time {
+	want := map[string]bool{}
+	for _, o := range obs {
+		want[o.Name] = true
+	}
+	got := map[string]time.Time{}
+	for _, s := range c.Stamps() {
+		if !want[s.Observer] || s.Event != event || s.Member != member || s.At.Before(since) {
+			continue
+		}
+		if old, ok := got[s.Observer]; !ok || s.At.Before(old) {
+			got[s.Observer] = s.At
+		}
+	}
+	return got
+}
+
+// WaitSeen waits until every observer logged event for member since
+// `since`, and returns the first and last of those times measured from
+// since; ok is false on timeout (then first/last cover who saw it).
+func (c *GCluster) WaitSeen(obs []*GNode, event, member string, since time.Time, limit time.Duration) (first, last time.Duration, seen int, ok bool) {
+	deadline := time.Now().Add(limit)
+	for {
+		got := c.FirstSeen(obs, event, member, since)
+		if len(got) == len(obs) || time.Now().After(deadline) {
+			first = -1
+			for _, at := range got {
+				d := at.Sub(since)
+				if first < 0 || d < first {
+					first = d
+				}
+				last = max(last, d)
+			}
+			return first, last, len(got), len(got) == len(obs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Others returns the nodes other than v.
+func (c *GCluster) Others(v *GNode) []*GNode {
+	var out []*GNode
+	for _, n := range c.Nodes {
+		if n != v {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Jitter sleeps a random time in [0, d): trials start at a random phase of
+// the agents' probe rounds.
+func Jitter(d time.Duration) { time.Sleep(time.Duration(rand.Int64N(int64(d)))) }
+
+// ProcUsage is a process's resident memory and CPU time, from /proc.
+type ProcUsage struct {
+	RSSKB int64
+	CPU   time.Duration
+}
+
+// Usage reads /proc/<pid>/status (VmRSS) and /proc/<pid>/stat (utime+stime).
+func Usage(pid int) (ProcUsage, error) {
+	var u ProcUsage
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return u, err
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				u.RSSKB, _ = strconv.ParseInt(f[1], 10, 64)
+			}
+		}
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return u, err
+	}
+	s := string(stat)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return u, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	stt, _ := strconv.ParseInt(f[12], 10, 64)
+	u.CPU = time.Duration(ut+stt) * time.Second / 100 // USER_HZ is 100 on Linux
+	return u, nil
+}
+
+// Kill sends SIGKILL to node's agent and waits for it to exit.
+func (n *GNode) Kill() {
+	if p := n.Proc(); p != nil {
+		_ = p.Signal(syscall.SIGKILL)
+		<-p.Done()
+	}
+}
