@@ -77,6 +77,7 @@ type Agent struct {
 	sinks  []poolSink
 	hist   *history.Log
 	hooks  *hooks.Runner
+	gate   *failureGate // nil when gossip.confirm_failures is off
 
 	metrics    *metrics.Agent
 	peersDirty chan struct{}
@@ -189,8 +190,19 @@ func (a *Agent) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("create serf agent: %w", err)
 	}
-	sa.RegisterEventHandler(a.events)
-	sa.RegisterEventHandler(a.hooks)
+	if a.cfg.Gossip.ConfirmFailures {
+		retry := sc.MemberlistConfig.ProbeInterval
+		// serf exists only once sa.Start has run; events come after that.
+		a.gate = newFailureGate(func(m serf.Member) bool { return pingMember(sa.Serf().Memberlist(), m, confirmPings) },
+			func(e serf.Event) {
+				a.events.HandleEvent(e)
+				a.hooks.HandleEvent(e)
+			}, retry, confirmMaxHold, a.logs.Logger.With("component", "gossip"))
+		sa.RegisterEventHandler(a.gate)
+	} else {
+		sa.RegisterEventHandler(a.events)
+		sa.RegisterEventHandler(a.hooks)
+	}
 	if err := sa.Start(); err != nil {
 		return fmt.Errorf("start gossip on %s: %w", a.cfg.Bind, err)
 	}
@@ -407,6 +419,9 @@ func (a *Agent) Shutdown() {
 			a.probe.Close()
 		}
 		a.closeSinks()
+		if a.gate != nil {
+			a.gate.Close()
+		}
 		if a.hooks != nil {
 			_ = a.hooks.Close()
 		}

@@ -191,7 +191,7 @@ func (a *Agent) publish(user map[string]string) error {
 // poolMembers converts serf's member view for pool.Compute. A member's
 // routing address is its gossip IP with the MySQL port it publishes.
 func (a *Agent) poolMembers() []pool.Member {
-	ms := a.Serf().Members()
+	ms := a.Members()
 	out := make([]pool.Member, 0, len(ms))
 	for _, m := range ms {
 		port := "3306"

@@ -23,6 +23,22 @@ func (a *Agent) Collectors() []prometheus.Collector {
 		}),
 		metrics.NewStateCollector(a.probeState, a.hookState),
 	)
+	if g := a.gate; g != nil {
+		for _, r := range []struct {
+			result string
+			n      func() uint64
+		}{{"confirmed", g.Confirmed.Load}, {"refuted", g.Refuted.Load}, {"expired", g.Expired.Load}} {
+			cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name:        "shoal_member_failure_checks_total",
+				Help:        "Member failures reported by gossip and checked with direct pings, by result: confirmed (unanswered, acted on), refuted (answered, then alive again: not acted on), expired (answered, but gossip still said failed after the hold: acted on).",
+				ConstLabels: prometheus.Labels{"result": r.result},
+			}, func() float64 { return float64(r.n()) }))
+		}
+		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "shoal_member_failures_withheld",
+			Help: "Member failures reported by gossip that this agent is still checking (not yet acted on).",
+		}, func() float64 { return float64(g.Pending()) }))
+	}
 	return cs
 }
 

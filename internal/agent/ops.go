@@ -61,7 +61,16 @@ func (a *Agent) Info(httpAddr string) client.Info {
 }
 
 // Members returns serf's member list.
-func (a *Agent) Members() []serf.Member { return a.Serf().Members() }
+//
+// With gossip.confirm_failures, a member whose failure is not yet confirmed
+// by this agent's own pings is shown alive (see confirm.go).
+func (a *Agent) Members() []serf.Member {
+	ms := a.Serf().Members()
+	if a.gate != nil {
+		ms = a.gate.Overlay(ms)
+	}
+	return ms
+}
 
 // Join contacts the given addresses; replay asks for old user events.
 func (a *Agent) Join(addrs []string, replay bool) (int, error) {

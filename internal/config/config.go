@@ -96,6 +96,10 @@ type Gossip struct {
 	// host with a new IP). memberlist's default, 0, never allows it until
 	// the member is reaped.
 	DeadNodeReclaimTime time.Duration `yaml:"dead_node_reclaim_time"`
+	// ConfirmFailures withholds a member-failed from everything shoal does
+	// (pool, hooks, members, metrics) until this agent's own direct pings
+	// to the member go unanswered (see package agent, confirm.go).
+	ConfirmFailures bool `yaml:"confirm_failures"`
 }
 
 // MySQL is the local server a db agent probes. The password never comes
@@ -160,7 +164,7 @@ func Default() *Config {
 		LeaveTimeout:  5 * time.Second,
 		Cluster:       "default",
 		MySQL:         MySQL{Interval: 250 * time.Millisecond, Timeout: 500 * time.Millisecond, Rise: 2, Fall: 2},
-		Gossip:        Gossip{DeadNodeReclaimTime: DefaultDeadNodeReclaimTime},
+		Gossip:        Gossip{DeadNodeReclaimTime: DefaultDeadNodeReclaimTime, ConfirmFailures: true},
 		Pool:          Pool{MaxLag: 10 * time.Second, MinReaders: 1, IsolationWindow: 10 * time.Second, Damping: true, DampHalfLife: 60 * time.Second},
 	}
 }

@@ -104,6 +104,7 @@ var options = []option{
 	durOpt("gossip.push_pull_interval", "push-pull-interval", "", "override: full state sync interval", func(c *Config) *time.Duration { return &c.Gossip.PushPullInterval }),
 	durOpt("gossip.reconnect_interval", "reconnect-interval", "", "override: how often to try failed members again", func(c *Config) *time.Duration { return &c.Gossip.ReconnectInterval }),
 	durOpt("gossip.reconnect_timeout", "reconnect-timeout", "", "override: how long failed members are kept before being reaped", func(c *Config) *time.Duration { return &c.Gossip.ReconnectTimeout }),
+	boolOpt("gossip.confirm_failures", "confirm-failures", "", "act on a member-failed only once direct pings to the member go unanswered", func(c *Config) *bool { return &c.Gossip.ConfirmFailures }),
 	durOpt("gossip.dead_node_reclaim_time", "dead-node-reclaim-time", "", "after this long, a dead member's name may rejoin from another address", func(c *Config) *time.Duration { return &c.Gossip.DeadNodeReclaimTime }),
 	durOpt("gossip.tombstone_timeout", "tombstone-timeout", "", "override: how long left members are kept", func(c *Config) *time.Duration { return &c.Gossip.TombstoneTimeout }),
 	strOpt("http_addr", "http-addr", "SHOAL_HTTP_ADDR", "HTTP API listen address (empty disables)", func(c *Config) *string { return &c.HTTPAddr }),

@@ -1,0 +1,219 @@
+package agent
+
+import (
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/serf/serf"
+)
+
+// Failure confirmation.
+//
+// memberlist declares a member dead when its suspicion timer runs out, or at
+// once when a "dead" message arrives from any other member. With fast timers
+// that is wrong in one case no timer setting fixes: a host that was cut off
+// suspected everyone, and when its link comes back its stale suspicions and
+// dead messages reach the others, who mark healthy members failed (measured:
+// dozens of false failures after an 8 s cut at N = 15; see
+// docs/benchmarks.md). The failed member refutes within a second, but by then
+// every agent has already acted on the failure.
+//
+// So shoal does not act on a member-failed until it has checked for itself:
+// the event is withheld from everything downstream (pool, hooks, members
+// view, metrics, peers file) while this agent sends the member direct
+// memberlist pings. If none is answered within the probe timeout, the
+// failure is confirmed and passed on; a crashed or cut-off host costs one
+// probe timeout more. If one is answered, the member is up and reachable
+// from here: the failure stays withheld, and when the member refutes (serf
+// reports it alive again) both events are dropped, so nothing flaps. A
+// member that keeps answering but that gossip keeps calling failed is
+// passed on as failed after maxHold: gossip has the last word.
+type failureGate struct {
+	ping    func(m serf.Member) bool // true when the member answered
+	emit    func(serf.Event)         // downstream; called with mu held, in order
+	retry   time.Duration            // re-check interval while the member answers
+	maxHold time.Duration
+	log     *slog.Logger
+
+	mu        sync.Mutex
+	pending   map[string]*pendingFailure
+	confirmed map[string]bool // failed in serf and passed downstream
+	closed    bool
+	stop      chan struct{}
+
+	Confirmed, Refuted, Expired atomic.Uint64
+}
+
+type pendingFailure struct {
+	member serf.Member
+	since  time.Time
+	done   chan struct{} // closed when resolved by a later event
+}
+
+func newFailureGate(ping func(serf.Member) bool, emit func(serf.Event), retry, maxHold time.Duration, log *slog.Logger) *failureGate {
+	return &failureGate{ping: ping, emit: emit, retry: retry, maxHold: maxHold, log: log,
+		pending: map[string]*pendingFailure{}, confirmed: map[string]bool{}, stop: make(chan struct{})}
+}
+
+// HandleEvent implements serf's agent.EventHandler. It runs in serf's event
+// loop and never blocks on the network.
+func (g *failureGate) HandleEvent(e serf.Event) {
+	me, ok := e.(serf.MemberEvent)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !ok {
+		g.emit(e)
+		return
+	}
+	var pass []serf.Member
+	for _, m := range me.Members {
+		p := g.pending[m.Name]
+		switch me.Type {
+		case serf.EventMemberFailed:
+			if g.closed {
+				pass = append(pass, m)
+				continue
+			}
+			if p != nil {
+				continue
+			}
+			p = &pendingFailure{member: m, since: time.Now(), done: make(chan struct{})}
+			g.pending[m.Name] = p
+			go g.check(p)
+		case serf.EventMemberJoin:
+			if p != nil {
+				// Refuted: downstream never saw it fail, so it must not see
+				// it join either.
+				g.resolve(m.Name, p)
+				g.Refuted.Add(1)
+				g.log.Info("member reported failed by gossip was answering pings and is alive again; failure not acted on", "member", m.Name, "withheld", time.Since(p.since).Round(time.Millisecond).String())
+				continue
+			}
+			delete(g.confirmed, m.Name)
+			pass = append(pass, m)
+		case serf.EventMemberLeave, serf.EventMemberReap:
+			if p != nil {
+				g.resolve(m.Name, p)
+			}
+			delete(g.confirmed, m.Name)
+			pass = append(pass, m)
+		default:
+			pass = append(pass, m)
+		}
+	}
+	if len(pass) > 0 {
+		g.emit(serf.MemberEvent{Type: me.Type, Members: pass})
+	}
+}
+
+// resolve ends a pending failure; mu is held.
+func (g *failureGate) resolve(name string, p *pendingFailure) {
+	delete(g.pending, name)
+	close(p.done)
+}
+
+// check pings the member until it is confirmed failed, resolved by a later
+// event, or held for maxHold.
+func (g *failureGate) check(p *pendingFailure) {
+	name := p.member.Name
+	warned := false
+	for {
+		answered := g.ping(p.member)
+		g.mu.Lock()
+		if g.pending[name] != p {
+			g.mu.Unlock()
+			return
+		}
+		expired := answered && time.Since(p.since) >= g.maxHold
+		if !answered || expired || g.closed {
+			delete(g.pending, name)
+			g.confirmed[name] = true
+			if expired {
+				g.Expired.Add(1)
+				g.log.Warn("member answers direct pings but gossip still reports it failed; acting on the failure", "member", name, "held", g.maxHold.String())
+			} else {
+				g.Confirmed.Add(1)
+			}
+			g.emit(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{p.member}})
+			g.mu.Unlock()
+			return
+		}
+		if !warned {
+			warned = true
+			g.log.Info("gossip reports a member failed but it answers direct pings; withholding the failure", "member", name)
+		}
+		g.mu.Unlock()
+		select {
+		case <-p.done:
+			return
+		case <-g.stop:
+			return
+		case <-time.After(g.retry):
+		}
+	}
+}
+
+// Overlay rewrites serf's member list to what shoal acts on: a member serf
+// reports failed whose failure is not confirmed is shown alive.
+func (g *failureGate) Overlay(ms []serf.Member) []serf.Member {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i := range ms {
+		if ms[i].Status == serf.StatusFailed && !g.confirmed[ms[i].Name] {
+			ms[i].Status = serf.StatusAlive
+		}
+	}
+	return ms
+}
+
+// Pending is the number of withheld failures.
+func (g *failureGate) Pending() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.pending)
+}
+
+// Close stops the checks; later failures pass through unconfirmed.
+func (g *failureGate) Close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.closed {
+		g.closed = true
+		close(g.stop)
+	}
+}
+
+// pingMember sends `pings` direct memberlist pings to m, 10 ms apart, and
+// reports whether any was answered within the probe timeout.
+func pingMember(ml interface {
+	Ping(string, net.Addr) (time.Duration, error)
+}, m serf.Member, pings int) bool {
+	addr := &net.UDPAddr{IP: m.Addr, Port: int(m.Port)}
+	res := make(chan bool, pings)
+	for i := 0; i < pings; i++ {
+		go func() {
+			_, err := ml.Ping(m.Name, addr)
+			res <- err == nil
+		}()
+		if i < pings-1 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	answered := false
+	for i := 0; i < pings; i++ {
+		if <-res {
+			answered = true
+		}
+	}
+	return answered
+}
+
+// confirmPings direct pings are sent per check; confirmMaxHold bounds how
+// long a member that answers is kept alive against gossip's verdict.
+const (
+	confirmPings   = 3
+	confirmMaxHold = 10 * time.Second
+)

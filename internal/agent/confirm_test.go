@@ -1,0 +1,134 @@
+package agent
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/serf/serf"
+)
+
+type gateRecorder struct {
+	mu     sync.Mutex
+	events []serf.MemberEvent
+}
+
+func (r *gateRecorder) emit(e serf.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if me, ok := e.(serf.MemberEvent); ok {
+		r.events = append(r.events, me)
+	}
+}
+
+func (r *gateRecorder) get() []serf.MemberEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]serf.MemberEvent(nil), r.events...)
+}
+
+func member(name string, st serf.MemberStatus) serf.Member {
+	return serf.Member{Name: name, Addr: net.IPv4(127, 0, 0, 1), Port: 7946, Status: st}
+}
+
+func waitEvents(t *testing.T, r *gateRecorder, n int) []serf.MemberEvent {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if ev := r.get(); len(ev) >= n {
+			return ev
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("want %d events, got %v", n, r.get())
+	return nil
+}
+
+func TestFailureGateConfirmsUnansweredMember(t *testing.T) {
+	r := &gateRecorder{}
+	g := newFailureGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer g.Close()
+	// Until confirmed, the member is shown alive.
+	if got := g.Overlay([]serf.Member{member("db2", serf.StatusFailed)}); got[0].Status != serf.StatusAlive {
+		t.Fatalf("unconfirmed failure shown as %s", got[0].Status)
+	}
+	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("db2", serf.StatusFailed)}})
+	ev := waitEvents(t, r, 1)
+	if ev[0].Type != serf.EventMemberFailed || ev[0].Members[0].Name != "db2" {
+		t.Fatalf("want member-failed db2, got %v", ev)
+	}
+	if got := g.Overlay([]serf.Member{member("db2", serf.StatusFailed)}); got[0].Status != serf.StatusFailed {
+		t.Fatalf("confirmed failure shown as %s", got[0].Status)
+	}
+	// It comes back: the join passes, and a later failure is checked anew.
+	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberJoin, Members: []serf.Member{member("db2", serf.StatusAlive)}})
+	if ev := waitEvents(t, r, 2); ev[1].Type != serf.EventMemberJoin {
+		t.Fatalf("want member-join, got %v", ev)
+	}
+	if got := g.Overlay([]serf.Member{member("db2", serf.StatusFailed)}); got[0].Status != serf.StatusAlive {
+		t.Fatalf("after the join a new failure must be checked first, shown as %s", got[0].Status)
+	}
+	if g.Confirmed.Load() != 1 || g.Refuted.Load() != 0 {
+		t.Fatalf("counters: confirmed %d refuted %d", g.Confirmed.Load(), g.Refuted.Load())
+	}
+}
+
+func TestFailureGateDropsRefutedFailure(t *testing.T) {
+	r := &gateRecorder{}
+	var pings atomic.Int32
+	g := newFailureGate(func(serf.Member) bool { pings.Add(1); return true }, r.emit, 10*time.Millisecond, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer g.Close()
+	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("app1", serf.StatusFailed)}})
+	// A second failed for the same member while pending starts no second check.
+	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("app1", serf.StatusFailed)}})
+	for pings.Load() < 3 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if g.Pending() != 1 {
+		t.Fatalf("pending %d, want 1", g.Pending())
+	}
+	// Other events flow while the failure is withheld.
+	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberUpdate, Members: []serf.Member{member("db1", serf.StatusAlive)}})
+	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberJoin, Members: []serf.Member{member("app1", serf.StatusAlive), member("db3", serf.StatusAlive)}})
+	time.Sleep(50 * time.Millisecond)
+	ev := r.get()
+	if len(ev) != 2 || ev[0].Type != serf.EventMemberUpdate || ev[1].Type != serf.EventMemberJoin ||
+		len(ev[1].Members) != 1 || ev[1].Members[0].Name != "db3" {
+		t.Fatalf("want the update and the join of db3 only (app1 never failed downstream), got %v", ev)
+	}
+	if g.Pending() != 0 || g.Refuted.Load() != 1 || g.Confirmed.Load() != 0 {
+		t.Fatalf("pending %d refuted %d confirmed %d", g.Pending(), g.Refuted.Load(), g.Confirmed.Load())
+	}
+}
+
+func TestFailureGateHoldIsBounded(t *testing.T) {
+	r := &gateRecorder{}
+	g := newFailureGate(func(serf.Member) bool { return true }, r.emit, 10*time.Millisecond, 100*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer g.Close()
+	start := time.Now()
+	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("db2", serf.StatusFailed)}})
+	ev := waitEvents(t, r, 1)
+	if ev[0].Type != serf.EventMemberFailed || time.Since(start) < 100*time.Millisecond {
+		t.Fatalf("want member-failed after the 100ms hold, got %v after %s", ev, time.Since(start))
+	}
+	if g.Expired.Load() != 1 {
+		t.Fatalf("expired %d", g.Expired.Load())
+	}
+}
+
+func TestFailureGateLeaveEndsCheck(t *testing.T) {
+	r := &gateRecorder{}
+	g := newFailureGate(func(serf.Member) bool { return true }, r.emit, 10*time.Millisecond, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer g.Close()
+	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("db2", serf.StatusFailed)}})
+	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberLeave, Members: []serf.Member{member("db2", serf.StatusLeft)}})
+	ev := waitEvents(t, r, 1)
+	time.Sleep(50 * time.Millisecond)
+	if len(r.get()) != 1 || ev[0].Type != serf.EventMemberLeave || g.Pending() != 0 {
+		t.Fatalf("want only the leave, got %v (pending %d)", r.get(), g.Pending())
+	}
+}
