@@ -15,6 +15,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -198,6 +199,12 @@ func (a *Agent) Start(ctx context.Context) error {
 				a.events.HandleEvent(e)
 				a.hooks.HandleEvent(e)
 			}, retry, confirmMaxHold, a.logs.Logger.With("component", "gossip"))
+		a.gate.rejoin = func(m serf.Member) {
+			addr := net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port)))
+			if _, err := sa.Serf().Join([]string{addr}, false); err != nil {
+				a.log.Debug("rejoin a member that answers again", "member", m.Name, "addr", addr, "err", err)
+			}
+		}
 		sa.RegisterEventHandler(a.gate)
 	} else {
 		sa.RegisterEventHandler(a.events)

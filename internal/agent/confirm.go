@@ -2,6 +2,7 @@ package agent
 
 import (
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,9 @@ import (
 // passed on as failed after maxHold: gossip has the last word.
 type failureGate struct {
 	ping    func(m serf.Member) bool // true when the member answered
+	// rejoin, when set, is called when a confirmed-failed member answers
+	// pings again (see watchRevival).
+	rejoin  func(m serf.Member)
 	emit    func(serf.Event)         // downstream; called with mu held, in order
 	retry   time.Duration            // re-check interval while the member answers
 	maxHold time.Duration
@@ -40,7 +44,8 @@ type failureGate struct {
 
 	mu        sync.Mutex
 	pending   map[string]*pendingFailure
-	confirmed map[string]bool // failed in serf and passed downstream
+	confirmed map[string]uint64 // failed in serf and passed downstream: name → generation
+	gen       uint64
 	closed    bool
 	stop      chan struct{}
 
@@ -55,7 +60,7 @@ type pendingFailure struct {
 
 func newFailureGate(ping func(serf.Member) bool, emit func(serf.Event), retry, maxHold time.Duration, log *slog.Logger) *failureGate {
 	return &failureGate{ping: ping, emit: emit, retry: retry, maxHold: maxHold, log: log,
-		pending: map[string]*pendingFailure{}, confirmed: map[string]bool{}, stop: make(chan struct{})}
+		pending: map[string]*pendingFailure{}, confirmed: map[string]uint64{}, stop: make(chan struct{})}
 }
 
 // HandleEvent implements serf's agent.EventHandler. It runs in serf's event
@@ -130,7 +135,11 @@ func (g *failureGate) check(p *pendingFailure) {
 		expired := answered && time.Since(p.since) >= g.maxHold
 		if !answered || expired || g.closed {
 			delete(g.pending, name)
-			g.confirmed[name] = true
+			g.gen++
+			g.confirmed[name] = g.gen
+			if g.rejoin != nil && !g.closed {
+				go g.watchRevival(p.member, g.gen)
+			}
 			if expired {
 				g.Expired.Add(1)
 				g.log.Warn("member answers direct pings but gossip still reports it failed; acting on the failure", "member", name, "held", g.maxHold.String())
@@ -156,13 +165,57 @@ func (g *failureGate) check(p *pendingFailure) {
 	}
 }
 
+// watchRevival pings a confirmed-failed member until it is back, gone, or
+// the gate closes. When it answers while gossip still has it failed (a cut
+// link came back; gossip only notices when serf's reconnect happens to pick
+// it, on average after several reconnect intervals), the member is rejoined
+// at once: the push/pull tells it it was declared dead, it refutes, and
+// every agent sees it alive within a gossip round or two. A random pause
+// before the rejoin lets one agent's rejoin make the others' unnecessary.
+func (g *failureGate) watchRevival(m serf.Member, gen uint64) {
+	started := time.Now()
+	for {
+		every := reviveEvery
+		if time.Since(started) > reviveFastFor {
+			every = reviveSlowEvery
+		}
+		select {
+		case <-g.stop:
+			return
+		case <-time.After(every):
+		}
+		if !g.stillConfirmed(m.Name, gen) {
+			return
+		}
+		if !g.ping(m) {
+			continue
+		}
+		select {
+		case <-g.stop:
+			return
+		case <-time.After(time.Duration(rand.Int64N(int64(reviveJitter)))):
+		}
+		if !g.stillConfirmed(m.Name, gen) {
+			return
+		}
+		g.log.Info("a member gossip has failed answers pings again: rejoining it", "member", m.Name)
+		g.rejoin(m)
+	}
+}
+
+func (g *failureGate) stillConfirmed(name string, gen uint64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.closed && g.confirmed[name] == gen
+}
+
 // Overlay rewrites serf's member list to what shoal acts on: a member serf
 // reports failed whose failure is not confirmed is shown alive.
 func (g *failureGate) Overlay(ms []serf.Member) []serf.Member {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i := range ms {
-		if ms[i].Status == serf.StatusFailed && !g.confirmed[ms[i].Name] {
+		if _, ok := g.confirmed[ms[i].Name]; ms[i].Status == serf.StatusFailed && !ok {
 			ms[i].Status = serf.StatusAlive
 		}
 	}
@@ -216,4 +269,11 @@ func pingMember(ml interface {
 const (
 	confirmPings   = 3
 	confirmMaxHold = 10 * time.Second
+
+	// A confirmed-failed member is pinged every reviveEvery for
+	// reviveFastFor, then every reviveSlowEvery, until it is back or gone.
+	reviveEvery     = 500 * time.Millisecond
+	reviveFastFor   = 2 * time.Minute
+	reviveSlowEvery = 5 * time.Second
+	reviveJitter    = 300 * time.Millisecond
 )

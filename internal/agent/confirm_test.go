@@ -132,3 +132,37 @@ func TestFailureGateLeaveEndsCheck(t *testing.T) {
 		t.Fatalf("want only the leave, got %v (pending %d)", r.get(), g.Pending())
 	}
 }
+
+func TestFailureGateRejoinsMemberThatAnswersAgain(t *testing.T) {
+	r := &gateRecorder{}
+	var up atomic.Bool
+	rejoined := make(chan string, 10)
+	g := newFailureGate(func(serf.Member) bool { return up.Load() }, r.emit, 10*time.Millisecond, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	g.rejoin = func(m serf.Member) { rejoined <- m.Name }
+	defer g.Close()
+	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("db2", serf.StatusFailed)}})
+	waitEvents(t, r, 1)
+	select {
+	case n := <-rejoined:
+		t.Fatalf("rejoined %s while it does not answer", n)
+	case <-time.After(2 * reviveEvery):
+	}
+	up.Store(true)
+	select {
+	case n := <-rejoined:
+		if n != "db2" {
+			t.Fatalf("rejoined %s", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a confirmed-failed member that answers again was not rejoined")
+	}
+	// Once it is alive again the watcher stops.
+	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberJoin, Members: []serf.Member{member("db2", serf.StatusAlive)}})
+	for len(rejoined) > 0 {
+		<-rejoined
+	}
+	time.Sleep(2*reviveEvery + reviveJitter)
+	if len(rejoined) != 0 {
+		t.Fatal("rejoin continued after the member was alive again")
+	}
+}

@@ -95,11 +95,18 @@ func Tools(t testing.TB) (stamp, serf string) {
 		} else if _, err := os.Stat("/usr/local/go/bin/go"); err == nil {
 			gobin = "/usr/local/go/bin/go"
 		}
-		b := exec.Command(gobin, "build", "-o", filepath.Join(toolsDir, "stamp"), "./test/bench/stamp")
+		// Built under a temporary name and renamed: two suites may build it
+		// at the same time.
+		tmp := filepath.Join(toolsDir, fmt.Sprintf(".stamp-%d", os.Getpid()))
+		b := exec.Command(gobin, "build", "-o", tmp, "./test/bench/stamp")
 		b.Dir = root
 		b.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := b.CombinedOutput(); err != nil {
 			toolsErr = fmt.Errorf("build stamp: %v\n%s", err, out)
+			return
+		}
+		if err := os.Rename(tmp, filepath.Join(toolsDir, "stamp")); err != nil {
+			toolsErr = err
 			return
 		}
 		if _, err := os.Stat(filepath.Join(toolsDir, "serf")); err == nil {
