@@ -194,7 +194,17 @@ func (a *Agent) Start(ctx context.Context) error {
 	if a.cfg.Gossip.ConfirmFailures {
 		retry := sc.MemberlistConfig.ProbeInterval
 		// serf exists only once sa.Start has run; events come after that.
-		a.gate = newFailureGate(func(m serf.Member) bool { return pingMember(sa.Serf().Memberlist(), m, confirmPings) },
+		probeTimeout := sc.MemberlistConfig.ProbeTimeout
+		a.gate = newFailureGate(func(m serf.Member) bool {
+			s := sa.Serf()
+			rtt, known := time.Duration(0), false
+			if me, err := s.GetCoordinate(); err == nil {
+				if them, ok := s.GetCachedCoordinate(m.Name); ok {
+					rtt, known = me.DistanceTo(them), true
+				}
+			}
+			return pingMember(s.Memberlist(), m, confirmPings, confirmWait(rtt, known, probeTimeout))
+		},
 			func(e serf.Event) {
 				a.events.HandleEvent(e)
 				a.hooks.HandleEvent(e)

@@ -239,11 +239,12 @@ func (g *failureGate) Close() {
 	}
 }
 
-// pingMember sends `pings` direct memberlist pings to m, 10 ms apart, and
-// reports whether any was answered within the probe timeout.
+// pingMember sends `pings` direct memberlist pings to m at once and
+// reports whether any was answered within wait (at most the probe timeout,
+// after which memberlist gives up on a ping).
 func pingMember(ml interface {
 	Ping(string, net.Addr) (time.Duration, error)
-}, m serf.Member, pings int) bool {
+}, m serf.Member, pings int, wait time.Duration) bool {
 	addr := &net.UDPAddr{IP: m.Addr, Port: int(m.Port)}
 	res := make(chan bool, pings)
 	for i := 0; i < pings; i++ {
@@ -251,17 +252,32 @@ func pingMember(ml interface {
 			_, err := ml.Ping(m.Name, addr)
 			res <- err == nil
 		}()
-		if i < pings-1 {
-			time.Sleep(10 * time.Millisecond)
-		}
 	}
-	answered := false
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
 	for i := 0; i < pings; i++ {
-		if <-res {
-			answered = true
+		select {
+		case ok := <-res:
+			if ok {
+				return true
+			}
+		case <-timer.C:
+			return false
 		}
 	}
-	return answered
+	return false
+}
+
+// confirmWait is how long a confirmation waits for an answer: a multiple
+// of the round trip to the member that serf's network coordinates estimate,
+// within [confirmMinWait, probe timeout]. On a quiet LAN that is a few tens
+// of milliseconds instead of the whole probe timeout; on a slow or loaded
+// network the coordinates grow and the wait grows with them.
+func confirmWait(rtt time.Duration, known bool, probeTimeout time.Duration) time.Duration {
+	if !known {
+		return probeTimeout
+	}
+	return min(max(confirmRTTMult*rtt+confirmMinWait/2, confirmMinWait), probeTimeout)
 }
 
 // confirmPings direct pings are sent per check; confirmMaxHold bounds how
@@ -269,6 +285,8 @@ func pingMember(ml interface {
 const (
 	confirmPings   = 3
 	confirmMaxHold = 10 * time.Second
+	confirmRTTMult = 5
+	confirmMinWait = 40 * time.Millisecond
 
 	// A confirmed-failed member is pinged every reviveEvery for
 	// reviveFastFor, then every reviveSlowEvery, until it is back or gone.

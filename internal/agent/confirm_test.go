@@ -166,3 +166,21 @@ func TestFailureGateRejoinsMemberThatAnswersAgain(t *testing.T) {
 		t.Fatal("rejoin continued after the member was alive again")
 	}
 }
+
+func TestConfirmWait(t *testing.T) {
+	pt := 100 * time.Millisecond
+	for _, c := range []struct {
+		rtt   time.Duration
+		known bool
+		want  time.Duration
+	}{
+		{0, false, pt}, // no estimate: the probe timeout
+		{300 * time.Microsecond, true, confirmMinWait},       // quiet LAN: the floor
+		{10 * time.Millisecond, true, 70 * time.Millisecond}, // 5 x RTT + 20ms
+		{100 * time.Millisecond, true, pt},                   // slow network: capped
+	} {
+		if got := confirmWait(c.rtt, c.known, pt); got != c.want {
+			t.Errorf("confirmWait(%s, %v) = %s, want %s", c.rtt, c.known, got, c.want)
+		}
+	}
+}
