@@ -33,12 +33,12 @@ import (
 // member that keeps answering but that gossip keeps calling failed is
 // passed on as failed after maxHold: gossip has the last word.
 type failureGate struct {
-	ping    func(m serf.Member) bool // true when the member answered
+	ping func(m serf.Member) bool // true when the member answered
 	// rejoin, when set, is called when a confirmed-failed member answers
 	// pings again (see watchRevival).
 	rejoin  func(m serf.Member)
-	emit    func(serf.Event)         // downstream; called with mu held, in order
-	retry   time.Duration            // re-check interval while the member answers
+	emit    func(serf.Event) // downstream; called with mu held, in order
+	retry   time.Duration    // re-check interval while the member answers
 	maxHold time.Duration
 	log     *slog.Logger
 
