@@ -25,13 +25,14 @@ import (
 // So shoal does not act on a member-failed until it has checked for itself:
 // the event is withheld from everything downstream (pool, hooks, members
 // view, metrics, peers file) while this agent sends the member direct
-// memberlist pings. If none is answered within the probe timeout, the
-// failure is confirmed and passed on; a crashed or cut-off host costs one
-// probe timeout more. If one is answered, the member is up and reachable
+// memberlist pings. If none is answered within a few round trips (see
+// confirmWait), the failure is confirmed and passed on; a crashed or
+// cut-off host costs that wait more (about 40 ms on a LAN). If one is answered, the member is up and reachable
 // from here: the failure stays withheld, and when the member refutes (serf
 // reports it alive again) both events are dropped, so nothing flaps. A
 // member that keeps answering but that gossip keeps calling failed is
-// passed on as failed after maxHold: gossip has the last word.
+// passed on as failed after maxHold: gossip has the last word. A confirmed
+// member is then watched until it answers again (watchRevival).
 type failureGate struct {
 	ping func(m serf.Member) bool // true when the member answered
 	// rejoin, when set, is called when a confirmed-failed member answers
