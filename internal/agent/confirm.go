@@ -27,7 +27,7 @@ import (
 // view, metrics, peers file) while this agent sends the member direct
 // memberlist pings. If none is answered within a few round trips (see
 // confirmWait), the failure is confirmed and passed on; a crashed or
-// cut-off host costs that wait more (about 40 ms on a LAN). If one is answered, the member is up and reachable
+// cut-off host costs that wait more (about 60 ms on a LAN). If one is answered, the member is up and reachable
 // from here: the failure stays withheld, and when the member refutes (serf
 // reports it alive again) both events are dropped, so nothing flaps. A
 // member that keeps answering but that gossip keeps calling failed is
@@ -287,7 +287,7 @@ const (
 	confirmPings   = 3
 	confirmMaxHold = 10 * time.Second
 	confirmRTTMult = 5
-	confirmMinWait = 40 * time.Millisecond
+	confirmMinWait = 60 * time.Millisecond
 
 	// A confirmed-failed member is pinged every reviveEvery for
 	// reviveFastFor, then every reviveSlowEvery, until it is back or gone.

@@ -176,7 +176,7 @@ func TestConfirmWait(t *testing.T) {
 	}{
 		{0, false, pt}, // no estimate: the probe timeout
 		{300 * time.Microsecond, true, confirmMinWait},       // quiet LAN: the floor
-		{10 * time.Millisecond, true, 70 * time.Millisecond}, // 5 x RTT + 20ms
+		{10 * time.Millisecond, true, 80 * time.Millisecond}, // 5 x RTT + 30ms
 		{100 * time.Millisecond, true, pt},                   // slow network: capped
 	} {
 		if got := confirmWait(c.rtt, c.known, pt); got != c.want {

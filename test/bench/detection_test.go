@@ -4,6 +4,8 @@ package bench
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"slices"
 	"strings"
 	"sync"
@@ -108,7 +110,7 @@ func runCell(t *testing.T, impl Impl, n int, key string) *cellResult {
 		r.cpuPct = append(r.cpuPct, 100*(u.CPU-b.CPU).Seconds()/wall.Seconds())
 	}
 
-	trials := Pick(20, 3)
+	trials := envInt("BENCH_TRIALS", Pick(20, 3))
 	for _, fault := range []string{"crash", "link cut"} {
 		for k := 0; k < trials; k++ {
 			v := c.Nodes[(k*7+3)%n] // spread victims over the hosts, seeds included
@@ -152,7 +154,7 @@ func runCell(t *testing.T, impl Impl, n int, key string) *cellResult {
 		for _, cut := range []time.Duration{time.Second, 8 * time.Second} {
 			h := &healResult{}
 			r.heal[cut] = h
-			for k := 0; k < Pick(10, 1); k++ {
+			for k := 0; k < envInt("BENCH_HEAL_TRIALS", Pick(10, 1)); k++ {
 				v := c.Nodes[(k*5+2)%n]
 				others := c.Others(v)
 				t0 := time.Now()
@@ -197,6 +199,14 @@ func runCell(t *testing.T, impl Impl, n int, key string) *cellResult {
 		}
 	}
 	return r
+}
+
+// envInt reads a trial count override (for looking into one part).
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v >= 0 {
+		return v
+	}
+	return def
 }
 
 // countFailed counts member-failed events in [from, to] for members other

@@ -65,6 +65,14 @@ func NewGCluster(t testing.TB, impl Impl, n int, key string) *GCluster {
 	stamp, serfBin := Tools(t)
 	c := &GCluster{Impl: impl, Net: e2e.NewNet(t), serf: serfBin}
 	dir := t.TempDir()
+	if keep := os.Getenv("BENCH_KEEP"); keep != "" {
+		// Keep the agents' logs and stamps for a look afterwards.
+		dir = filepath.Join(keep, strings.ReplaceAll(impl.Name, " ", "_")+fmt.Sprintf("-N%d-%s", n, c.Net.Prefix))
+	}
+	logLevel := "warn"
+	if v := os.Getenv("BENCH_LOG_LEVEL"); v != "" {
+		logLevel = v
+	}
 	for i := 1; i <= n; i++ {
 		h := c.Net.AddHost(t, i)
 		node := &GNode{Name: fmt.Sprintf("n%02d", i), Host: h, Dir: filepath.Join(dir, fmt.Sprintf("n%02d", i))}
@@ -76,11 +84,11 @@ func NewGCluster(t testing.TB, impl Impl, n int, key string) *GCluster {
 		bind := fmt.Sprintf("%s:%d", h.IP, e2e.GossipPort)
 		if impl.Serf {
 			node.argv = []string{serfBin, "agent", "-node", node.Name, "-bind", bind, "-rpc-addr", "127.0.0.1:7373",
-				"-profile", impl.Profile, "-encrypt", key, "-event-handler", handler, "-log-level", "warn"}
+				"-profile", impl.Profile, "-encrypt", key, "-event-handler", handler, "-log-level", logLevel}
 		} else {
 			node.argv = []string{e2e.ShoalBin(t), "agent", "--node", node.Name, "--bind", bind, "--rpc-addr", "127.0.0.1:7373",
 				"--http-addr", "", "--profile", impl.Profile, "--encrypt", key, "--event-handler", handler,
-				"--snapshot", filepath.Join(node.Dir, "snapshot"), "--log-level", "warn"}
+				"--snapshot", filepath.Join(node.Dir, "snapshot"), "--log-level", logLevel}
 		}
 		c.Nodes = append(c.Nodes, node)
 	}
