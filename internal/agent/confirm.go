@@ -27,8 +27,9 @@ import (
 // view, metrics, peers file) while this agent sends the member direct
 // memberlist pings. If none is answered within a few round trips (see
 // confirmWait), the failure is confirmed and passed on; a crashed or
-// cut-off host costs that wait more (about 60 ms on a LAN). If one is answered, the member is up and reachable
-// from here: the failure stays withheld, and when the member refutes (serf
+// cut-off host costs that wait more (about 60 ms on a LAN). If one is
+// answered, the member is up and reachable from here: the failure stays
+// withheld, and when the member refutes (serf
 // reports it alive again) both events are dropped, so nothing flaps. A
 // member that keeps answering but that gossip keeps calling failed is
 // passed on as failed after maxHold: gossip has the last word. A confirmed
