@@ -5,8 +5,8 @@ package bench
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"

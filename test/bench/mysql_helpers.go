@@ -286,7 +286,9 @@ type myCheckHX struct {
 // myCheckUser is the passwordless account HAProxy's mysql-check logs in with.
 const myCheckUser = "haproxy_check"
 
-func myCheckHAProxyConfig(sock, backend string, port int, servers []*e2e.DBHost, checkOpts string) string {
+// myCheckHAProxyConfig renders a check HAProxy's configuration; its one
+// listener uses `balance <balance>` (e.g. leastconn, roundrobin).
+func myCheckHAProxyConfig(sock, backend string, port int, servers []*e2e.DBHost, checkOpts, balance string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `global
     stats socket %s mode 600 level admin
@@ -299,9 +301,9 @@ defaults
     retries 2
 listen %s
     bind 127.0.0.1:%d
-    balance leastconn
+    balance %s
     option mysql-check user %s
-`, sock, backend, port, myCheckUser)
+`, sock, backend, port, balance, myCheckUser)
 	for _, d := range servers {
 		fmt.Fprintf(&b, "    server %s %s %s\n", d.Name, d.Addr(), checkOpts)
 	}
@@ -309,7 +311,7 @@ listen %s
 }
 
 // myNewCheckHX writes the configuration and starts the HAProxy.
-func myNewCheckHX(t testing.TB, dir string, h *e2e.Host, label, backend string, port int, servers []*e2e.DBHost, checkOpts string) *myCheckHX {
+func myNewCheckHX(t testing.TB, dir string, h *e2e.Host, label, backend string, port int, servers []*e2e.DBHost, checkOpts, balance string) *myCheckHX {
 	t.Helper()
 	d := filepath.Join(dir, backend)
 	if err := os.MkdirAll(d, 0o700); err != nil {
@@ -318,7 +320,7 @@ func myNewCheckHX(t testing.TB, dir string, h *e2e.Host, label, backend string, 
 	sock := filepath.Join(d, "admin.sock")
 	c := &myCheckHX{Label: label, Backend: backend, Port: port, HX: &e2e.HAProxy{Host: h, Dir: d, Sock: sock},
 		cfg: filepath.Join(d, "haproxy.cfg"), host: h}
-	if err := os.WriteFile(c.cfg, []byte(myCheckHAProxyConfig(sock, backend, port, servers, checkOpts)), 0o600); err != nil {
+	if err := os.WriteFile(c.cfg, []byte(myCheckHAProxyConfig(sock, backend, port, servers, checkOpts, balance)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c.Start(t)

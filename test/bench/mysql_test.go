@@ -6,8 +6,9 @@ package bench
 // how long until shoal takes it out of the pool on every agent and out of
 // its HAProxy, against HAProxy's own mysql-check with the default and with
 // tuned timings (suite 3, TestMySQLFailure), what that costs each server,
-// and what clients going through each of the three HAProxies feel (suite 4,
-// TestClientImpact).
+// and what clients going through each of the three HAProxies feel, with
+// `balance leastconn` and with `balance roundrobin` on their read listeners,
+// one cluster per algorithm (suite 4, TestClientImpact).
 //
 //	go test -tags 'bench e2e' -count=1 -v -timeout 60m -run TestMySQLFailure ./test/bench/
 //	go test -tags 'bench e2e' -count=1 -v -timeout 60m -run TestClientImpact ./test/bench/
@@ -60,8 +61,10 @@ var myFaults = []myFault{
 
 // myBench is the shared setup: the e2e cluster (3 db hosts, 1 app host
 // with the shoal-driven HAProxy), a pool-change hook on every agent, and two
-// more HAProxies on the app host with HAProxy's own mysql-check.
+// more HAProxies on the app host with HAProxy's own mysql-check. All three
+// HAProxies' read listeners use the same `balance` algorithm.
 type myBench struct {
+	balance string
 	c       *e2e.Cluster
 	app     *e2e.AppHost
 	dir     string
@@ -74,7 +77,9 @@ type myBench struct {
 	tunedP  *myHXPoller
 }
 
-func mySetupBench(t *testing.T) *myBench {
+// mySetupBench builds the setup with `balance <balance>` on the three
+// HAProxies' read listeners. Everything goes in t's cleanups.
+func mySetupBench(t *testing.T, balance string) *myBench {
 	t.Helper()
 	e2e.Require(t)
 	dir, err := os.MkdirTemp("", "shoal-bench-mysql-")
@@ -88,14 +93,14 @@ func mySetupBench(t *testing.T) *myBench {
 			t.Logf("hook logs and HAProxy configs kept in %s", dir)
 		}
 	})
-	b := &myBench{dir: dir, logs: map[string]string{}}
+	b := &myBench{balance: balance, dir: dir, logs: map[string]string{}}
 	b.hook = myWritePoolHook(t, dir)
 	handler := func(name string) string {
 		b.logs[name] = filepath.Join(dir, name+".jsonl")
 		return "pool-change=" + b.hook + " " + b.logs[name]
 	}
 	start := time.Now()
-	b.c = e2e.NewCluster(t, e2e.Options{AppConfig: "event_handlers:\n  - " + handler("app1") + "\n"})
+	b.c = e2e.NewCluster(t, e2e.Options{AppConfig: "event_handlers:\n  - " + handler("app1") + "\n", ROBalance: balance})
 	c := b.c
 	b.app = c.Apps[0]
 	t.Logf("cluster formed in %s", c.Formed.Round(time.Millisecond))
@@ -139,8 +144,8 @@ func mySetupBench(t *testing.T) *myBench {
 			t.Fatalf("%s did not replicate the check user (result %d, err %v)", r.Name, res, err)
 		}
 	}
-	b.def = myNewCheckHX(t, dir, b.app.Host, "HAProxy check, defaults", "ro_defaults", myDefPort, c.Replicas(), myDefOpts)
-	b.tuned = myNewCheckHX(t, dir, b.app.Host, "HAProxy check, tuned", "ro_tuned", myTunedPort, c.Replicas(), myTunedOpts)
+	b.def = myNewCheckHX(t, dir, b.app.Host, "HAProxy check, defaults", "ro_defaults", myDefPort, c.Replicas(), myDefOpts, balance)
+	b.tuned = myNewCheckHX(t, dir, b.app.Host, "HAProxy check, tuned", "ro_tuned", myTunedPort, c.Replicas(), myTunedOpts, balance)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	b.shoalHX = myStartPoller(t, ctx, b.app.HAProxy, myHXPollEvery)
@@ -166,7 +171,7 @@ func mySetupBench(t *testing.T) *myBench {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	t.Logf("setup (cluster, hooks, check HAProxies) took %s", time.Since(start).Round(time.Second))
+	t.Logf("setup (cluster, hooks, check HAProxies; balance %s) took %s", balance, time.Since(start).Round(time.Second))
 	return b
 }
 
@@ -261,7 +266,7 @@ func (b *myBench) detect(victim string, t0 time.Time, limit time.Duration, need 
 // Suite 3
 
 func TestMySQLFailure(t *testing.T) {
-	b := mySetupBench(t)
+	b := mySetupBench(t, "leastconn")
 	c := b.c
 	trials := Pick(20, 3)
 	replicas := c.Replicas()
@@ -647,26 +652,62 @@ func myErrClass(e string) string {
 	return e
 }
 
+// myBalances are the `balance` algorithms of the three read listeners that
+// suite 4 measures, in this order, each on its own cluster: leastconn (the
+// e2e harness's default, and suite 3's) and roundrobin (HAProxy's default).
+var myBalances = []string{"leastconn", "roundrobin"}
+
+// myImpactTarget is one HAProxy read listener that a suite 4 client uses.
+type myImpactTarget struct {
+	key, label string
+	port       int
+}
+
+var myImpactTargets = []myImpactTarget{
+	{"shoal", "shoal-driven HAProxy (no checks)", e2e.ROPort},
+	{"def", "HAProxy check, defaults", myDefPort},
+	{"tuned", "HAProxy check, tuned", myTunedPort},
+}
+
+// myImpactRun is what suite 4 measured with one balance algorithm.
+type myImpactRun struct {
+	Balance string
+	Res     map[string]map[string][]myImpact // fault slug → target key → one per trial
+	DownAt  map[string][]float64             // fault slug → seconds until all three HAProxies had the victim out
+	Trials  time.Duration                    // time spent in the trials
+}
+
 func TestClientImpact(t *testing.T) {
-	b := mySetupBench(t)
-	c := b.c
+	e2e.Require(t)
 	trials := Pick(10, 2)
+	var runs []*myImpactRun
+	for _, bal := range myBalances {
+		run := &myImpactRun{Balance: bal, Res: map[string]map[string][]myImpact{}, DownAt: map[string][]float64{}}
+		// One subtest per algorithm: its cleanups tear its cluster down
+		// before the next algorithm's cluster is built.
+		if !t.Run(bal, func(t *testing.T) { myImpactTrials(t, bal, trials, run) }) {
+			t.FailNow()
+		}
+		runs = append(runs, run)
+	}
+	body := myImpactSection(runs, trials)
+	WriteSection(t, "40-client", body)
+	t.Logf("section:\n%s", body)
+}
+
+// myImpactTrials builds the setup with `balance <balance>` on all three read
+// listeners, runs the trials of every fault into run, and (through t's
+// cleanups) tears the setup down.
+func myImpactTrials(t *testing.T, balance string, trials int, run *myImpactRun) {
+	b := mySetupBench(t, balance)
+	c := b.c
 	dialer, err := myNewNSDialer(b.app.Host.NS, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(dialer.close)
-	type target struct {
-		key, label string
-		port       int
-	}
-	targets := []target{
-		{"shoal", "shoal-driven HAProxy (no checks)", e2e.ROPort},
-		{"def", "HAProxy check, defaults", myDefPort},
-		{"tuned", "HAProxy check, tuned", myTunedPort},
-	}
 	clients := map[string]*myLoadClient{}
-	for _, tg := range targets {
+	for _, tg := range myImpactTargets {
 		cl, err := myStartLoadClient(dialer, tg.port, myClientRate)
 		if err != nil {
 			t.Fatal(err)
@@ -676,7 +717,7 @@ func TestClientImpact(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second)
 	// A client that cannot even get through a healthy HAProxy is breakage.
-	for _, tg := range targets {
+	for _, tg := range myImpactTargets {
 		now := time.Now()
 		ops := clients[tg.key].Ops(func(o myOp) bool { return o.Start.After(now.Add(-2 * time.Second)) })
 		okOps := 0
@@ -686,16 +727,14 @@ func TestClientImpact(t *testing.T) {
 			}
 		}
 		if okOps < len(ops)/2 || len(ops) < 50 {
-			t.Fatalf("client of %s: %d of %d operations succeeded in the warm-up", tg.label, okOps, len(ops))
+			t.Fatalf("client of %s (balance %s): %d of %d operations succeeded in the warm-up", tg.label, balance, okOps, len(ops))
 		}
 	}
 
 	replicas := c.Replicas()
-	res := map[string]map[string][]myImpact{}
-	downAt := map[string][]float64{}
 	suiteStart := time.Now()
 	for _, f := range myFaults {
-		res[f.Slug] = map[string][]myImpact{}
+		run.Res[f.Slug] = map[string][]myImpact{}
 		for i := range trials {
 			victim := replicas[i%len(replicas)]
 			myRandomPhase()
@@ -705,7 +744,7 @@ func TestClientImpact(t *testing.T) {
 			// have taken it out, or 20 s.
 			d := b.detect(victim.Name, t0, 20*time.Second, []string{"shoalhx", "def", "tuned"})
 			resume := time.Now()
-			downAt[f.Slug] = append(downAt[f.Slug], resume.Sub(t0).Seconds())
+			run.DownAt[f.Slug] = append(run.DownAt[f.Slug], resume.Sub(t0).Seconds())
 			f.Recover(victim)
 			b.waitRecovered(t, resume)
 			// Every operation started before the resume has ended by now.
@@ -714,24 +753,28 @@ func TestClientImpact(t *testing.T) {
 			}
 			end := time.Now()
 			var line []string
-			for _, tg := range targets {
+			for _, tg := range myImpactTargets {
 				im := myMeasureImpact(clients[tg.key], t0, resume, end)
-				res[f.Slug][tg.key] = append(res[f.Slug][tg.key], im)
+				run.Res[f.Slug][tg.key] = append(run.Res[f.Slug][tg.key], im)
 				line = append(line, fmt.Sprintf("%s: %d ops %d failed %d stalled window %.2fs recovery-bad %d %v",
 					tg.key, im.Ops, im.Failed, im.Stalled, im.Window.Seconds(), im.Recovery, im.Errs))
 			}
-			t.Logf("%s trial %d/%d on %s (out everywhere after %.2fs; found %v): %s", f.Slug, i+1, trials, victim.Name,
-				resume.Sub(t0).Seconds(), d.Found, strings.Join(line, "; "))
+			t.Logf("%s %s trial %d/%d on %s (out everywhere after %.2fs; found %v): %s", balance, f.Slug, i+1, trials,
+				victim.Name, resume.Sub(t0).Seconds(), d.Found, strings.Join(line, "; "))
 		}
 	}
-	trialTime := time.Since(suiteStart)
+	run.Trials = time.Since(suiteStart)
+}
 
-	var rows [][]string
-	var verdicts []string
+// myImpactTable renders one algorithm's table rows, its verdict lines and
+// the failed+stalled totals (fault slug → target key → count).
+func myImpactTable(run *myImpactRun) (rows [][]string, verdicts []string, totals map[string]map[string]int) {
+	totals = map[string]map[string]int{}
 	for _, f := range myFaults {
 		tot := map[string]int{}
-		for _, tg := range targets {
-			ims := res[f.Slug][tg.key]
+		totals[f.Slug] = tot
+		for _, tg := range myImpactTargets {
+			ims := run.Res[f.Slug][tg.key]
 			var ops, failed, stalled, rec int
 			var bads, wins []float64
 			errs := map[string]int{}
@@ -778,21 +821,34 @@ func TestClientImpact(t *testing.T) {
 			ok := tot["shoal"] <= tot["def"] && tot["shoal"] <= tot["tuned"]
 			verdict = fmt.Sprintf("target no worse than either: %s", myMet(ok))
 		}
-		verdicts = append(verdicts, fmt.Sprintf("- %s: shoal's failed+stalled operations are %s of defaults' (%d vs %d) and %s of tuned's (%d vs %d); %s.",
-			f.Name, ratio(tot["shoal"], tot["def"]), tot["shoal"], tot["def"], ratio(tot["shoal"], tot["tuned"]), tot["shoal"], tot["tuned"], verdict))
+		verdicts = append(verdicts, fmt.Sprintf("- `balance %s`, %s: shoal's failed+stalled operations are %s of defaults' (%d vs %d) and %s of tuned's (%d vs %d); %s.",
+			run.Balance, f.Name, ratio(tot["shoal"], tot["def"]), tot["shoal"], tot["def"], ratio(tot["shoal"], tot["tuned"]), tot["shoal"], tot["tuned"], verdict))
 	}
+	return rows, verdicts, totals
+}
 
+// myImpactSection renders the 40-client section from the runs (one per
+// balance algorithm, in myBalances' order).
+func myImpactSection(runs []*myImpactRun, trials int) string {
+	var balances, downs []string
+	for _, r := range runs {
+		balances = append(balances, "`balance "+r.Balance+"`")
+		downs = append(downs, fmt.Sprintf("`balance %s`: `kill -9` p50 %s s, `SIGSTOP` p50 %s s", r.Balance,
+			fmtS(myMedian(r.DownAt["kill9"])), fmtS(myMedian(r.DownAt["sigstop"]))))
+	}
 	var body strings.Builder
 	body.WriteString("## 4. Client impact\n\n")
 	fmt.Fprintf(&body, "What applications feel while a replica's `mysqld` fails. Three clients run at the same time in the app "+
 		"host's namespace, one per HAProxy read listener of suite 3's setup: the one shoal drives (no health checks, "+
 		"servers set `ready`/`maint` by the shoal agent), the one with `%s` and the one with `%s` (both `option mysql-check`; "+
-		"all three `mode tcp`, `balance leastconn`, `option redispatch`, `retries 2`, routing to the same two replicas). "+
+		"all three `mode tcp`, `option redispatch`, `retries 2`, the same `balance` algorithm, routing to the same two replicas). "+
 		"Each client starts one operation every %s (100/s) on a schedule that does not wait for earlier operations (open "+
 		"loop, like many application threads): a new connection, `SELECT @@server_id`, close; the driver's connect, read "+
-		"and write timeouts are %s and each operation is cut at %s (the e2e client's settings).\n\n",
-		myDefOpts, myTunedOpts, myClientRate, myClientIOTimeout, myClientOpTimeout)
-	fmt.Fprintf(&body, "**How.** %d trials per fault, alternating between the two replicas, each after a uniformly random "+
+		"and write timeouts are %s and each operation is cut at %s (the e2e client's settings). The suite runs once per "+
+		"balance algorithm of the three read listeners, %s, each on a freshly built cluster (built, measured, torn down "+
+		"before the next).\n\n",
+		myDefOpts, myTunedOpts, myClientRate, myClientIOTimeout, myClientOpTimeout, strings.Join(balances, " then "))
+	fmt.Fprintf(&body, "**How.** %d trials per fault and algorithm, alternating between the two replicas, each after a uniformly random "+
 		"wait in [0, %s). `kill -9`: the server stays dead until all three HAProxies have taken it out (or 20 s), then "+
 		"restarts; `SIGSTOP`: held until all three have taken it out (or 20 s), then `SIGCONT`. The next trial starts "+
 		"once every agent's pool and all three HAProxies show the replica back. Counted per trial and client: the "+
@@ -801,24 +857,57 @@ func TestClientImpact(t *testing.T) {
 		"failed only, so failed+stalled counts each bad operation once); the **window**, from the fault to the end of "+
 		"the last failed or stalled operation (0 without any); and, separately, bad operations started after the "+
 		"restart/`SIGCONT` until the trial ended (\"after resume\"). Clock: the machine's wall clock. Time from the "+
-		"fault until all three HAProxies had it out (when the fault was lifted): `kill -9` p50 %s s, `SIGSTOP` p50 %s s.\n\n",
-		trials, myPhaseSpan, fmtS(myMedian(downAt["kill9"])), fmtS(myMedian(downAt["sigstop"])))
+		"fault until all three HAProxies had it out (when the fault was lifted): %s.\n\n",
+		trials, myPhaseSpan, strings.Join(downs, "; "))
 	fmt.Fprintf(&body, "Command: %s\n\n", Command("TestClientImpact"))
 	if Quick() {
 		body.WriteString("**BENCH_QUICK=1 run: too few trials for the figures to mean much.**\n\n")
 	}
-	body.WriteString(Table([]string{"fault", "HAProxy", "ops", "failed", "stalled (> 1 s)", "failed+stalled",
-		"per trial p50 / max", "window p50 / max (s)", "bad after resume", "errors"}, rows))
-	body.WriteString("\n" + strings.Join(verdicts, "\n") + "\n")
-	body.WriteString("\nReading these counts: all three HAProxies use `balance leastconn` (as the e2e harness's read listener " +
-		"does). A hung server keeps the connections stuck on it counted as active, so leastconn sends nearly every new " +
-		"connection to the other replica until the stuck ones time out (2 s); that, not the health check, is what keeps " +
-		"the defaults' and tuned HAProxies' counts low during a hang, and the window (fault to the last bad operation) " +
-		"shows how long clients were still exposed. With `roundrobin` far more operations would land on the hung server; " +
-		"that was not measured here. After `kill -9`, connections to the dead server are refused at once and " +
-		"`option redispatch` sends them elsewhere, so only operations in flight at the crash fail, whichever mechanism " +
-		"runs.\n")
-	fmt.Fprintf(&body, "\nTrials took %s in all.\n", trialTime.Round(time.Second))
-	WriteSection(t, "40-client", body.String())
-	t.Logf("section:\n%s", body.String())
+	body.WriteString("Why the algorithm matters: with `leastconn` a server whose connections are stuck keeps them counted " +
+		"as active, so HAProxy sends nearly every new connection to the other replica until the stuck ones end, whether " +
+		"or not anything has taken the server out; that, more than the health check, is what keeps the check HAProxies' " +
+		"counts low under `leastconn`. With `roundrobin` (HAProxy's default) HAProxy keeps sending every other new " +
+		"connection to the failed server, however many are stuck there, until the server is taken out (set `maint` by " +
+		"shoal, marked DOWN by a check), so the cost grows with the time to take it out, which is what the health " +
+		"mechanism decides. During a hang HAProxy's own connect to the stopped server still succeeds (the kernel accepts " +
+		"into the listen backlog), so `option redispatch` does not move those connections: the client's 2 s read timeout " +
+		"ends them. After `kill -9` the connect is refused at once; HAProxy retries after a turn-around of min(`timeout " +
+		"connect`, 1 s) and `option redispatch` moves only the last of the `retries 2` to the other server, so an " +
+		"operation routed to the dead server before it is taken out can succeed about 2 s late (stalled) instead of " +
+		"failing; under `leastconn` the connections waiting out the turn-around count as active too.\n\n")
+
+	sum := map[string]map[string]map[string]int{} // balance → fault → target → failed+stalled
+	for _, r := range runs {
+		rows, verdicts, totals := myImpactTable(r)
+		sum[r.Balance] = totals
+		fmt.Fprintf(&body, "### `balance %s`\n\n", r.Balance)
+		body.WriteString(Table([]string{"fault", "HAProxy", "ops", "failed", "stalled (> 1 s)", "failed+stalled",
+			"per trial p50 / max", "window p50 / max (s)", "bad after resume", "errors"}, rows))
+		body.WriteString("\n" + strings.Join(verdicts, "\n") + "\n")
+		fmt.Fprintf(&body, "\nTrials took %s.\n\n", r.Trials.Round(time.Second))
+	}
+
+	// Side by side: failed+stalled per algorithm.
+	head := []string{"fault", "HAProxy"}
+	for _, r := range runs {
+		head = append(head, "failed+stalled, `"+r.Balance+"`")
+	}
+	var rows [][]string
+	for _, f := range myFaults {
+		for _, tg := range myImpactTargets {
+			row := []string{f.Name, tg.label}
+			for _, r := range runs {
+				row = append(row, fmt.Sprint(sum[r.Balance][f.Slug][tg.key]))
+			}
+			rows = append(rows, row)
+		}
+	}
+	body.WriteString("### Side by side\n\n")
+	body.WriteString(Table(head, rows))
+	var total time.Duration
+	for _, r := range runs {
+		total += r.Trials
+	}
+	fmt.Fprintf(&body, "\nTrials took %s in all (cluster setups not counted).\n", total.Round(time.Second))
+	return body.String()
 }

@@ -23,6 +23,9 @@ type Options struct {
 	AppConfig string
 	// FormTimeout bounds the wait for the healthy pool (default 60 s).
 	FormTimeout time.Duration
+	// ROBalance is the `balance` algorithm of the read-only listener of
+	// each app host's HAProxy (e.g. "roundrobin"); "" means leastconn.
+	ROBalance string
 }
 
 // AppHost is an application host: a shoal agent with the HAProxy sink and
@@ -114,7 +117,7 @@ func NewCluster(t testing.TB, opts Options) *Cluster {
 		d.Agent = NewAgent(t, d.Host, dir, AgentSpec{Name: d.Name, Role: "db", Key: c.Key, Join: without(seeds, d.Host.IP)})
 	}
 	for _, a := range c.Apps {
-		a.HAProxy = StartHAProxy(t, a.Host, dir, c.DBs)
+		a.HAProxy = StartHAProxyBalance(t, a.Host, dir, c.DBs, opts.ROBalance)
 		cfg := fmt.Sprintf(`sinks:
   haproxy:
     address: unix:%s

@@ -31,8 +31,12 @@ type HAProxy struct {
 	proc *Proc
 }
 
-// haproxyConfig renders the configuration for the db hosts.
-func haproxyConfig(sock string, dbs []*DBHost) string {
+// haproxyConfig renders the configuration for the db hosts; the read-only
+// listener uses `balance roBalance` ("" means leastconn).
+func haproxyConfig(sock string, dbs []*DBHost, roBalance string) string {
+	if roBalance == "" {
+		roBalance = "leastconn"
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `global
     stats socket %s mode 600 level admin
@@ -49,7 +53,7 @@ listen %s
 	for _, d := range dbs {
 		fmt.Fprintf(&b, "    server %s %s disabled\n", d.Name, d.Addr())
 	}
-	fmt.Fprintf(&b, "listen %s\n    bind 127.0.0.1:%d\n    balance leastconn\n", ROBackend, ROPort)
+	fmt.Fprintf(&b, "listen %s\n    bind 127.0.0.1:%d\n    balance %s\n", ROBackend, ROPort, roBalance)
 	for _, d := range dbs {
 		fmt.Fprintf(&b, "    server %s %s\n", d.Name, d.Addr())
 	}
@@ -57,8 +61,16 @@ listen %s
 }
 
 // StartHAProxy starts HAProxy in h's namespace, in the foreground (-db),
-// and waits for its runtime API.
+// and waits for its runtime API. Its read-only listener uses
+// `balance leastconn`.
 func StartHAProxy(t testing.TB, h *Host, dir string, dbs []*DBHost) *HAProxy {
+	t.Helper()
+	return StartHAProxyBalance(t, h, dir, dbs, "")
+}
+
+// StartHAProxyBalance is StartHAProxy with the read-only listener's
+// `balance` algorithm ("" means leastconn, as StartHAProxy).
+func StartHAProxyBalance(t testing.TB, h *Host, dir string, dbs []*DBHost, roBalance string) *HAProxy {
 	t.Helper()
 	hx := &HAProxy{Host: h, Dir: filepath.Join(dir, "haproxy-"+h.NS)}
 	if err := os.MkdirAll(hx.Dir, 0o700); err != nil {
@@ -66,7 +78,7 @@ func StartHAProxy(t testing.TB, h *Host, dir string, dbs []*DBHost) *HAProxy {
 	}
 	hx.Sock = filepath.Join(hx.Dir, "admin.sock")
 	cfg := filepath.Join(hx.Dir, "haproxy.cfg")
-	if err := os.WriteFile(cfg, []byte(haproxyConfig(hx.Sock, dbs)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(haproxyConfig(hx.Sock, dbs, roBalance)), 0o600); err != nil {
 		t.Fatalf("e2e: %v", err)
 	}
 	bin, err := lookPath("haproxy")
