@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log"
 	"log/slog"
 	"maps"
 	"net"
@@ -185,10 +186,22 @@ func (a *Agent) Start(ctx context.Context) error {
 	a.monitor = lw
 	a.logs.SetMonitor(lw)
 
+	mc := sc.MemberlistConfig
+	bindIP := mc.BindAddr
+	if bindIP == "" {
+		bindIP = "0.0.0.0"
+	}
+	tr, err := newTransport(bindIP, mc.BindPort, log.New(serfOut, "", log.LstdFlags))
+	if err != nil {
+		return fmt.Errorf("start gossip on %s: %w", a.cfg.Bind, err)
+	}
+	mc.Transport = tr
+
 	ac := sagent.DefaultConfig()
 	ac.NodeName = a.cfg.Node
 	sa, err := sagent.Create(ac, sc, serfOut)
 	if err != nil {
+		_ = tr.Shutdown()
 		return fmt.Errorf("create serf agent: %w", err)
 	}
 	if a.cfg.Gossip.ConfirmFailures {
@@ -221,6 +234,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		sa.RegisterEventHandler(a.hooks)
 	}
 	if err := sa.Start(); err != nil {
+		_ = tr.Shutdown() // memberlist shuts it down only once it is created
 		return fmt.Errorf("start gossip on %s: %w", a.cfg.Bind, err)
 	}
 	a.sa = sa
