@@ -276,6 +276,14 @@ func detectionReport(t testing.TB, cells []*cellResult, took time.Duration) stri
 	}
 	b.WriteString(Table([]string{"agent", "N", "after", "trials", "p50", "p90", "p99", "max", "not alive everywhere in 120 s"}, rows))
 	b.WriteString("\nTarget: p99 ≤ 2.0 s.\n\n")
+	b.WriteString("**Where the stock agent's time goes** (read from serf v0.11 and memberlist v0.7). Detection: a member is declared dead " +
+		"when a suspicion times out, at least SuspicionMult × log10(N) × probe interval after the first failed probe (4 × 1.18 × 1 s ≈ 4.7 s " +
+		"for `lan` at N = 15), and the stock `serf agent` then holds member events for its 1 s quiescent / 3 s coalesce window. " +
+		"Back to alive after a link heals: nobody probes a member that is marked dead. It returns only when serf's reconnect picks it " +
+		"(every `reconnect_interval`, 30 s in the stock agent, each agent tries one random failed member with probability failed/alive: " +
+		"the cut host, which failed everyone, tries every 30 s; the others rarely) or at memberlist's periodic push/pull (30 s, scaled " +
+		"with N). Both land uniformly within tens of seconds, which is the spread above. A restarted agent joins by itself, so that case is fast. " +
+		"shoal's agents ping members they confirmed failed every 500 ms and rejoin one as soon as it answers (see README, \"Failure confirmation\").\n\n")
 	b.WriteString("### Short partitions: false failures after the cut host reconnects (N = 15)\n\n")
 	b.WriteString("One host's link is cut for 1 s or 8 s, then restored. Counted: `member-failed` events for healthy members (not the cut host) " +
 		"from the moment the link is restored until 10 s after every survivor sees the cut host alive again — by the hosts that were never cut, and separately by the cut host itself " +
