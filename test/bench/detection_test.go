@@ -183,14 +183,25 @@ func runCell(t *testing.T, impl Impl, n int, key string) *cellResult {
 				if byRest > 0 {
 					h.trialsWithAny++
 				}
-				h.byCutHost += countFailedBy(stamps, backAt, end, v.Name)
+				byCut := countFailedBy(stamps, backAt, end, v.Name)
+				h.byCutHost += byCut
+				var offs []string
+				for _, st := range stamps {
+					if st.Event == "member-failed" && !st.At.Before(t1) && !st.At.After(end) {
+						offs = append(offs, fmt.Sprintf("%s→%s +%dms", st.Observer, st.Member, st.At.Sub(t1).Milliseconds()))
+					}
+				}
+				if len(offs) > 0 {
+					t.Logf("%s %s cut trial %d: member-failed after the link came back (observer→member +ms after link up; cut host alive again at +%dms): %s",
+						label, cut, k, backAt.Sub(t1).Milliseconds(), strings.Join(offs, ", "))
+				}
 				for _, s := range stamps {
 					if s.Event == "member-failed" && s.Member == v.Name && s.At.After(backAt) && s.At.Before(end) {
 						h.refailed++
 					}
 				}
 				h.trials++
-				t.Logf("%s heal after %s cut trial %d (%s): %d healthy members reported failed by the rest, %d by the cut host", label, cut, k, v.Name, byRest, h.byCutHost)
+				t.Logf("%s heal after %s cut trial %d (%s): %d healthy members reported failed by the rest, %d by the cut host", label, cut, k, v.Name, byRest, byCut)
 				if err := c.WaitAllAlive(2 * time.Minute); err != nil {
 					t.Fatalf("%s: cluster did not recover after the %s cut: %v", label, cut, err)
 				}
