@@ -206,22 +206,36 @@ func (a *Agent) Start(ctx context.Context) error {
 	}
 	if a.cfg.Gossip.ConfirmFailures {
 		retry := sc.MemberlistConfig.ProbeInterval
-		// serf exists only once sa.Start has run; events come after that.
 		probeTimeout := sc.MemberlistConfig.ProbeTimeout
-		a.gate = newFailureGate(func(m serf.Member) bool {
-			s := sa.Serf()
+		// serf exists only once sa.Start has run; events come after that.
+		var (
+			pgOnce sync.Once
+			pg     *pinger
+		)
+		getPinger := func() *pinger {
+			pgOnce.Do(func() { pg = newPinger(sa.Serf().Memberlist(), pingsInFlight) })
+			return pg
+		}
+		waitFor := func(s *serf.Serf, name string) time.Duration {
 			rtt, known := time.Duration(0), false
 			if me, err := s.GetCoordinate(); err == nil {
-				if them, ok := s.GetCachedCoordinate(m.Name); ok {
+				if them, ok := s.GetCachedCoordinate(name); ok {
 					rtt, known = me.DistanceTo(them), true
 				}
 			}
-			return pingMember(s.Memberlist(), m, confirmPings, confirmWait(rtt, known, probeTimeout))
+			return confirmWait(rtt, known, probeTimeout)
+		}
+		a.gate = newFailureGate(func(m serf.Member) bool {
+			return getPinger().ping(m, confirmPings, waitFor(sa.Serf(), m.Name), true)
 		},
 			func(e serf.Event) {
 				a.events.HandleEvent(e)
 				a.hooks.HandleEvent(e)
 			}, retry, confirmMaxHold, a.logs.Logger.With("component", "gossip"))
+		a.gate.revivePing = func(m serf.Member) bool {
+			return getPinger().ping(m, 1, waitFor(sa.Serf(), m.Name), false)
+		}
+		a.gate.reviveEvery = func() time.Duration { return reviveInterval(sa.Serf().Memberlist().NumMembers()) }
 		a.gate.rejoin = func(m serf.Member) {
 			addr := net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port)))
 			if _, err := sa.Serf().Join([]string{addr}, false); err != nil {

@@ -37,8 +37,12 @@ import (
 type failureGate struct {
 	ping func(m serf.Member) bool // true when the member answered
 	// rejoin, when set, is called when a confirmed-failed member answers
-	// pings again (see watchRevival).
-	rejoin  func(m serf.Member)
+	// pings again (see watchRevival); revivePing checks once whether it
+	// does (false when the agent is too busy to ask), reviveEvery says how
+	// often each agent asks.
+	rejoin      func(m serf.Member)
+	revivePing  func(m serf.Member) bool
+	reviveEvery func() time.Duration
 	emit    func(serf.Event) // downstream; called with mu held, in order
 	retry   time.Duration    // re-check interval while the member answers
 	maxHold time.Duration
@@ -62,6 +66,7 @@ type pendingFailure struct {
 
 func newFailureGate(ping func(serf.Member) bool, emit func(serf.Event), retry, maxHold time.Duration, log *slog.Logger) *failureGate {
 	return &failureGate{ping: ping, emit: emit, retry: retry, maxHold: maxHold, log: log,
+		revivePing: ping, reviveEvery: func() time.Duration { return reviveEvery },
 		pending: map[string]*pendingFailure{}, confirmed: map[string]uint64{}, stop: make(chan struct{})}
 }
 
@@ -176,20 +181,26 @@ func (g *failureGate) check(p *pendingFailure) {
 // before the rejoin lets one agent's rejoin make the others' unnecessary.
 func (g *failureGate) watchRevival(m serf.Member, gen uint64) {
 	started := time.Now()
+	// Start at a random phase so that the agents' pings spread out.
+	first := true
 	for {
-		every := reviveEvery
+		every := g.reviveEvery()
 		if time.Since(started) > reviveFastFor {
-			every = reviveSlowEvery
+			every = max(every, reviveSlowEvery)
+		}
+		wait := every
+		if first {
+			wait, first = time.Duration(rand.Int64N(int64(every)))+time.Millisecond, false
 		}
 		select {
 		case <-g.stop:
 			return
-		case <-time.After(every):
+		case <-time.After(wait):
 		}
 		if !g.stillConfirmed(m.Name, gen) {
 			return
 		}
-		if !g.ping(m) {
+		if !g.revivePing(m) {
 			continue
 		}
 		select {
@@ -241,23 +252,55 @@ func (g *failureGate) Close() {
 	}
 }
 
-// pingMember sends `pings` direct memberlist pings to m at once and
-// reports whether any was answered within wait (at most the probe timeout,
-// after which memberlist gives up on a ping).
-func pingMember(ml interface {
+// pinger sends direct memberlist pings with a bound on how many are in
+// flight at once: memberlist.Ping blocks for up to the probe timeout, and
+// an agent that checks many members at once (a rack went down, a large
+// cluster) must not pile up goroutines.
+type pinger struct {
+	ml interface {
+		Ping(string, net.Addr) (time.Duration, error)
+	}
+	slots chan struct{}
+}
+
+func newPinger(ml interface {
 	Ping(string, net.Addr) (time.Duration, error)
-}, m serf.Member, pings int, wait time.Duration) bool {
+}, inFlight int) *pinger {
+	return &pinger{ml: ml, slots: make(chan struct{}, inFlight)}
+}
+
+// ping sends n pings to m at once and reports whether any was answered
+// within wait (at most the probe timeout, when memberlist gives up on a
+// ping). With mustSend it waits for free slots (confirmations); without,
+// it sends only what fits now and reports false if nothing was sent
+// (revival checks are best effort).
+func (p *pinger) ping(m serf.Member, n int, wait time.Duration, mustSend bool) bool {
 	addr := &net.UDPAddr{IP: m.Addr, Port: int(m.Port)}
-	res := make(chan bool, pings)
-	for i := 0; i < pings; i++ {
+	res := make(chan bool, n) // buffered: a ping finishing after we stopped waiting never blocks
+	sent := 0
+	for i := 0; i < n; i++ {
+		if mustSend {
+			p.slots <- struct{}{}
+		} else {
+			select {
+			case p.slots <- struct{}{}:
+			default:
+				continue
+			}
+		}
+		sent++
 		go func() {
-			_, err := ml.Ping(m.Name, addr)
+			defer func() { <-p.slots }()
+			_, err := p.ml.Ping(m.Name, addr)
 			res <- err == nil
 		}()
 	}
+	if sent == 0 {
+		return false
+	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	for i := 0; i < pings; i++ {
+	for i := 0; i < sent; i++ {
 		select {
 		case ok := <-res:
 			if ok {
@@ -268,6 +311,14 @@ func pingMember(ml interface {
 		}
 	}
 	return false
+}
+
+// reviveInterval is how often one agent checks a confirmed-failed member:
+// reviveEvery in small clusters; in larger ones each agent asks less often,
+// so that the whole cluster sends about reviveFanout pings per reviveEvery
+// to a dead member, whatever its size.
+func reviveInterval(members int) time.Duration {
+	return reviveEvery * time.Duration(max(1, members/reviveFanout))
 }
 
 // confirmWait is how long a confirmation waits for an answer: a multiple
@@ -290,10 +341,15 @@ const (
 	confirmRTTMult = 5
 	confirmMinWait = 60 * time.Millisecond
 
-	// A confirmed-failed member is pinged every reviveEvery for
-	// reviveFastFor, then every reviveSlowEvery, until it is back or gone.
+	// A confirmed-failed member is pinged once every reviveInterval for
+	// reviveFastFor, then at most every reviveSlowEvery, until it is back
+	// or gone.
 	reviveEvery     = 500 * time.Millisecond
+	reviveFanout    = 16
 	reviveFastFor   = 2 * time.Minute
 	reviveSlowEvery = 5 * time.Second
 	reviveJitter    = 300 * time.Millisecond
+
+	// pingsInFlight bounds the direct pings one agent has outstanding.
+	pingsInFlight = 64
 )

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -182,5 +183,74 @@ func TestConfirmWait(t *testing.T) {
 		if got := confirmWait(c.rtt, c.known, pt); got != c.want {
 			t.Errorf("confirmWait(%s, %v) = %s, want %s", c.rtt, c.known, got, c.want)
 		}
+	}
+}
+
+// slowML answers pings after a delay and counts how many are in flight.
+type slowML struct {
+	delay          time.Duration
+	answer         bool
+	inFlight, peak atomic.Int32
+	calls          atomic.Int32
+}
+
+func (s *slowML) Ping(string, net.Addr) (time.Duration, error) {
+	n := s.inFlight.Add(1)
+	for {
+		p := s.peak.Load()
+		if n <= p || s.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	s.calls.Add(1)
+	time.Sleep(s.delay)
+	s.inFlight.Add(-1)
+	if s.answer {
+		return time.Millisecond, nil
+	}
+	return 0, errors.New("no ack")
+}
+
+func TestPingerBoundsPingsInFlight(t *testing.T) {
+	ml := &slowML{delay: 200 * time.Millisecond}
+	p := newPinger(ml, 4)
+	var wg sync.WaitGroup
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The caller gives up after 10ms; the pings keep their slots
+			// until memberlist returns.
+			p.ping(member("db2", serf.StatusFailed), 3, 10*time.Millisecond, true)
+		}()
+	}
+	wg.Wait()
+	if peak := ml.peak.Load(); peak > 4 {
+		t.Fatalf("%d pings in flight, bound 4", peak)
+	}
+	// Best-effort pings are not sent when every slot is taken.
+	for i := 0; i < 4; i++ {
+		p.slots <- struct{}{}
+	}
+	before := ml.calls.Load()
+	if p.ping(member("db2", serf.StatusFailed), 1, 10*time.Millisecond, false) {
+		t.Fatal("a ping that could not be sent reported an answer")
+	}
+	if ml.calls.Load() != before {
+		t.Fatal("a best-effort ping was sent with no free slot")
+	}
+	for i := 0; i < 4; i++ {
+		<-p.slots
+	}
+	ml.answer = true
+	time.Sleep(300 * time.Millisecond)
+	if !p.ping(member("db2", serf.StatusFailed), 3, time.Second, true) {
+		t.Fatal("an answered ping was reported unanswered")
+	}
+}
+
+func TestReviveIntervalSpreadsWithSize(t *testing.T) {
+	if reviveInterval(15) != reviveEvery || reviveInterval(1000) != reviveEvery*62 {
+		t.Fatalf("reviveInterval(15)=%s reviveInterval(1000)=%s", reviveInterval(15), reviveInterval(1000))
 	}
 }
