@@ -43,10 +43,10 @@ type failureGate struct {
 	rejoin      func(m serf.Member)
 	revivePing  func(m serf.Member) bool
 	reviveEvery func() time.Duration
-	emit    func(serf.Event) // downstream; called with mu held, in order
-	retry   time.Duration    // re-check interval while the member answers
-	maxHold time.Duration
-	log     *slog.Logger
+	emit        func(serf.Event) // downstream; called with mu held, in order
+	retry       time.Duration    // re-check interval while the member answers
+	maxHold     time.Duration
+	log         *slog.Logger
 
 	mu        sync.Mutex
 	pending   map[string]*pendingFailure
