@@ -294,7 +294,7 @@ func detectionReport(t testing.TB, cells []*cellResult, took time.Duration) stri
 		"(every `reconnect_interval`, 30 s in the stock agent, each agent tries one random failed member with probability failed/alive: " +
 		"the cut host, which failed everyone, tries every 30 s; the others rarely) or at memberlist's periodic push/pull (30 s, scaled " +
 		"with N). Both land uniformly within tens of seconds, which is the spread above. A restarted agent joins by itself, so that case is fast. " +
-		"shoal's agents ping members they confirmed failed every 500 ms and rejoin one as soon as it answers (see README, \"Failure confirmation\").\n\n")
+		"shoal's agents ping members they confirmed failed (every 0.5 s in clusters this small) and rejoin one as soon as it answers (see README, \"Failure confirmation\").\n\n")
 	b.WriteString("### Short partitions: false failures after the cut host reconnects (N = 15)\n\n")
 	b.WriteString("One host's link is cut for 1 s or 8 s, then restored. Counted: `member-failed` events for healthy members (not the cut host) " +
 		"from the moment the link is restored until 10 s after every survivor sees the cut host alive again — by the hosts that were never cut, and separately by the cut host itself " +
@@ -335,7 +335,8 @@ func fmtMax(s Stats) string {
 
 func footprintReport(cells []*cellResult) string {
 	var b strings.Builder
-	b.WriteString("### Idle agents at N = 15\n\n")
+	b.WriteString("## 6. Footprint\n\nProbe load on MySQL (queries and connections per second per server, against HAProxy's checks) is in section 3; " +
+		"`shoal members` latency in section 5.\n\n### Idle agents at N = 15\n\n")
 	b.WriteString("Resident memory (VmRSS) and CPU (utime+stime from /proc) of every agent process over an idle window after the cluster formed, " +
 		"with the other clusters of suite 1 idle at the same time. Per agent: median and max over the 15 agents.\n\n")
 	var rows [][]string

@@ -40,6 +40,11 @@ const (
 // another one.
 var scaleMembersDone *membersResult
 
+// scaleNotFormed records, per profile, the smallest size TestScale could
+// not form in this process, so that TestMembersLatency does not spend
+// minutes trying a larger one on the same machine.
+var scaleNotFormed = map[string]int{}
+
 type scaleRun struct {
 	profile string
 	size    int
@@ -178,6 +183,9 @@ func TestScale(t *testing.T) {
 		r.fallback = p.fallback
 		if !r.c.formed {
 			failedAt[p.prof] = p.n
+			if old, ok := scaleNotFormed[p.prof]; !ok || p.n < old {
+				scaleNotFormed[p.prof] = p.n
+			}
 			if p.prof == "fast" && !slices.Contains(profiles, "lan") {
 				// What does work where fast cannot form: lan at that size and up.
 				for _, n := range sizes {
@@ -597,6 +605,11 @@ func TestMembersLatency(t *testing.T) {
 	}
 	if _, ok := config.Profiles[prof]; !ok {
 		t.Fatalf("BENCH_MEMBERS_PROFILE: unknown profile %q", prof)
+	}
+	if f, ok := scaleNotFormed[prof]; ok && f <= n {
+		WriteSection(t, "55-members-latency", fmt.Sprintf("### shoal members at %s members\n\nNot measured: in this run TestScale could not form "+
+			"%d in-process `%s` agents on this machine (section 5), so %d cannot form either. Command: %s.\n", commaInt(n), f, prof, n, Command("TestMembersLatency")))
+		t.Skipf("TestScale could not form %d %s agents here", f, prof)
 	}
 	key, err := agent.GenerateKey()
 	if err != nil {
