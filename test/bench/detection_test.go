@@ -23,6 +23,9 @@ type cellResult struct {
 	// last survivor to see alive again, trials where not all saw it.
 	last, first, alive map[string][]float64
 	missed, noAlive    map[string]int
+	// trials after which not every agent saw every member alive within
+	// 2 minutes (the victim was then restarted)
+	stuck map[string]int
 	// members other than the victim reported failed during the trials
 	// (by anyone but the victim).
 	collateral map[string]int
@@ -44,7 +47,7 @@ type healResult struct {
 
 func newCell(impl Impl, n int) *cellResult {
 	return &cellResult{impl: impl, n: n, last: map[string][]float64{}, first: map[string][]float64{}, alive: map[string][]float64{},
-		missed: map[string]int{}, noAlive: map[string]int{}, collateral: map[string]int{}, heal: map[time.Duration]*healResult{}}
+		missed: map[string]int{}, noAlive: map[string]int{}, stuck: map[string]int{}, collateral: map[string]int{}, heal: map[time.Duration]*healResult{}}
 }
 
 // TestDetection is suite 1 (host failure detection) and the idle part of
@@ -142,7 +145,16 @@ func runCell(t *testing.T, impl Impl, n int, key string) *cellResult {
 				r.noAlive[fault]++
 			}
 			if err := c.WaitAllAlive(2 * time.Minute); err != nil {
-				t.Fatalf("%s: cluster did not recover after %s trial %d: %v", label, fault, k, err)
+				// A measured property of the agent (the stock one can take
+				// minutes), not a harness failure: count it, restart the
+				// victim so that it rejoins, and go on.
+				r.stuck[fault]++
+				t.Logf("%s: not every agent saw every member alive 2 min after %s trial %d (%v); restarting %s", label, fault, k, err, v.Name)
+				v.Kill()
+				c.Start(t, v)
+				if err := c.WaitAllAlive(2 * time.Minute); err != nil {
+					t.Fatalf("%s: cluster did not recover after %s trial %d, even with %s restarted: %v", label, fault, k, v.Name, err)
+				}
 			}
 			r.collateral[fault] += countFailed(c.Stamps(), t0, time.Now(), v.Name, v.Name)
 			t.Logf("%s %s trial %d (%s): first %.3fs last %.3fs alive again %.3fs", label, fault, k, v.Name, first.Seconds(), last.Seconds(), back.Seconds())
@@ -203,7 +215,13 @@ func runCell(t *testing.T, impl Impl, n int, key string) *cellResult {
 				h.trials++
 				t.Logf("%s heal after %s cut trial %d (%s): %d healthy members reported failed by the rest, %d by the cut host", label, cut, k, v.Name, byRest, byCut)
 				if err := c.WaitAllAlive(2 * time.Minute); err != nil {
-					t.Fatalf("%s: cluster did not recover after the %s cut: %v", label, cut, err)
+					r.stuck["link cut"]++
+					t.Logf("%s: not every agent saw every member alive 2 min after the %s cut (%v); restarting %s", label, cut, err, v.Name)
+					v.Kill()
+					c.Start(t, v)
+					if err := c.WaitAllAlive(2 * time.Minute); err != nil {
+						t.Fatalf("%s: cluster did not recover after the %s cut, even with %s restarted: %v", label, cut, v.Name, err)
+					}
 				}
 				Jitter(time.Second)
 			}
@@ -282,10 +300,10 @@ func detectionReport(t testing.TB, cells []*cellResult, took time.Duration) stri
 		for _, f := range []string{"crash", "link cut"} {
 			s := Summarize(c.alive[f])
 			what := map[string]string{"crash": "agent restarted", "link cut": "link restored"}[f]
-			rows = append(rows, []string{c.impl.Name, fmt.Sprint(c.n), what, fmt.Sprint(s.N + c.noAlive[f]), s.Cells(), fmt.Sprint(c.noAlive[f])})
+			rows = append(rows, []string{c.impl.Name, fmt.Sprint(c.n), what, fmt.Sprint(s.N + c.noAlive[f]), s.Cells(), fmt.Sprint(c.noAlive[f]), fmt.Sprint(c.stuck[f])})
 		}
 	}
-	b.WriteString(Table([]string{"agent", "N", "after", "trials", "p50", "p90", "p99", "max", "not alive everywhere in 120 s"}, rows))
+	b.WriteString(Table([]string{"agent", "N", "after", "trials", "p50", "p90", "p99", "max", "not alive everywhere in 120 s", "cluster not fully alive 2 min later (victim restarted)"}, rows))
 	b.WriteString("\nTarget: p99 ≤ 2.0 s.\n\n")
 	b.WriteString("**Where the stock agent's time goes** (read from serf v0.11 and memberlist v0.7). Detection: a member is declared dead " +
 		"when a suspicion times out, at least SuspicionMult × log10(N) × probe interval after the first failed probe (4 × 1.18 × 1 s ≈ 4.7 s " +
