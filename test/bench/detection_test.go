@@ -26,6 +26,8 @@ type cellResult struct {
 	// trials after which not every agent saw every member alive within
 	// 2 minutes (the victim was then restarted)
 	stuck map[string]int
+	// aborted says why the cell stopped early ("" when it ran every trial)
+	aborted string
 	// members other than the victim reported failed during the trials
 	// (by anyone but the victim).
 	collateral map[string]int
@@ -153,7 +155,9 @@ func runCell(t *testing.T, impl Impl, n int, key string) *cellResult {
 				v.Kill()
 				c.Start(t, v)
 				if err := c.WaitAllAlive(2 * time.Minute); err != nil {
-					t.Fatalf("%s: cluster did not recover after %s trial %d, even with %s restarted: %v", label, fault, k, v.Name, err)
+					r.aborted = fmt.Sprintf("after %s trial %d the cluster was still not fully alive 2 min after restarting %s (%v): the remaining trials of this cell were not run", fault, k+1, v.Name, err)
+					t.Logf("%s: %s", label, r.aborted)
+					return r
 				}
 			}
 			r.collateral[fault] += countFailed(c.Stamps(), t0, time.Now(), v.Name, v.Name)
@@ -220,7 +224,9 @@ func runCell(t *testing.T, impl Impl, n int, key string) *cellResult {
 					v.Kill()
 					c.Start(t, v)
 					if err := c.WaitAllAlive(2 * time.Minute); err != nil {
-						t.Fatalf("%s: cluster did not recover after the %s cut, even with %s restarted: %v", label, cut, v.Name, err)
+						r.aborted = fmt.Sprintf("after a %s cut the cluster was still not fully alive 2 min after restarting %s (%v): the remaining trials of this cell were not run", cut, v.Name, err)
+						t.Logf("%s: %s", label, r.aborted)
+						return r
 					}
 				}
 				Jitter(time.Second)
@@ -285,6 +291,12 @@ func detectionReport(t testing.TB, cells []*cellResult, took time.Duration) stri
 	}
 	b.WriteString(Table([]string{"agent", "N", "fault", "trials", "first survivor p50", "last survivor p50", "p90", "p99", "max", "not seen by all in 90 s", "healthy members reported failed"}, rows))
 	b.WriteString("\nTarget (N = 15, crash or link cut): every survivor in p50 ≤ 1.0 s, p99 ≤ 2.0 s.\n\n")
+	for _, c := range cells {
+		if c.aborted != "" {
+			fmt.Fprintf(&b, "- **%s, N = %d stopped early:** %s.\n", c.impl.Name, c.n, c.aborted)
+		}
+	}
+	b.WriteString("\n")
 	for _, f := range []string{"crash", "link cut"} {
 		var ss []Series
 		for _, c := range cells {
