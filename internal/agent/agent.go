@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -213,7 +214,10 @@ func (a *Agent) Start(ctx context.Context) error {
 			pg     *pinger
 		)
 		getPinger := func() *pinger {
-			pgOnce.Do(func() { pg = newPinger(sa.Serf().Memberlist(), pingsInFlight) })
+			pgOnce.Do(func() {
+				pg = newPinger(sa.Serf().Memberlist(), pingsInFlight)
+				pg.watch = tr.Watch
+			})
 			return pg
 		}
 		waitFor := func(s *serf.Serf, name string) time.Duration {
@@ -232,6 +236,16 @@ func (a *Agent) Start(ctx context.Context) error {
 				a.events.HandleEvent(e)
 				a.hooks.HandleEvent(e)
 			}, retry, confirmMaxHold, a.logs.Logger.With("component", "gossip"))
+		a.gate.pingCareful = func(m serf.Member) bool {
+			return getPinger().ping(m, confirmPings, max(waitFor(sa.Serf(), m.Name), carefulWait), true)
+		}
+		a.gate.heard = func(m serf.Member) (<-chan struct{}, func()) {
+			ip, ok := netip.AddrFromSlice(m.Addr)
+			if !ok {
+				return nil, func() {}
+			}
+			return tr.Watch(netip.AddrPortFrom(ip.Unmap(), m.Port))
+		}
 		a.gate.revivePing = func(m serf.Member) bool {
 			return getPinger().ping(m, 1, waitFor(sa.Serf(), m.Name), false)
 		}

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,11 @@ type failureGate struct {
 	rejoin      func(m serf.Member)
 	revivePing  func(m serf.Member) bool
 	reviveEvery func() time.Duration
+	// pingCareful, when set, is a second, longer check used while the
+	// cluster is healing (see careful); heard, when set, reports the next
+	// packet from a member (the transport's Watch).
+	pingCareful func(m serf.Member) bool
+	heard       func(m serf.Member) (<-chan struct{}, func())
 	emit        func(serf.Event) // downstream; called with mu held, in order
 	retry       time.Duration    // re-check interval while the member answers
 	maxHold     time.Duration
@@ -52,6 +58,7 @@ type failureGate struct {
 	pending   map[string]*pendingFailure
 	confirmed map[string]uint64 // failed in serf and passed downstream: name → generation
 	gen       uint64
+	healing   time.Time // careful checks until then
 	closed    bool
 	stop      chan struct{}
 
@@ -101,8 +108,12 @@ func (g *failureGate) HandleEvent(e serf.Event) {
 				// it join either.
 				g.resolve(m.Name, p)
 				g.Refuted.Add(1)
+				g.healing = time.Now().Add(carefulFor)
 				g.log.Info("member reported failed by gossip was answering pings and is alive again; failure not acted on", "member", m.Name, "withheld", time.Since(p.since).Round(time.Millisecond).String())
 				continue
+			}
+			if _, ok := g.confirmed[m.Name]; ok {
+				g.healing = time.Now().Add(carefulFor)
 			}
 			delete(g.confirmed, m.Name)
 			pass = append(pass, m)
@@ -134,6 +145,9 @@ func (g *failureGate) check(p *pendingFailure) {
 	warned := false
 	for {
 		answered := g.ping(p.member)
+		if !answered && g.pingCareful != nil && g.careful() {
+			answered = g.pingCareful(p.member)
+		}
 		g.mu.Lock()
 		if g.pending[name] != p {
 			g.mu.Unlock()
@@ -181,6 +195,18 @@ func (g *failureGate) check(p *pendingFailure) {
 // before the rejoin lets one agent's rejoin make the others' unnecessary.
 func (g *failureGate) watchRevival(m serf.Member, gen uint64) {
 	started := time.Now()
+	// The first packet from the member is the first sign that it (or the
+	// link to it) is back; its stale gossip arrives with it, so checks turn
+	// careful at once, and the member is asked right away.
+	var heard <-chan struct{}
+	stopWatch := func() {}
+	watch := func() {
+		if g.heard != nil && heard == nil {
+			heard, stopWatch = g.heard(m)
+		}
+	}
+	defer func() { stopWatch() }()
+	watch()
 	// Start at a random phase so that the agents' pings spread out.
 	first := true
 	for {
@@ -195,11 +221,17 @@ func (g *failureGate) watchRevival(m serf.Member, gen uint64) {
 		select {
 		case <-g.stop:
 			return
+		case <-heard:
+			heard = nil
+			g.mu.Lock()
+			g.healing = time.Now().Add(carefulFor)
+			g.mu.Unlock()
 		case <-time.After(wait):
 		}
 		if !g.stillConfirmed(m.Name, gen) {
 			return
 		}
+		watch()
 		if !g.revivePing(m) {
 			continue
 		}
@@ -214,6 +246,18 @@ func (g *failureGate) watchRevival(m serf.Member, gen uint64) {
 		g.log.Info("a member gossip has failed answers pings again: rejoining it", "member", m.Name)
 		g.rejoin(m)
 	}
+}
+
+// careful reports whether the cluster is healing: a member confirmed
+// failed (or withheld) came back, or sent a packet, in the last carefulFor.
+// Right after a partition heals, the host that was cut off spreads its
+// stale suspicions, and the members they name are busy with rejoins and
+// merges; a member that misses the short first check then gets a second,
+// longer one before it is called failed.
+func (g *failureGate) careful() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return time.Now().Before(g.healing)
 }
 
 func (g *failureGate) stillConfirmed(name string, gen uint64) bool {
@@ -261,6 +305,10 @@ type pinger struct {
 		Ping(string, net.Addr) (time.Duration, error)
 	}
 	slots chan struct{}
+	// watch, when set, reports the next packet from an address (the
+	// transport's Watch): a member whose answer comes after memberlist's
+	// Ping gave up, or who sends anything else, counts as answering.
+	watch func(netip.AddrPort) (<-chan struct{}, func())
 }
 
 func newPinger(ml interface {
@@ -269,18 +317,31 @@ func newPinger(ml interface {
 	return &pinger{ml: ml, slots: make(chan struct{}, inFlight)}
 }
 
-// ping sends n pings to m at once and reports whether any was answered
-// within wait (at most the probe timeout, when memberlist gives up on a
-// ping). With mustSend it waits for free slots (confirmations); without,
-// it sends only what fits now and reports false if nothing was sent
-// (revival checks are best effort).
+// ping sends n pings to m at once and reports whether m answered within
+// wait. memberlist's Ping gives up at the probe timeout; with a watch, a
+// later answer (or any other packet from m) until wait still counts. With
+// mustSend it waits for free slots (confirmations); without, it sends only
+// what fits now and reports false if nothing was sent (revival checks are
+// best effort).
 func (p *pinger) ping(m serf.Member, n int, wait time.Duration, mustSend bool) bool {
 	addr := &net.UDPAddr{IP: m.Addr, Port: int(m.Port)}
+	var heard <-chan struct{}
+	if p.watch != nil {
+		if ip, ok := netip.AddrFromSlice(m.Addr); ok {
+			var stop func()
+			heard, stop = p.watch(netip.AddrPortFrom(ip.Unmap(), m.Port))
+			defer stop()
+		}
+	}
 	res := make(chan bool, n) // buffered: a ping finishing after we stopped waiting never blocks
 	sent := 0
 	for i := 0; i < n; i++ {
 		if mustSend {
-			p.slots <- struct{}{}
+			select {
+			case p.slots <- struct{}{}:
+			case <-heard:
+				return true
+			}
 		} else {
 			select {
 			case p.slots <- struct{}{}:
@@ -300,17 +361,21 @@ func (p *pinger) ping(m serf.Member, n int, wait time.Duration, mustSend bool) b
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	for i := 0; i < sent; i++ {
+	for pending := sent; ; {
 		select {
 		case ok := <-res:
 			if ok {
 				return true
 			}
+			if pending--; pending == 0 && heard == nil {
+				return false
+			}
+		case <-heard:
+			return true
 		case <-timer.C:
 			return false
 		}
 	}
-	return false
 }
 
 // reviveInterval is how often one agent checks a confirmed-failed member:
@@ -323,14 +388,17 @@ func reviveInterval(members int) time.Duration {
 
 // confirmWait is how long a confirmation waits for an answer: a multiple
 // of the round trip to the member that serf's network coordinates estimate,
-// within [confirmMinWait, probe timeout]. On a quiet LAN that is a few tens
-// of milliseconds instead of the whole probe timeout; on a slow or loaded
-// network the coordinates grow and the wait grows with them.
+// within [confirmMinWait, max(probe timeout, confirmMaxWait)]. On a quiet
+// LAN that is a few tens of milliseconds instead of the whole probe
+// timeout; on a slow or loaded network the coordinates grow and the wait
+// grows with them, past the probe timeout when the round trip nears it (the
+// transport sees answers that memberlist's Ping gave up on). This is the
+// per-member, RTT-adapted timeout memberlist's probes lack.
 func confirmWait(rtt time.Duration, known bool, probeTimeout time.Duration) time.Duration {
 	if !known {
 		return probeTimeout
 	}
-	return min(max(confirmRTTMult*rtt+confirmMinWait/2, confirmMinWait), probeTimeout)
+	return min(max(confirmRTTMult*rtt+confirmMinWait/2, confirmMinWait), max(probeTimeout, confirmMaxWait))
 }
 
 // confirmPings direct pings are sent per check; confirmMaxHold bounds how
@@ -340,6 +408,12 @@ const (
 	confirmMaxHold = 10 * time.Second
 	confirmRTTMult = 5
 	confirmMinWait = 60 * time.Millisecond
+	confirmMaxWait = time.Second
+
+	// While the cluster heals (careful), a member that misses the first
+	// check gets a second one of at least carefulWait.
+	carefulFor  = 5 * time.Second
+	carefulWait = 250 * time.Millisecond
 
 	// A confirmed-failed member is pinged once every reviveInterval for
 	// reviveFastFor, then at most every reviveSlowEvery, until it is back

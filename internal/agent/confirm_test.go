@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -178,7 +179,8 @@ func TestConfirmWait(t *testing.T) {
 		{0, false, pt}, // no estimate: the probe timeout
 		{300 * time.Microsecond, true, confirmMinWait},       // quiet LAN: the floor
 		{10 * time.Millisecond, true, 80 * time.Millisecond}, // 5 x RTT + 30ms
-		{100 * time.Millisecond, true, pt},                   // slow network: capped
+		{100 * time.Millisecond, true, 530 * time.Millisecond}, // slow network: past the probe timeout
+		{time.Second, true, confirmMaxWait},                    // capped
 	} {
 		if got := confirmWait(c.rtt, c.known, pt); got != c.want {
 			t.Errorf("confirmWait(%s, %v) = %s, want %s", c.rtt, c.known, got, c.want)
@@ -252,5 +254,103 @@ func TestPingerBoundsPingsInFlight(t *testing.T) {
 func TestReviveIntervalSpreadsWithSize(t *testing.T) {
 	if reviveInterval(15) != reviveEvery || reviveInterval(1000) != reviveEvery*62 {
 		t.Fatalf("reviveInterval(15)=%s reviveInterval(1000)=%s", reviveInterval(15), reviveInterval(1000))
+	}
+}
+
+// An answer that comes after memberlist's Ping gave up, or any other packet
+// from the member, counts while the wait lasts.
+func TestPingerCountsLateAnswers(t *testing.T) {
+	ml := &slowML{delay: 20 * time.Millisecond} // memberlist gives up after 20ms
+	p := newPinger(ml, 4)
+	var watched atomic.Int32
+	late := make(chan struct{})
+	p.watch = func(addr netip.AddrPort) (<-chan struct{}, func()) {
+		if addr != netip.MustParseAddrPort("10.0.0.2:7946") {
+			t.Errorf("watching %s", addr)
+		}
+		watched.Add(1)
+		return late, func() { watched.Add(-1) }
+	}
+	m := member("db2", serf.StatusFailed)
+	m.Addr, m.Port = net.ParseIP("10.0.0.2"), 7946
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		close(late)
+	}()
+	start := time.Now()
+	if !p.ping(m, 3, 2*time.Second, true) {
+		t.Fatal("a late answer was not counted")
+	}
+	if d := time.Since(start); d < 90*time.Millisecond {
+		t.Fatalf("answered after %s, before the late packet", d)
+	}
+	// Nothing at all within the wait: unanswered, after the wait.
+	start = time.Now()
+	p.watch = func(netip.AddrPort) (<-chan struct{}, func()) { watched.Add(1); return make(chan struct{}), func() { watched.Add(-1) } }
+	if p.ping(m, 3, 150*time.Millisecond, true) {
+		t.Fatal("a silent member was reported answering")
+	}
+	if d := time.Since(start); d < 140*time.Millisecond {
+		t.Fatalf("gave up after %s, before the wait of 150ms", d)
+	}
+	if n := watched.Load(); n != 0 {
+		t.Fatalf("%d watches left behind", n)
+	}
+}
+
+// While the cluster heals (a failed member came back), a member that
+// misses the first check gets the careful second one; otherwise it does not.
+func TestFailureGateAsksTwiceWhileHealing(t *testing.T) {
+	r := &gateRecorder{}
+	var careful atomic.Int32
+	g := newFailureGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	g.pingCareful = func(serf.Member) bool { careful.Add(1); return true }
+	defer g.Close()
+	// Quiet cluster: one short check, confirmed.
+	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("db2", serf.StatusFailed)}})
+	if ev := waitEvents(t, r, 1); ev[0].Type != serf.EventMemberFailed {
+		t.Fatalf("got %v", ev)
+	}
+	if careful.Load() != 0 {
+		t.Fatal("careful check outside a heal")
+	}
+	// db2 comes back: the cluster is healing. db3's failure now gets the
+	// second check, which it answers: withheld.
+	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberJoin, Members: []serf.Member{member("db2", serf.StatusAlive)}})
+	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("db3", serf.StatusFailed)}})
+	deadline := time.Now().Add(5 * time.Second)
+	for careful.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if careful.Load() == 0 {
+		t.Fatal("no careful check while healing")
+	}
+	time.Sleep(50 * time.Millisecond)
+	if ev := r.get(); len(ev) != 2 || g.Pending() != 1 {
+		t.Fatalf("db3 not withheld while answering the careful check: events %v, pending %d", ev, g.Pending())
+	}
+}
+
+// The first packet from a confirmed-failed member starts a heal.
+func TestFailureGateHealsOnFirstPacket(t *testing.T) {
+	r := &gateRecorder{}
+	g := newFailureGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	packet := make(chan struct{})
+	g.heard = func(serf.Member) (<-chan struct{}, func()) { return packet, func() {} }
+	g.rejoin = func(serf.Member) {}
+	g.reviveEvery = func() time.Duration { return time.Hour }
+	defer g.Close()
+	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("db2", serf.StatusFailed)}})
+	waitEvents(t, r, 1)
+	if g.careful() {
+		t.Fatal("careful before any sign of a heal")
+	}
+	close(packet)
+	deadline := time.Now().Add(5 * time.Second)
+	for !g.careful() && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !g.careful() {
+		t.Fatal("a packet from a failed member did not start a heal")
 	}
 }

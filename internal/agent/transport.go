@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,13 @@ type transport struct {
 	streams chan net.Conn
 	closed  atomic.Bool
 	wg      sync.WaitGroup
+
+	// Watches for the next packet from an address (see Watch). nwatch lets
+	// the read loop skip the lock when nobody watches, which is almost
+	// always.
+	watchMu sync.Mutex
+	watches map[netip.AddrPort][]chan struct{}
+	nwatch  atomic.Int32
 }
 
 var _ memberlist.NodeAwareTransport = (*transport)(nil)
@@ -176,8 +184,68 @@ func (t *transport) readLoop() {
 			continue
 		}
 		metrics.IncrCounter([]string{"memberlist", "udp", "received"}, float32(n))
+		if t.nwatch.Load() > 0 {
+			if ua, ok := addr.(*net.UDPAddr); ok {
+				t.heard(ua.AddrPort())
+			}
+		}
 		pkt := make([]byte, n)
 		copy(pkt, buf[:n])
 		t.packets <- &memberlist.Packet{Buf: pkt, From: addr, Timestamp: ts}
 	}
+}
+
+// Watch returns a channel that is closed when the next UDP packet from addr
+// arrives, and a function that stops watching. The failure confirmation
+// uses it to see answers that memberlist's Ping gives up on: Ping waits
+// only the probe timeout, so on a link whose round trip is near or above it
+// (a loaded or distant network) a live member looks dead. Any packet from
+// the member's gossip port counts: an ack that came late, its own probe or
+// gossip. Packets are not authenticated here (memberlist decrypts them
+// later), so a host that can forge the member's source address could keep
+// a dead member from being confirmed; the gate's maxHold bounds that, and
+// gossip has the last word.
+func (t *transport) Watch(addr netip.AddrPort) (<-chan struct{}, func()) {
+	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
+	ch := make(chan struct{})
+	t.watchMu.Lock()
+	if t.watches == nil {
+		t.watches = map[netip.AddrPort][]chan struct{}{}
+	}
+	t.watches[addr] = append(t.watches[addr], ch)
+	t.nwatch.Add(1)
+	t.watchMu.Unlock()
+	return ch, func() {
+		t.watchMu.Lock()
+		defer t.watchMu.Unlock()
+		ws := t.watches[addr]
+		for i, w := range ws {
+			if w == ch {
+				ws = append(ws[:i], ws[i+1:]...)
+				t.nwatch.Add(-1)
+				break
+			}
+		}
+		if len(ws) == 0 {
+			delete(t.watches, addr)
+		} else {
+			t.watches[addr] = ws
+		}
+	}
+}
+
+// heard wakes the watchers of addr.
+func (t *transport) heard(addr netip.AddrPort) {
+	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
+	t.watchMu.Lock()
+	defer t.watchMu.Unlock()
+	ws := t.watches[addr]
+	if len(ws) == 0 {
+		return
+	}
+	for _, ch := range ws {
+		close(ch)
+	}
+	delete(t.watches, addr)
+	t.nwatch.Add(-int32(len(ws)))
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"net/netip"
 	"strconv"
 	"testing"
 	"time"
@@ -61,5 +62,54 @@ func TestTransportPacketsOwnTheirBytes(t *testing.T) {
 	// Shutdown ends both loops; a second one is harmless.
 	if err := tr.Shutdown(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Watch fires on the next packet from the watched address only, and a
+// stopped or fired watch leaves nothing behind.
+func TestTransportWatch(t *testing.T) {
+	tr, err := newTransport("127.0.0.1", 0, log.New(io.Discard, "", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Shutdown()
+	go func() {
+		for range tr.PacketCh() {
+		}
+	}()
+	to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: tr.port}
+	member, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer member.Close()
+	other, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	heard, stop := tr.Watch(member.LocalAddr().(*net.UDPAddr).AddrPort())
+	defer stop()
+	_, stopIdle := tr.Watch(netip.MustParseAddrPort("127.0.0.1:1"))
+	if _, err := other.WriteTo([]byte("x"), to); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-heard:
+		t.Fatal("fired on a packet from another address")
+	case <-time.After(100 * time.Millisecond):
+	}
+	if _, err := member.WriteTo([]byte("x"), to); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-heard:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake-up on a packet from the watched address")
+	}
+	stop()
+	stopIdle()
+	if n := tr.nwatch.Load(); n != 0 || len(tr.watches) != 0 {
+		t.Fatalf("%d watches (%d addresses) left", n, len(tr.watches))
 	}
 }
