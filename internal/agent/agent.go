@@ -246,6 +246,13 @@ func (a *Agent) Start(ctx context.Context) error {
 			}
 			return tr.Watch(netip.AddrPortFrom(ip.Unmap(), m.Port))
 		}
+		a.gate.heardSince = func(m serf.Member) (time.Duration, bool) {
+			ip, ok := netip.AddrFromSlice(m.Addr)
+			if !ok {
+				return 0, false
+			}
+			return tr.HeardSince(netip.AddrPortFrom(ip.Unmap(), m.Port))
+		}
 		a.gate.revivePing = func(m serf.Member) bool {
 			return getPinger().ping(m, 1, waitFor(sa.Serf(), m.Name), false)
 		}

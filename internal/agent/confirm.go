@@ -44,10 +44,12 @@ type failureGate struct {
 	rejoin      func(m serf.Member)
 	revivePing  func(m serf.Member) bool
 	reviveEvery func() time.Duration
-	// pingCareful, when set, is a second, longer check used while the
-	// cluster is healing (see careful); heard, when set, reports the next
+	// pingCareful, when set, is a second, longer check for a member that
+	// misses the first but was heard from just before (heardSince, the
+	// transport's last packet from it); heard, when set, reports the next
 	// packet from a member (the transport's Watch).
 	pingCareful func(m serf.Member) bool
+	heardSince  func(m serf.Member) (time.Duration, bool)
 	heard       func(m serf.Member) (<-chan struct{}, func())
 	emit        func(serf.Event) // downstream; called with mu held, in order
 	retry       time.Duration    // re-check interval while the member answers
@@ -58,11 +60,10 @@ type failureGate struct {
 	pending   map[string]*pendingFailure
 	confirmed map[string]uint64 // failed in serf and passed downstream: name → generation
 	gen       uint64
-	healing   time.Time // careful checks until then
 	closed    bool
 	stop      chan struct{}
 
-	Confirmed, Refuted, Expired atomic.Uint64
+	Confirmed, Refuted, Expired, Careful atomic.Uint64
 }
 
 type pendingFailure struct {
@@ -108,12 +109,8 @@ func (g *failureGate) HandleEvent(e serf.Event) {
 				// it join either.
 				g.resolve(m.Name, p)
 				g.Refuted.Add(1)
-				g.healing = time.Now().Add(carefulFor)
 				g.log.Info("member reported failed by gossip was answering pings and is alive again; failure not acted on", "member", m.Name, "withheld", time.Since(p.since).Round(time.Millisecond).String())
 				continue
-			}
-			if _, ok := g.confirmed[m.Name]; ok {
-				g.healing = time.Now().Add(carefulFor)
 			}
 			delete(g.confirmed, m.Name)
 			pass = append(pass, m)
@@ -145,7 +142,8 @@ func (g *failureGate) check(p *pendingFailure) {
 	warned := false
 	for {
 		answered := g.ping(p.member)
-		if !answered && g.pingCareful != nil && g.careful() {
+		if !answered && g.pingCareful != nil && g.recentlyHeard(p) {
+			g.Careful.Add(1)
 			answered = g.pingCareful(p.member)
 		}
 		g.mu.Lock()
@@ -196,8 +194,7 @@ func (g *failureGate) check(p *pendingFailure) {
 func (g *failureGate) watchRevival(m serf.Member, gen uint64) {
 	started := time.Now()
 	// The first packet from the member is the first sign that it (or the
-	// link to it) is back; its stale gossip arrives with it, so checks turn
-	// careful at once, and the member is asked right away.
+	// link to it) is back: it is asked right away, not at the next tick.
 	var heard <-chan struct{}
 	stopWatch := func() {}
 	watch := func() {
@@ -223,9 +220,6 @@ func (g *failureGate) watchRevival(m serf.Member, gen uint64) {
 			return
 		case <-heard:
 			heard = nil
-			g.mu.Lock()
-			g.healing = time.Now().Add(carefulFor)
-			g.mu.Unlock()
 		case <-time.After(wait):
 		}
 		if !g.stillConfirmed(m.Name, gen) {
@@ -248,16 +242,20 @@ func (g *failureGate) watchRevival(m serf.Member, gen uint64) {
 	}
 }
 
-// careful reports whether the cluster is healing: a member confirmed
-// failed (or withheld) came back, or sent a packet, in the last carefulFor.
-// Right after a partition heals, the host that was cut off spreads its
-// stale suspicions, and the members they name are busy with rejoins and
-// merges; a member that misses the short first check then gets a second,
-// longer one before it is called failed.
-func (g *failureGate) careful() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return time.Now().Before(g.healing)
+// recentlyHeard reports whether a packet came from the member in the
+// carefulRecent before its failure arrived here, or since. A member that
+// crashed or was cut off has been silent for at least the detection time
+// (a probe and a suspicion timeout) when its failure arrives; one that is
+// healthy but accused (stale suspicions from a host whose link just came
+// back, or lost packets on a loaded network) was usually heard from
+// moments ago. Such a member gets a second, longer check before it is
+// called failed, and a real failure pays nothing for it.
+func (g *failureGate) recentlyHeard(p *pendingFailure) bool {
+	if g.heardSince == nil {
+		return false
+	}
+	ago, ok := g.heardSince(p.member)
+	return ok && time.Now().Add(-ago).After(p.since.Add(-carefulRecent))
 }
 
 func (g *failureGate) stillConfirmed(name string, gen uint64) bool {
@@ -410,10 +408,11 @@ const (
 	confirmMinWait = 60 * time.Millisecond
 	confirmMaxWait = time.Second
 
-	// While the cluster heals (careful), a member that misses the first
-	// check gets a second one of at least carefulWait.
-	carefulFor  = 5 * time.Second
-	carefulWait = 250 * time.Millisecond
+	// A member heard from within carefulRecent before its failure arrived
+	// that misses the first check gets a second one of at least
+	// carefulWait (see recentlyHeard).
+	carefulRecent = 500 * time.Millisecond
+	carefulWait   = 250 * time.Millisecond
 
 	// A confirmed-failed member is pinged once every reviveInterval for
 	// reviveFastFor, then at most every reviveSlowEvery, until it is back

@@ -298,59 +298,73 @@ func TestPingerCountsLateAnswers(t *testing.T) {
 	}
 }
 
-// While the cluster heals (a failed member came back), a member that
-// misses the first check gets the careful second one; otherwise it does not.
-func TestFailureGateAsksTwiceWhileHealing(t *testing.T) {
+// A member that misses the first check gets a second, longer one only if
+// it was heard from just before its failure arrived; a member silent since
+// long ago (crashed, cut off) is confirmed after the first.
+func TestFailureGateAsksAgainWhenRecentlyHeard(t *testing.T) {
 	r := &gateRecorder{}
 	var careful atomic.Int32
 	g := newFailureGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	g.pingCareful = func(serf.Member) bool { careful.Add(1); return true }
+	g.heardSince = func(m serf.Member) (time.Duration, bool) {
+		switch m.Name {
+		case "silent":
+			return 2 * time.Second, true
+		case "chatty":
+			return 50 * time.Millisecond, true
+		}
+		return 0, false
+	}
 	defer g.Close()
-	// Quiet cluster: one short check, confirmed.
-	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("db2", serf.StatusFailed)}})
-	if ev := waitEvents(t, r, 1); ev[0].Type != serf.EventMemberFailed {
+	for _, name := range []string{"silent", "never"} {
+		g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member(name, serf.StatusFailed)}})
+	}
+	if ev := waitEvents(t, r, 2); ev[0].Type != serf.EventMemberFailed || ev[1].Type != serf.EventMemberFailed {
 		t.Fatalf("got %v", ev)
 	}
-	if careful.Load() != 0 {
-		t.Fatal("careful check outside a heal")
+	if careful.Load() != 0 || g.Careful.Load() != 0 {
+		t.Fatal("second check for a member silent for long")
 	}
-	// db2 comes back: the cluster is healing. db3's failure now gets the
-	// second check, which it answers: withheld.
-	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberJoin, Members: []serf.Member{member("db2", serf.StatusAlive)}})
-	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("db3", serf.StatusFailed)}})
+	// Heard 50ms ago: the second check, which it answers: withheld.
+	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("chatty", serf.StatusFailed)}})
 	deadline := time.Now().Add(5 * time.Second)
 	for careful.Load() == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if careful.Load() == 0 {
-		t.Fatal("no careful check while healing")
+		t.Fatal("no second check for a member heard from just before")
 	}
 	time.Sleep(50 * time.Millisecond)
 	if ev := r.get(); len(ev) != 2 || g.Pending() != 1 {
-		t.Fatalf("db3 not withheld while answering the careful check: events %v, pending %d", ev, g.Pending())
+		t.Fatalf("chatty not withheld while answering the second check: events %v, pending %d", ev, g.Pending())
 	}
 }
 
-// The first packet from a confirmed-failed member starts a heal.
-func TestFailureGateHealsOnFirstPacket(t *testing.T) {
+// The first packet from a confirmed-failed member gets it asked at once,
+// not at the next revival tick.
+func TestFailureGateAsksOnFirstPacket(t *testing.T) {
 	r := &gateRecorder{}
 	g := newFailureGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	packet := make(chan struct{})
 	g.heard = func(serf.Member) (<-chan struct{}, func()) { return packet, func() {} }
-	g.rejoin = func(serf.Member) {}
+	var up atomic.Bool
+	rejoined := make(chan struct{}, 1)
+	g.revivePing = func(serf.Member) bool { return up.Load() }
+	g.rejoin = func(serf.Member) {
+		select {
+		case rejoined <- struct{}{}:
+		default:
+		}
+	}
 	g.reviveEvery = func() time.Duration { return time.Hour }
 	defer g.Close()
 	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("db2", serf.StatusFailed)}})
 	waitEvents(t, r, 1)
-	if g.careful() {
-		t.Fatal("careful before any sign of a heal")
-	}
+	up.Store(true)
 	close(packet)
-	deadline := time.Now().Add(5 * time.Second)
-	for !g.careful() && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if !g.careful() {
-		t.Fatal("a packet from a failed member did not start a heal")
+	select {
+	case <-rejoined:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a packet from a failed member did not get it asked")
 	}
 }

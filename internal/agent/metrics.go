@@ -34,6 +34,10 @@ func (a *Agent) Collectors() []prometheus.Collector {
 				ConstLabels: prometheus.Labels{"result": r.result},
 			}, func() float64 { return float64(r.n()) }))
 		}
+		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "shoal_member_failure_second_checks_total",
+			Help: "Member failure checks that got a second, longer round: the member missed the first but had sent a packet just before its failure arrived.",
+		}, func() float64 { return float64(g.Careful.Load()) }))
 		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "shoal_member_failures_withheld",
 			Help: "Member failures reported by gossip that this agent is still checking (not yet acted on).",

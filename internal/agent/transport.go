@@ -39,7 +39,15 @@ type transport struct {
 	watchMu sync.Mutex
 	watches map[netip.AddrPort][]chan struct{}
 	nwatch  atomic.Int32
+
+	// When the last UDP packet from each address arrived (see
+	// HeardSince); at most maxHeard addresses, forgotten all at once when
+	// full (only forged source addresses fill it).
+	heardMu sync.Mutex
+	last    map[netip.AddrPort]time.Time
 }
+
+const maxHeard = 8192
 
 var _ memberlist.NodeAwareTransport = (*transport)(nil)
 
@@ -55,7 +63,8 @@ func newTransport(bindAddr string, port int, logger *log.Logger) (*transport, er
 	if ip == nil {
 		return nil, fmt.Errorf("bind address %q is not an IP address", bindAddr)
 	}
-	t := &transport{bindIP: ip, logger: logger, packets: make(chan *memberlist.Packet), streams: make(chan net.Conn)}
+	t := &transport{bindIP: ip, logger: logger, packets: make(chan *memberlist.Packet), streams: make(chan net.Conn),
+		last: map[netip.AddrPort]time.Time{}}
 	tcp, err := net.ListenTCP("tcp", &net.TCPAddr{IP: ip, Port: port})
 	if err != nil {
 		return nil, fmt.Errorf("failed to start TCP listener on %q port %d: %w", bindAddr, port, err)
@@ -184,9 +193,17 @@ func (t *transport) readLoop() {
 			continue
 		}
 		metrics.IncrCounter([]string{"memberlist", "udp", "received"}, float32(n))
-		if t.nwatch.Load() > 0 {
-			if ua, ok := addr.(*net.UDPAddr); ok {
-				t.heard(ua.AddrPort())
+		if ua, ok := addr.(*net.UDPAddr); ok {
+			ap := ua.AddrPort()
+			ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+			t.heardMu.Lock()
+			if _, ok := t.last[ap]; !ok && len(t.last) >= maxHeard {
+				clear(t.last)
+			}
+			t.last[ap] = ts
+			t.heardMu.Unlock()
+			if t.nwatch.Load() > 0 {
+				t.heard(ap)
 			}
 		}
 		pkt := make([]byte, n)
@@ -234,9 +251,21 @@ func (t *transport) Watch(addr netip.AddrPort) (<-chan struct{}, func()) {
 	}
 }
 
-// heard wakes the watchers of addr.
-func (t *transport) heard(addr netip.AddrPort) {
+// HeardSince reports how long ago the last UDP packet from addr arrived
+// (false: none, or forgotten). Like Watch, it trusts source addresses.
+func (t *transport) HeardSince(addr netip.AddrPort) (time.Duration, bool) {
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
+	t.heardMu.Lock()
+	at, ok := t.last[addr]
+	t.heardMu.Unlock()
+	if !ok {
+		return 0, false
+	}
+	return time.Since(at), true
+}
+
+// heard wakes the watchers of addr (unmapped).
+func (t *transport) heard(addr netip.AddrPort) {
 	t.watchMu.Lock()
 	defer t.watchMu.Unlock()
 	ws := t.watches[addr]

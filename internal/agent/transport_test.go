@@ -107,6 +107,12 @@ func TestTransportWatch(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no wake-up on a packet from the watched address")
 	}
+	if ago, ok := tr.HeardSince(member.LocalAddr().(*net.UDPAddr).AddrPort()); !ok || ago > 5*time.Second {
+		t.Fatalf("HeardSince = %s, %v", ago, ok)
+	}
+	if _, ok := tr.HeardSince(netip.MustParseAddrPort("127.0.0.1:1")); ok {
+		t.Fatal("HeardSince for an address never heard from")
+	}
 	stop()
 	stopIdle()
 	if n := tr.nwatch.Load(); n != 0 || len(tr.watches) != 0 {
