@@ -177,8 +177,8 @@ func TestConfirmWait(t *testing.T) {
 		want  time.Duration
 	}{
 		{0, false, pt}, // no estimate: the probe timeout
-		{300 * time.Microsecond, true, confirmMinWait},       // quiet LAN: the floor
-		{10 * time.Millisecond, true, 80 * time.Millisecond}, // 5 x RTT + 30ms
+		{300 * time.Microsecond, true, confirmMinWait},         // quiet LAN: the floor
+		{10 * time.Millisecond, true, 80 * time.Millisecond},   // 5 x RTT + 30ms
 		{100 * time.Millisecond, true, 530 * time.Millisecond}, // slow network: past the probe timeout
 		{time.Second, true, confirmMaxWait},                    // capped
 	} {
@@ -286,7 +286,10 @@ func TestPingerCountsLateAnswers(t *testing.T) {
 	}
 	// Nothing at all within the wait: unanswered, after the wait.
 	start = time.Now()
-	p.watch = func(netip.AddrPort) (<-chan struct{}, func()) { watched.Add(1); return make(chan struct{}), func() { watched.Add(-1) } }
+	p.watch = func(netip.AddrPort) (<-chan struct{}, func()) {
+		watched.Add(1)
+		return make(chan struct{}), func() { watched.Add(-1) }
+	}
 	if p.ping(m, 3, 150*time.Millisecond, true) {
 		t.Fatal("a silent member was reported answering")
 	}
