@@ -12,10 +12,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,7 +22,6 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"golang.org/x/sys/unix"
 
 	"github.com/shoaldb/shoal/test/e2e"
 )
@@ -367,86 +364,6 @@ func (c *myCheckHX) Stop() {
 // ---------------------------------------------------------------------------
 // open-loop client
 
-// myNSDialer creates sockets inside a network namespace (the same technique as
-// the e2e harness's unexported dialer): goroutines locked to OS threads that
-// setns()'d into the namespace create the connections, any goroutine uses
-// them. The threads are never unlocked, so the runtime discards them.
-type myNSDialer struct {
-	jobs chan func()
-	quit chan struct{}
-	once sync.Once
-}
-
-func myNewNSDialer(ns string, threads int) (*myNSDialer, error) {
-	d := &myNSDialer{jobs: make(chan func()), quit: make(chan struct{})}
-	errc := make(chan error, threads)
-	for range threads {
-		go func() {
-			runtime.LockOSThread()
-			fd, err := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-			if err != nil {
-				errc <- err
-				return
-			}
-			err = unix.Setns(fd, unix.CLONE_NEWNET)
-			unix.Close(fd)
-			if err != nil {
-				errc <- fmt.Errorf("setns %s: %w", ns, err)
-				return
-			}
-			errc <- nil
-			for {
-				select {
-				case job := <-d.jobs:
-					job()
-				case <-d.quit:
-					return
-				}
-			}
-		}()
-	}
-	for range threads {
-		if err := <-errc; err != nil {
-			d.close()
-			return nil, err
-		}
-	}
-	return d, nil
-}
-
-func (d *myNSDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	type result struct {
-		conn net.Conn
-		err  error
-	}
-	resp := make(chan result, 1)
-	job := func() {
-		var nd net.Dialer
-		c, err := nd.DialContext(ctx, network, addr)
-		resp <- result{c, err}
-	}
-	select {
-	case d.jobs <- job:
-	case <-d.quit:
-		return nil, fmt.Errorf("dial %s: namespace dialer closed", addr)
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	select {
-	case r := <-resp:
-		return r.conn, r.err
-	case <-ctx.Done():
-		go func() {
-			if r := <-resp; r.conn != nil {
-				r.conn.Close()
-			}
-		}()
-		return nil, ctx.Err()
-	}
-}
-
-func (d *myNSDialer) close() { d.once.Do(func() { close(d.quit) }) }
-
 // myOp is one client operation.
 type myOp struct {
 	Start time.Time
@@ -475,7 +392,7 @@ type myLoadClient struct {
 	ops []myOp
 }
 
-func myStartLoadClient(d *myNSDialer, port int, every time.Duration) (*myLoadClient, error) {
+func myStartLoadClient(d *e2e.NSDialer, port int, every time.Duration) (*myLoadClient, error) {
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Passwd = e2e.AppUser, e2e.AppPassword
 	cfg.Net, cfg.Addr = "tcp", fmt.Sprintf("127.0.0.1:%d", port)

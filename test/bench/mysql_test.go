@@ -701,11 +701,13 @@ func TestClientImpact(t *testing.T) {
 func myImpactTrials(t *testing.T, balance string, trials int, run *myImpactRun) {
 	b := mySetupBench(t, balance)
 	c := b.c
-	dialer, err := myNewNSDialer(b.app.Host.NS, 4)
+	// Several workers: three open-loop clients each dial 100 times a second
+	// through this one namespace, and one worker would serialize them.
+	dialer, err := e2e.NewNSDialer("/run/netns/"+b.app.Host.NS, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(dialer.close)
+	t.Cleanup(dialer.Close)
 	clients := map[string]*myLoadClient{}
 	for _, tg := range myImpactTargets {
 		cl, err := myStartLoadClient(dialer, tg.port, myClientRate)

@@ -37,7 +37,7 @@ type Host struct {
 	Veth  string // bridge-side interface in the fabric namespace
 
 	net    *Net
-	dialer *nsDialer
+	dialer *NSDialer
 }
 
 // run runs a command and returns its combined output in the error.
@@ -125,7 +125,7 @@ func (n *Net) Delete() {
 	n.hosts = nil
 	n.mu.Unlock()
 	for _, h := range hosts {
-		h.dialer.close()
+		h.dialer.Close()
 	}
 	for _, ns := range append(namesOf(hosts), n.Fabric) {
 		err := run("ip", "netns", "del", ns)

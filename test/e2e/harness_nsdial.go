@@ -12,11 +12,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// nsDialer opens TCP connections from inside a network namespace, so the
+// NSDialer opens TCP connections from inside a network namespace, so the
 // test process (in the root namespace, which has no address in the test
 // range) can reach a host's agent or HAProxy over the host's own loopback
 // routing: link cuts, partitions and packet loss on eth0 never hide a host
-// from the observer.
+// from the observer. The benchmarks use it too, for their load clients.
 //
 // A socket belongs to the namespace of the thread that created it, and only
 // creating it needs the namespace: a few goroutines locked to OS threads
@@ -25,32 +25,45 @@ import (
 // discards them when the goroutines end (and it never clones a new thread
 // from a locked one), keeping the rest of the process in the root
 // namespace.
-type nsDialer struct {
+type NSDialer struct {
 	jobs chan func()
 	quit chan struct{}
 	once sync.Once
 }
 
 // dialThreads bounds concurrent jobs (connection set-ups, socket creation)
-// per namespace; they are local and fast.
+// per namespace for the harness's own dialers; they are local and fast.
 const dialThreads = 2
 
-func newNSDialer(nsPath string) (*nsDialer, error) {
-	d := &nsDialer{jobs: make(chan func()), quit: make(chan struct{})}
-	errc := make(chan error, dialThreads)
-	for range dialThreads {
+// newNSDialer is the harness's dialer for a host: dialThreads workers.
+func newNSDialer(nsPath string) (*NSDialer, error) {
+	return NewNSDialer(nsPath, dialThreads)
+}
+
+// NewNSDialer enters the namespace at nsPath (e.g. /run/netns/<name>) with
+// the given number of worker threads. Each dial holds a worker until it
+// connects or fails, so a caller that opens many connections at once (an
+// open-loop client) asks for more workers, lest its dials queue behind one
+// another.
+func NewNSDialer(nsPath string, workers int) (*NSDialer, error) {
+	if workers < 1 {
+		return nil, fmt.Errorf("namespace dialer %s: %d workers, want at least 1", nsPath, workers)
+	}
+	d := &NSDialer{jobs: make(chan func()), quit: make(chan struct{})}
+	errc := make(chan error, workers)
+	for range workers {
 		go d.serve(nsPath, errc)
 	}
-	for range dialThreads {
+	for range workers {
 		if err := <-errc; err != nil {
-			d.close()
+			d.Close()
 			return nil, err
 		}
 	}
 	return d, nil
 }
 
-func (d *nsDialer) serve(nsPath string, errc chan<- error) {
+func (d *NSDialer) serve(nsPath string, errc chan<- error) {
 	runtime.LockOSThread() // never unlocked: the thread leaves the root namespace
 	fd, err := unix.Open(nsPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -75,7 +88,7 @@ func (d *nsDialer) serve(nsPath string, errc chan<- error) {
 }
 
 // do runs f on a thread inside the namespace and waits for it.
-func (d *nsDialer) do(f func()) error {
+func (d *NSDialer) do(f func()) error {
 	done := make(chan struct{})
 	select {
 	case d.jobs <- func() { f(); close(done) }:
@@ -87,7 +100,7 @@ func (d *nsDialer) do(f func()) error {
 }
 
 // DialContext connects to addr from inside the namespace.
-func (d *nsDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+func (d *NSDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	type result struct {
 		conn net.Conn
 		err  error
@@ -118,6 +131,8 @@ func (d *nsDialer) DialContext(ctx context.Context, network, addr string) (net.C
 	}
 }
 
-func (d *nsDialer) close() {
+// Close stops the namespace threads; dials already under way finish.
+// Idempotent.
+func (d *NSDialer) Close() {
 	d.once.Do(func() { close(d.quit) })
 }
