@@ -23,7 +23,7 @@ func TestFalseFailures(t *testing.T) {
 	key := e2e.Keygen(t)
 	Tools(t)
 	const n = 15
-	window := Pick(10*time.Minute, time.Minute)
+	window := Pick(10*time.Minute, 40*time.Second)
 	delay := 50 * time.Millisecond
 	// Formed one after the other in this test, so that they live until
 	// its end (a subtest's cleanups would stop them).

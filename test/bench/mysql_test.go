@@ -268,7 +268,7 @@ func (b *myBench) detect(victim string, t0 time.Time, limit time.Duration, need 
 func TestMySQLFailure(t *testing.T) {
 	b := mySetupBench(t, "leastconn")
 	c := b.c
-	trials := Pick(20, 3)
+	trials := Pick(20, 2)
 	replicas := c.Replicas()
 	mechs := []string{"shoal", "shoalhx", "def", "tuned"}
 	type acc struct {
@@ -679,7 +679,7 @@ type myImpactRun struct {
 
 func TestClientImpact(t *testing.T) {
 	e2e.Require(t)
-	trials := Pick(10, 2)
+	trials := Pick(10, 1)
 	var runs []*myImpactRun
 	for _, bal := range myBalances {
 		run := &myImpactRun{Balance: bal, Res: map[string]map[string][]myImpact{}, DownAt: map[string][]float64{}}
