@@ -256,6 +256,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		a.gate.revivePing = func(m serf.Member) bool {
 			return getPinger().ping(m, 1, waitFor(sa.Serf(), m.Name), false)
 		}
+		a.gate.size = func() int { return sa.Serf().NumNodes() }
 		a.gate.reviveEvery = func() time.Duration { return reviveInterval(sa.Serf().Memberlist().NumMembers()) }
 		a.gate.rejoin = func(m serf.Member) {
 			addr := net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port)))

@@ -51,15 +51,19 @@ type failureGate struct {
 	pingCareful func(m serf.Member) bool
 	heardSince  func(m serf.Member) (time.Duration, bool)
 	heard       func(m serf.Member) (<-chan struct{}, func())
-	emit        func(serf.Event) // downstream; called with mu held, in order
-	retry       time.Duration    // re-check interval while the member answers
-	maxHold     time.Duration
-	log         *slog.Logger
+	// size, when set, is the number of members known, failed or not (see
+	// rejoining).
+	size    func() int
+	emit    func(serf.Event) // downstream; called with mu held, in order
+	retry   time.Duration    // re-check interval while the member answers
+	maxHold time.Duration
+	log     *slog.Logger
 
 	mu        sync.Mutex
 	pending   map[string]*pendingFailure
 	confirmed map[string]uint64 // failed in serf and passed downstream: name → generation
 	gen       uint64
+	cutUntil  time.Time // see rejoining
 	closed    bool
 	stop      chan struct{}
 
@@ -142,7 +146,7 @@ func (g *failureGate) check(p *pendingFailure) {
 	warned := false
 	for {
 		answered := g.ping(p.member)
-		if !answered && g.pingCareful != nil && g.recentlyHeard(p) {
+		if !answered && g.pingCareful != nil && (g.recentlyHeard(p) || g.rejoining()) {
 			g.Careful.Add(1)
 			answered = g.pingCareful(p.member)
 		}
@@ -220,6 +224,7 @@ func (g *failureGate) watchRevival(m serf.Member, gen uint64) {
 			return
 		case <-heard:
 			heard = nil
+			g.heardFromFailed()
 		case <-time.After(wait):
 		}
 		if !g.stillConfirmed(m.Name, gen) {
@@ -256,6 +261,31 @@ func (g *failureGate) recentlyHeard(p *pendingFailure) bool {
 	}
 	ago, ok := g.heardSince(p.member)
 	return ok && time.Now().Add(-ago).After(p.since.Add(-carefulRecent))
+}
+
+// heardFromFailed notes a packet from a confirmed-failed member. When this
+// agent has at least half of the other members confirmed failed, it was
+// most likely the one cut off, and the packet says its link is back: for
+// carefulFor, every failure it still has to check (its suspicions from
+// while it was cut off, which expire now) gets the second check.
+func (g *failureGate) heardFromFailed() {
+	if g.size == nil {
+		return
+	}
+	n := g.size()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if n > 1 && 2*len(g.confirmed) >= n-1 {
+		g.cutUntil = time.Now().Add(carefulFor)
+	}
+}
+
+// rejoining reports whether this agent is rejoining after it was cut off
+// (see heardFromFailed).
+func (g *failureGate) rejoining() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return time.Now().Before(g.cutUntil)
 }
 
 func (g *failureGate) stillConfirmed(name string, gen uint64) bool {
@@ -413,6 +443,7 @@ const (
 	// carefulWait (see recentlyHeard).
 	carefulRecent = 500 * time.Millisecond
 	carefulWait   = 250 * time.Millisecond
+	carefulFor    = 5 * time.Second
 
 	// A confirmed-failed member is pinged once every reviveInterval for
 	// reviveFastFor, then at most every reviveSlowEvery, until it is back

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -369,5 +370,57 @@ func TestFailureGateAsksOnFirstPacket(t *testing.T) {
 	case <-rejoined:
 	case <-time.After(5 * time.Second):
 		t.Fatal("a packet from a failed member did not get it asked")
+	}
+}
+
+// An agent with most members confirmed failed was the one cut off: when one
+// of them is heard from again, its remaining checks get the second round
+// for a while. An agent with a few failed members does not.
+func TestFailureGateCarefulAfterItsOwnIsolation(t *testing.T) {
+	for _, c := range []struct {
+		size      int
+		careful   bool
+		failedNum int
+	}{{size: 4, careful: true, failedNum: 2}, {size: 15, careful: false, failedNum: 2}} {
+		r := &gateRecorder{}
+		g := newFailureGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		packets := map[string]chan struct{}{}
+		var mu sync.Mutex
+		g.heard = func(m serf.Member) (<-chan struct{}, func()) {
+			mu.Lock()
+			defer mu.Unlock()
+			if packets[m.Name] == nil {
+				packets[m.Name] = make(chan struct{})
+			}
+			return packets[m.Name], func() {}
+		}
+		g.size = func() int { return c.size }
+		g.rejoin = func(serf.Member) {}
+		g.reviveEvery = func() time.Duration { return time.Hour }
+		for i := 0; i < c.failedNum; i++ {
+			g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member(fmt.Sprintf("db%d", i), serf.StatusFailed)}})
+		}
+		waitEvents(t, r, c.failedNum)
+		if g.rejoining() {
+			t.Fatal("careful before any packet")
+		}
+		for {
+			mu.Lock()
+			ch := packets["db0"]
+			mu.Unlock()
+			if ch != nil {
+				close(ch)
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		deadline := time.Now().Add(time.Second)
+		for !g.rejoining() && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if g.rejoining() != c.careful {
+			t.Errorf("size %d, %d failed: rejoining = %v, want %v", c.size, c.failedNum, g.rejoining(), c.careful)
+		}
+		g.Close()
 	}
 }
