@@ -26,7 +26,7 @@ import (
 //
 //	BENCH_SCALE_SIZES=100,300,1000   cluster sizes (full default; QUICK: 100)
 //	BENCH_SCALE_PROFILES=fast,lan    profiles (default fast only: lan at every
-//	                                 size doubles the run, past the 18-minute budget)
+//	                                 size doubles the run, past the 14-minute budget)
 //	BENCH_SCALE_WINDOW=5m            observation window per size (full 5m, QUICK 20s)
 
 // scaleTarget is the project's target at 1,000 members.
@@ -146,7 +146,7 @@ func TestScale(t *testing.T) {
 	// The suite keeps to its time budget: when formation took long or runs
 	// were added (fallbacks), the remaining windows shrink (never below
 	// minWindow); the tables give each window's real length.
-	budget := Pick(17*time.Minute, 100*time.Second)
+	budget := Pick(14*time.Minute, 100*time.Second)
 	membersReserve := Pick(100*time.Second, 15*time.Second)
 	type plan struct {
 		prof     string
@@ -340,7 +340,7 @@ How:
   waits until every other live member has received member-failed for it (limit: %s for `+"`fast`"+`,
   %s otherwise). Victims are **not replaced**: each trial kills a different member, so a cluster of
   N ends the window with N − %d. "known to all" = last arrival − kill; "first knows" = first arrival − kill.
-- **False failures**: over a window of up to %s per size (shorter when the suite's 17-minute budget
+- **False failures**: over a window of up to %s per size (shorter when the suite's 14-minute budget
   requires it: the tables give each window's length) (the detection trials run inside it, starting
   at its beginning), every member-failed event for a member that had not been killed (at the time
   of the event) is false; a member-join at the same observer after such an event is a failed→join
@@ -504,7 +504,7 @@ Command: %s. Trials per size: %d. This run took %s. Code measured: %s.
 		b.WriteString("\nNo run hit the machine's limits.\n")
 	}
 	if !slices.Contains(profiles, "lan") {
-		b.WriteString("\n`lan` (serf's default) was not run at every size in this run: with a 5-minute window per size it would double the suite's time past its 18-minute budget; `BENCH_SCALE_PROFILES=fast,lan` runs it (it runs automatically at a size where `fast` cannot form).\n")
+		b.WriteString("\n`lan` (serf's default) was not run at every size in this run: with a 5-minute window per size it would double the suite's time past its 14-minute budget; `BENCH_SCALE_PROFILES=fast,lan` runs it (it runs automatically at a size where `fast` cannot form).\n")
 	}
 
 	b.WriteString("\n" + membersSection(mem, slices.Max(sizes), "###"))

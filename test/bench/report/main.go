@@ -47,8 +47,9 @@ func main() {
 		fmt.Fprintf(&b, "- **%s:** %s\n", kv[0], kv[1])
 	}
 	b.WriteString("\nThe machine is shared and virtualized: expect run-to-run noise of tens of milliseconds; compare rows of one run, not runs.\n\n")
-	b.WriteString("Reproduce everything: `sudo make bench` (about an hour; `BENCH_QUICK=1 sudo make bench` runs every suite with few trials in minutes). " +
-		"Each section gives the command for that suite alone.\n\n")
+	b.WriteString("Reproduce everything: `sudo make bench` (about 45 minutes; `BENCH_QUICK=1 sudo make bench` runs every suite with few trials in minutes). " +
+		"Suites 1, 3 and 4 run at the same time (they leave the CPUs mostly idle; the comparisons inside each suite share the same conditions); " +
+		"suite 2 (CPUs saturated on purpose) and suite 5 (hundreds of agents) each run alone. Each section gives the command for that suite alone.\n\n")
 	for _, s := range sections {
 		data, err := os.ReadFile(s)
 		if err != nil {
