@@ -305,17 +305,18 @@ type scaleCluster struct {
 	ev      *scaleEvents
 	started time.Time
 
-	formedIn   time.Duration // first start → every agent sees every other alive
-	joinedIn   time.Duration // first start → every agent started and joined
-	formed     bool
-	bestSeen   float64 // when not formed: the lowest fraction of the cluster any agent saw, at the deadline
-	batches    int
-	startFails int    // gossip port bind failures retried with another port
-	note       string // why it did not form, when it did not
-	formCPU    cpuUse // CPU during formation
-	formSusp   uint64 // suspect messages handled during formation (needs the counting sink)
-	lateJoin   int    // agents not joined 30 s after their batch started
-	hung       bool   // member lists locked or memory runaway: shutdown may hang
+	formedIn    time.Duration // first start → every agent sees every other alive
+	joinedIn    time.Duration // first start → every agent started and joined
+	formed      bool
+	bestSeen    float64 // when not formed: the lowest fraction of the cluster any agent saw, at the deadline
+	batches     int
+	startFails  int    // gossip port bind failures retried with another port
+	startedOnly int    // when formation stopped starting agents at the limit: how many ran
+	note        string // why it did not form, when it did not
+	formCPU     cpuUse // CPU during formation
+	formSusp    uint64 // suspect messages handled during formation (needs the counting sink)
+	lateJoin    int    // agents not joined 30 s after their batch started
+	hung        bool   // member lists locked or memory runaway: shutdown may hang
 }
 
 // hardMemLimitMiB: past it the whole test process exits (after saying
@@ -423,6 +424,13 @@ func formScaleCluster(t testing.TB, n int, profile, key string, limit time.Durat
 	c.started = time.Now()
 	var joined []*scaleNode // agents that have joined: the join addresses of later batches
 	for len(c.nodes) < n {
+		if len(c.nodes) > 0 && time.Since(c.started) > limit {
+			// Starting agents slows down as the machine saturates: stop
+			// at limit rather than start the rest into a cluster that
+			// has already failed to form.
+			c.startedOnly = len(c.nodes)
+			break
+		}
 		size := min(50, n-len(c.nodes), max(1, len(c.nodes)))
 		batch := make([]*scaleNode, size)
 		errs := make([]error, size)
@@ -529,6 +537,9 @@ func formScaleCluster(t testing.TB, n int, profile, key string, limit time.Durat
 				return c, nil
 			}
 			c.note = fmt.Sprintf("not every agent saw all %d alive within %s (the worst saw %d; %d agents had not joined 30 s after their batch started)", n, limit, worst, c.lateJoin)
+			if c.startedOnly > 0 {
+				c.note += fmt.Sprintf("; only %d of the %d agents had been started by then", c.startedOnly, n)
+			}
 			break
 		}
 	}
