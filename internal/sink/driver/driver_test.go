@@ -14,6 +14,28 @@ type fakeTicker struct{ c chan time.Time }
 func (f *fakeTicker) C() <-chan time.Time { return f.c }
 func (f *fakeTicker) Stop()               {}
 
+// A tick before any pool runs nothing. (A driver of its own: on the main
+// one, an Update right after the tick could land before the loop looks at
+// the pool, and the tick would then rightly run it.)
+func TestDriverTickWithoutPool(t *testing.T) {
+	ft := &fakeTicker{c: make(chan time.Time)}
+	ran := make(chan struct{}, 1)
+	d := New(time.Hour, func(time.Duration) Ticker { return ft }, func(context.Context, *pool.Pool, bool, bool) {
+		ran <- struct{}{}
+	})
+	d.Start(context.Background())
+	ft.c <- time.Now()
+	ft.c <- time.Now() // received only once the first tick was handled
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ran:
+		t.Fatal("a tick without a pool ran the sink")
+	default:
+	}
+}
+
 func TestDriver(t *testing.T) {
 	type call struct {
 		cluster string
@@ -29,7 +51,6 @@ func TestDriver(t *testing.T) {
 	})
 	d.Start(context.Background())
 	d.Start(context.Background()) // a second Start does nothing
-	ft.c <- time.Now()            // a tick without a pool runs nothing
 	p := func(name string) *pool.Pool { return &pool.Pool{Clusters: []pool.Cluster{{Name: name}}} }
 	d.Update(p("a"), false)
 	<-running
