@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"maps"
 	"net"
-	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -240,18 +239,18 @@ func (a *Agent) Start(ctx context.Context) error {
 			return getPinger().ping(m, confirmPings, max(waitFor(sa.Serf(), m.Name), carefulWait), true)
 		}
 		a.gate.heard = func(m serf.Member) (<-chan struct{}, func()) {
-			ip, ok := netip.AddrFromSlice(m.Addr)
+			ap, ok := memberAddr(m)
 			if !ok {
 				return nil, func() {}
 			}
-			return tr.Watch(netip.AddrPortFrom(ip.Unmap(), m.Port))
+			return tr.Watch(ap)
 		}
 		a.gate.heardSince = func(m serf.Member) (time.Duration, bool) {
-			ip, ok := netip.AddrFromSlice(m.Addr)
+			ap, ok := memberAddr(m)
 			if !ok {
 				return 0, false
 			}
-			return tr.HeardSince(netip.AddrPortFrom(ip.Unmap(), m.Port))
+			return tr.HeardSince(ap)
 		}
 		a.gate.revivePing = func(m serf.Member) bool {
 			return getPinger().ping(m, 1, waitFor(sa.Serf(), m.Name), false)

@@ -354,12 +354,10 @@ func newPinger(ml interface {
 func (p *pinger) ping(m serf.Member, n int, wait time.Duration, mustSend bool) bool {
 	addr := &net.UDPAddr{IP: m.Addr, Port: int(m.Port)}
 	var heard <-chan struct{}
-	if p.watch != nil {
-		if ip, ok := netip.AddrFromSlice(m.Addr); ok {
-			var stop func()
-			heard, stop = p.watch(netip.AddrPortFrom(ip.Unmap(), m.Port))
-			defer stop()
-		}
+	if ap, ok := memberAddr(m); ok && p.watch != nil {
+		var stop func()
+		heard, stop = p.watch(ap)
+		defer stop()
 	}
 	res := make(chan bool, n) // buffered: a ping finishing after we stopped waiting never blocks
 	sent := 0
@@ -404,6 +402,16 @@ func (p *pinger) ping(m serf.Member, n int, wait time.Duration, mustSend bool) b
 			return false
 		}
 	}
+}
+
+// memberAddr is m's gossip address as the transport keys it (IPv4
+// unmapped).
+func memberAddr(m serf.Member) (netip.AddrPort, bool) {
+	ip, ok := netip.AddrFromSlice(m.Addr)
+	if !ok {
+		return netip.AddrPort{}, false
+	}
+	return netip.AddrPortFrom(ip.Unmap(), m.Port), true
 }
 
 // reviveInterval is how often one agent checks a confirmed-failed member:
