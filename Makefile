@@ -6,16 +6,30 @@ REVISION  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X github.com/shoaldb/shoal/internal/version.Version=$(VERSION) -X github.com/shoaldb/shoal/internal/version.Revision=$(REVISION)
 PKGS      := ./...
 
-.PHONY: all build test unit e2e e2e-clean bench lint fmt vet staticcheck demo demo-stop clean
+.PHONY: all build test deps unit e2e e2e-clean bench fuzz lint fmt vet staticcheck demo demo-stop clean
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/shoal ./cmd/shoal
 
-## test: everything CI runs: lint, unit and integration tests (real agents, real processes).
-test: lint unit
+## test: everything CI runs: lint, unit and integration tests (real agents, real processes,
+## real MariaDB, HAProxy, promtool, shellcheck). It first makes sure those are installed:
+## as root with apt-get it installs what is missing (test/install-deps.sh), otherwise it
+## fails with the list. The tests then run with CI=true, where a test that lacks a tool
+## fails instead of skipping, and the run ends with every skipped test and its reason.
+test: deps lint
+	CI=true $(GO) run ./test/testsummary -- $(GO) test -race -count=1 -timeout 15m -json $(PKGS)
 
+## deps: install (root + apt-get) or list (otherwise) what `make test` needs.
+deps:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		bash test/install-deps.sh test; \
+	else \
+		bash test/install-deps.sh --check test; \
+	fi
+
+## unit: the tests alone, as a developer runs them: tests whose tool is missing skip.
 unit:
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
@@ -49,6 +63,24 @@ bench:
 	$(BENCH_GO) -run 'TestScale|TestMembersLatency' ./test/bench/ > build/bench/scale.log 2>&1; echo $$? > build/bench/scale.rc
 	$(GO) run ./test/bench/report
 	@for f in build/bench/*.rc; do echo "$$f: exit $$(cat $$f)"; done; ! grep -qv '^0$$' build/bench/*.rc
+
+## fuzz: every Fuzz target in the repository (found by go test -list, so new
+## ones are included), one after the other, FUZZTIME each (default 1m); fails
+## when any finds a crash (kept in that package's testdata/fuzz/FuzzName/).
+## Not part of `make test`. FUZZFLAGS adds go test flags (e.g. -parallel 1).
+FUZZTIME  ?= 1m
+FUZZFLAGS ?=
+fuzz:
+	@set -e; found=0; \
+	for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+		for t in $$($(GO) test -list '^Fuzz' $$dir | grep '^Fuzz'); do \
+			found=$$((found+1)); \
+			echo "== $$dir $$t ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) $$dir; \
+		done; \
+	done; \
+	if [ $$found -eq 0 ]; then echo "no fuzz targets found"; exit 1; fi; \
+	echo "fuzz: $$found targets, no crash"
 
 lint: fmt vet staticcheck
 

@@ -1,24 +1,57 @@
 #!/usr/bin/env bash
-# Installs, from Debian's packages, what the tests and benchmarks need and
-# this machine lacks. Used by .ci/run and `make bench` (root).
+# Installs, from Debian's packages with apt-get (root), what the tests and
+# benchmarks need and this machine lacks.
+#
+#   install-deps.sh [--check] [test|all]
+#
+# test: what `make test` needs (real MariaDB, HAProxy, promtool, shellcheck,
+#       jq, socat, gcc for -race, ...); `make test` calls this.
+# all:  that plus the fault suite and benchmarks (network namespaces,
+#       iptables, stress-ng); the default, used by .ci/run and `make bench`.
+# --check: install nothing; list what is missing and exit 1 if anything is.
 set -euo pipefail
 
+check=false
+set_name=all
+for arg in "$@"; do
+  case $arg in
+    --check) check=true ;;
+    test | all) set_name=$arg ;;
+    *) echo "install-deps.sh: unknown argument $arg (usage: install-deps.sh [--check] [test|all])" >&2; exit 2 ;;
+  esac
+done
+
 need=()
-command -v make >/dev/null || need+=(make)
-command -v git >/dev/null || need+=(git)
-command -v gcc >/dev/null || need+=(gcc)          # go test -race needs cgo
-[ -x /usr/sbin/mariadbd ] || need+=(mariadb-server mariadb-client)
-[ -x /usr/sbin/haproxy ] || need+=(haproxy)          # the HAProxy sink's tests drive a real one
-command -v jq >/dev/null || need+=(jq)                # deploy/hooks scripts parse event JSON
-command -v socat >/dev/null || need+=(socat)          # deploy/hooks/haproxy.sh talks to the runtime API
-command -v shellcheck >/dev/null || need+=(shellcheck) # lint of deploy/hooks scripts
-command -v promtool >/dev/null || need+=(prometheus)  # promtool checks and a real Prometheus scrape
-command -v ip >/dev/null || need+=(iproute2)          # e2e: network namespaces
-command -v iptables-legacy >/dev/null || need+=(iptables) # e2e: loss and partitions
-command -v stress-ng >/dev/null || need+=(stress-ng)  # e2e: CPU saturation
-if [ ${#need[@]} -gt 0 ]; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  # Two apt runs at once fail on this image; retry once.
-  apt-get install -y -qq --no-install-recommends "${need[@]}" || { sleep 5; apt-get install -y -qq --no-install-recommends "${need[@]}"; }
+# Each line: what is missing, then the Debian package that provides it.
+missing() { need+=("$1"); }
+command -v make >/dev/null || missing make
+command -v git >/dev/null || missing git
+command -v gcc >/dev/null || missing gcc                     # go test -race needs cgo
+{ [ -x /usr/sbin/mariadbd ] && command -v mariadb-install-db >/dev/null; } ||
+  missing mariadb-server                                     # real-server probe and pool tests
+command -v mariadb >/dev/null || missing mariadb-client
+[ -x /usr/sbin/haproxy ] || command -v haproxy >/dev/null || missing haproxy # the HAProxy sink's tests drive a real one
+command -v jq >/dev/null || missing jq                       # deploy/hooks scripts parse event JSON
+command -v socat >/dev/null || missing socat                 # deploy/hooks/haproxy.sh talks to the runtime API
+command -v shellcheck >/dev/null || missing shellcheck       # lint of deploy/hooks scripts
+command -v promtool >/dev/null || missing prometheus         # promtool checks and a real Prometheus scrape
+command -v setpriv >/dev/null || missing util-linux          # the unprivileged-user test (as root)
+if [ "$set_name" = all ]; then
+  command -v ip >/dev/null || missing iproute2               # e2e: network namespaces
+  command -v iptables-legacy >/dev/null || missing iptables  # e2e: loss and partitions
+  command -v stress-ng >/dev/null || missing stress-ng       # e2e: CPU saturation
 fi
+
+[ ${#need[@]} -eq 0 ] && exit 0
+if $check; then
+  what="make test"
+  [ "$set_name" = all ] && what="make test, make e2e and make bench"
+  echo "missing for $what: ${need[*]}" >&2
+  echo "install them as root: apt-get install -y --no-install-recommends ${need[*]}" >&2
+  echo "(or run the test command as root on Debian/Ubuntu: it installs them with apt-get)" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# Two apt runs at once fail on this image; retry once.
+apt-get install -y -qq --no-install-recommends "${need[@]}" || { sleep 5; apt-get install -y -qq --no-install-recommends "${need[@]}"; }

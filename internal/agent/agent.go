@@ -6,6 +6,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,7 @@ import (
 	sagent "github.com/hashicorp/serf/cmd/serf/command/agent"
 	"github.com/hashicorp/serf/serf"
 
+	"github.com/shoaldb/shoal/internal/apitoken"
 	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/fsutil"
 	"github.com/shoaldb/shoal/internal/history"
@@ -34,6 +36,7 @@ import (
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/probe"
 	"github.com/shoaldb/shoal/internal/routing"
+	"github.com/shoaldb/shoal/internal/serfrpc"
 	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/pkg/client"
 )
@@ -52,12 +55,16 @@ type Agent struct {
 	log     *slog.Logger
 	sa      *sagent.Agent
 	ipc     *sagent.AgentIPC
+	rpcGate *serfrpc.Gate
 	rpcLn   net.Listener
 	monitor monitorWriter
 	events  *eventHub
 	started time.Time
 
 	keyWarning string
+
+	apiToken     string // required by state-changing API and RPC requests
+	apiTokenFile string
 
 	mu        sync.Mutex
 	join      client.JoinStatus
@@ -69,7 +76,11 @@ type Agent struct {
 	tagsFileMu  sync.Mutex
 	tagsWritten map[string]string // tags last written to the tags file
 
-	pubMu sync.Mutex // serializes changes of the local tags (publish)
+	pubMu     sync.Mutex        // serializes changes of the local tags (publish)
+	published map[string]string // the tags publish last set; under pubMu
+	pub       pubState          // outcome of the last publish
+	wantMu    sync.Mutex
+	userWant  map[string]string // user tags to publish, whatever was gossiped
 
 	role   string
 	health tags.Health // published health (db agents)
@@ -91,6 +102,8 @@ type Agent struct {
 	fatal     chan error
 	leaveReq  chan struct{}
 	leaveOnce sync.Once
+	leave     leaveState
+	stopping  chan struct{} // closed when Shutdown begins
 	cancel    context.CancelFunc
 	stopOnce  sync.Once
 	wg        sync.WaitGroup
@@ -105,6 +118,7 @@ func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
 		events:   newEventHub(),
 		fatal:    make(chan error, 1),
 		leaveReq: make(chan struct{}),
+		stopping: make(chan struct{}),
 		join:     client.JoinStatus{Addrs: cfg.Join},
 		role:     cfg.EffectiveRole(),
 		dirty:    make(chan struct{}, 1),
@@ -122,14 +136,22 @@ func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
 // Start binds the gossip ports, starts serf, the RPC listener and the join.
 func (a *Agent) Start(ctx context.Context) error {
 	a.started = time.Now()
-	serfOut := &logging.StdWriter{Logger: a.logs.Logger, Observe: a.observeSerfLog}
+	serfOut := &logging.StdWriter{Logger: a.logs.Logger, Observe: a.observeSerfLog, Relevel: a.serfLogLevel}
 	sc, err := serfConfig(a.cfg, serfOut)
 	if err != nil {
 		return err
 	}
+	// The checks --config-check runs: every file the configuration names.
+	files, err := a.cfg.CheckFiles(os.Getenv, os.Geteuid())
+	if err != nil {
+		return config.Invalid(err)
+	}
+	for _, w := range files.Warnings {
+		a.log.Warn(w)
+	}
 	kr, warn, err := setupKeyring(a.cfg.Encrypt, a.cfg.KeyringFile)
 	if err != nil {
-		return err
+		return config.Invalid(fmt.Errorf("keyring_file: %w", err))
 	}
 	sc.MemberlistConfig.Keyring = kr
 	a.keyWarning = warn
@@ -139,24 +161,31 @@ func (a *Agent) Start(ctx context.Context) error {
 	if kr == nil {
 		a.log.Warn("gossip encryption is OFF: any host that can reach the gossip port can join and read cluster traffic", "insecure_no_encryption", a.cfg.InsecureNoEncryption, "dev", a.cfg.Dev)
 	}
+	if err := a.loadAPIToken(); err != nil {
+		return err
+	}
+	a.removeStaleTemps()
 	user, err := a.initialTags()
 	if err != nil {
-		return err
+		return config.Invalid(err)
 	}
 	if a.role == tags.RoleDB {
 		a.health.Port = uint16(a.cfg.MySQLPort())
 	}
 	full, err := a.fullTags(userTags(user))
 	if err != nil {
-		return fmt.Errorf("tags: %w", err)
+		return config.Invalid(fmt.Errorf("tags: %w", err))
 	}
 	sc.Tags = full
+	a.setWantedUserTags(userTags(user))
+	a.published = full
+	a.pub.record(nil, nil, false, time.Now())
 	if a.role == tags.RoleDB {
 		pc, err := probeConfig(a.cfg, os.Getenv)
 		if err != nil {
-			return err
+			return config.Invalid(err)
 		}
-		a.probe, err = probe.New(pc, a.logs.Logger.With("component", "probe"), probe.NotifierFunc(a.onProbe))
+		a.probe, err = probe.New(pc, a.logs.Logger, probe.NotifierFunc(a.onProbe)) // probe adds its component
 		if err != nil {
 			return fmt.Errorf("mysql probe: %w", err)
 		}
@@ -191,7 +220,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	if bindIP == "" {
 		bindIP = "0.0.0.0"
 	}
-	tr, err := newTransport(bindIP, mc.BindPort, log.New(serfOut, "", log.LstdFlags))
+	tr, err := newTransport(bindIP, mc.BindPort, log.New(serfOut, "", log.LstdFlags), newKeyCheck(mc))
 	if err != nil {
 		return fmt.Errorf("start gossip on %s: %w", a.cfg.Bind, err)
 	}
@@ -204,6 +233,9 @@ func (a *Agent) Start(ctx context.Context) error {
 		_ = tr.Shutdown()
 		return fmt.Errorf("create serf agent: %w", err)
 	}
+	// Set before sa.Start: serf's goroutines, and the event handlers they
+	// feed (a hook reads the local member through a.Serf), start there.
+	a.sa = sa
 	if a.cfg.Gossip.ConfirmFailures {
 		retry := sc.MemberlistConfig.ProbeInterval
 		probeTimeout := sc.MemberlistConfig.ProbeTimeout
@@ -272,7 +304,6 @@ func (a *Agent) Start(ctx context.Context) error {
 		_ = tr.Shutdown() // memberlist shuts it down only once it is created
 		return fmt.Errorf("start gossip on %s: %w", a.cfg.Bind, err)
 	}
-	a.sa = sa
 
 	if a.cfg.RPCAddr != "" {
 		ln, err := net.Listen("tcp", a.cfg.RPCAddr)
@@ -281,10 +312,21 @@ func (a *Agent) Start(ctx context.Context) error {
 			return fmt.Errorf("rpc_addr %s: %w", a.cfg.RPCAddr, err)
 		}
 		a.rpcLn = ln
+		// serf serves the protocol behind the gate, which does the auth:
+		// rpc_auth when set (then for every command), else the API token.
+		token := cmp.Or(a.cfg.RPCAuth, a.APIToken())
+		a.rpcGate, err = serfrpc.New(ln, serfrpc.Config{Token: token, Strict: a.cfg.RPCAuth != "",
+			CheckTags: a.CheckTagChange, EventHandlers: a.serfInfoHandlers, Leave: a.LeaveForRPC, AfterLeave: a.RequestLeave,
+			Logger: a.logs.Logger.With("component", "rpc")})
+		if err != nil {
+			_ = ln.Close()
+			a.sa.Shutdown()
+			return fmt.Errorf("rpc_addr %s: %w", a.cfg.RPCAddr, err)
+		}
 		// The IPC's own logger must not feed the monitor stream it serves.
 		ipcOut := &logging.StdWriter{Logger: a.logs.Plain}
-		a.ipc = sagent.NewAgentIPC(sa, a.cfg.RPCAuth, ln, ipcOut, lw, false)
-		a.log.Info("serf-compatible rpc listening", "addr", ln.Addr().String(), "auth", a.cfg.RPCAuth != "")
+		a.ipc = sagent.NewAgentIPC(sa, "", a.rpcGate.Backend(), ipcOut, lw, false)
+		a.log.Info("serf-compatible rpc listening", "addr", ln.Addr().String(), "rpc_auth", a.cfg.RPCAuth != "")
 	}
 
 	ctx, a.cancel = context.WithCancel(ctx)
@@ -337,10 +379,32 @@ func (a *Agent) Start(ctx context.Context) error {
 		}
 	}()
 	local := sa.Serf().LocalMember()
-	a.log.Info("agent started", "node", a.cfg.Node, "gossip", fmt.Sprintf("%s:%d", local.Addr, local.Port),
+	a.log.Info("agent started", "node", a.cfg.Node, "gossip", net.JoinHostPort(local.Addr.String(), strconv.Itoa(int(local.Port))),
 		"profile", a.cfg.Profile, "encrypted", kr != nil, "snapshot", a.cfg.Snapshot)
 	return nil
 }
+
+// loadAPIToken reads the API token from api_token_file, creating the file
+// with a new token at the first start.
+func (a *Agent) loadAPIToken() error {
+	a.apiTokenFile = a.cfg.APITokenPath(os.Getenv, os.Geteuid())
+	tok, created, err := apitoken.LoadOrCreate(a.apiTokenFile)
+	if err != nil {
+		return config.Invalid(fmt.Errorf("api_token_file: %w", err))
+	}
+	if created {
+		a.log.Info("created the API token", "api_token_file", a.apiTokenFile)
+	}
+	a.apiToken = tok
+	return nil
+}
+
+// APIToken is the token that state-changing and secret-revealing API and
+// RPC requests must carry.
+func (a *Agent) APIToken() string { return a.apiToken }
+
+// APITokenFile is the file the API token was read from.
+func (a *Agent) APITokenFile() string { return a.apiTokenFile }
 
 // initialTags returns the tags to start with: the tags file when it exists
 // (it holds runtime changes), else the configured tags.
@@ -352,19 +416,12 @@ func (a *Agent) initialTags() (map[string]string, error) {
 	if a.cfg.TagsFile == "" {
 		return user, nil
 	}
-	data, err := os.ReadFile(a.cfg.TagsFile)
+	fileTags, err := config.ReadTagsFile(a.cfg.TagsFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return user, a.writeTagsFile(user)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("tags_file: %w", err)
-	}
-	var fileTags map[string]string
-	if err := json.Unmarshal(data, &fileTags); err != nil {
-		return nil, fmt.Errorf("tags_file %s: want a JSON object of string values: %w", a.cfg.TagsFile, err)
-	}
-	if fileTags == nil {
-		fileTags = map[string]string{}
+		return nil, fmt.Errorf("tags_file %s: %w", a.cfg.TagsFile, err)
 	}
 	a.tagsWritten = maps.Clone(fileTags)
 	if reason, ok := fileTags[tags.KeyMaint]; ok {
@@ -426,15 +483,15 @@ func (a *Agent) observeEvent(e serf.Event) {
 	if a.router != nil {
 		a.router.Trigger()
 	}
-	if me.Type != serf.EventMemberUpdate || a.cfg.TagsFile == "" {
+	if me.Type != serf.EventMemberUpdate {
 		return
 	}
 	for _, m := range me.Members {
 		if m.Name == a.cfg.Node {
-			// Tags changed through the Serf RPC: persist them too.
-			if err := a.writeTagsFile(userTags(m.Tags)); err != nil {
-				a.log.Error("persist tags", "err", err)
-			}
+			// Our own publish, or tags changed through the Serf RPC:
+			// publish adopts and persists the latter, and rebuilds the
+			// reserved tags from the agent's own state either way.
+			a.markDirty()
 		}
 	}
 }
@@ -456,28 +513,10 @@ func (a *Agent) LeaveRequested() <-chan struct{} { return a.leaveReq }
 // RequestLeave asks the run loop to leave gracefully and exit.
 func (a *Agent) RequestLeave() { a.leaveOnce.Do(func() { close(a.leaveReq) }) }
 
-// Leave leaves the cluster gracefully, bounded by leave_timeout.
-func (a *Agent) Leave() error {
-	if a.sa == nil {
-		return nil
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.sa.Leave() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("leave: %w", err)
-		}
-		a.log.Info("left the cluster")
-		return nil
-	case <-time.After(a.cfg.LeaveTimeout):
-		return fmt.Errorf("leave: not confirmed within leave_timeout %s", a.cfg.LeaveTimeout)
-	}
-}
-
 // Shutdown stops everything. It is idempotent.
 func (a *Agent) Shutdown() {
 	a.stopOnce.Do(func() {
+		close(a.stopping)
 		if a.cancel != nil {
 			a.cancel()
 		}
@@ -490,6 +529,9 @@ func (a *Agent) Shutdown() {
 		}
 		if a.hooks != nil {
 			_ = a.hooks.Close()
+		}
+		if a.rpcGate != nil {
+			a.rpcGate.Close()
 		}
 		if a.ipc != nil {
 			a.ipc.Shutdown()
@@ -516,7 +558,7 @@ func (a *Agent) Reload(cfg *config.Config) {
 		a.logs.Level.Set(lv)
 		a.log.Info("reloaded log level", "level", cfg.LogLevel)
 	}
-	if a.cfg.TagsFile == "" && !maps.Equal(cfg.Tags, userTags(a.Serf().LocalMember().Tags)) {
+	if a.cfg.TagsFile == "" && !maps.Equal(cfg.Tags, a.wantedUserTags()) {
 		if err := a.publish(maps.Clone(cfg.Tags)); err != nil {
 			a.log.Error("reload tags", "err", err)
 		} else {
@@ -530,18 +572,17 @@ func (a *Agent) Reload(cfg *config.Config) {
 	} else {
 		a.log.Info("reloaded event handlers", "handlers", len(specs))
 	}
+	// a.cfg is the configuration the agent started with: what Reload does
+	// not apply still runs as it says.
 	var ignored []string
-	if cfg.Bind != a.cfg.Bind || cfg.Advertise != a.cfg.Advertise {
-		ignored = append(ignored, "bind/advertise")
-	}
-	if cfg.Profile != a.cfg.Profile || cfg.Gossip != a.cfg.Gossip {
-		ignored = append(ignored, "profile/gossip timings")
-	}
-	if cfg.HTTPAddr != a.cfg.HTTPAddr || cfg.RPCAddr != a.cfg.RPCAddr || cfg.RPCAuth != a.cfg.RPCAuth {
-		ignored = append(ignored, "http_addr/rpc_addr/rpc_auth")
-	}
-	if cfg.Node != a.cfg.Node || cfg.Encrypt != a.cfg.Encrypt || cfg.KeyringFile != a.cfg.KeyringFile {
-		ignored = append(ignored, "node/encryption (use shoal keys for key rotation)")
+	for _, k := range changedKeys(*a.cfg, *cfg) {
+		switch {
+		case k == "tags" && a.cfg.TagsFile != "":
+			ignored = append(ignored, "tags (tags_file holds the tags: change them with shoal tags)")
+		case reloadable[k]:
+		default:
+			ignored = append(ignored, k)
+		}
 	}
 	if len(ignored) > 0 {
 		a.log.Warn("reload: these settings need a restart and were not changed", "settings", strings.Join(ignored, ", "))

@@ -51,6 +51,7 @@ func testConfig(t testing.TB, name, profile, key string, join ...string) *config
 	c.RPCAddr = ""
 	c.HTTPAddr = ""
 	c.Join = join
+	c.APITokenFile = filepath.Join(t.TempDir(), "api-token")
 	c.RetryInterval = 100 * time.Millisecond
 	c.RetryMaxWait = time.Second
 	c.LogLevel = "debug"

@@ -28,10 +28,12 @@ const (
 
 const conflictPrefix = "Node name conflicts with another node at "
 
-// observeSerfLog watches serf's log for a conflict over our own name, which
+// observeSerfLog watches serf's log for the timeouts of its leave
+// (observeLeaveLog) and for a conflict over our own name, which
 // serf reports only there. It runs synchronously in the goroutine that found
 // the conflict: during our own Join call when we are the newcomer.
 func (a *Agent) observeSerfLog(_ slog.Level, component, msg string) {
+	a.observeLeaveLog(component, msg)
 	if component != "serf" || !strings.HasPrefix(msg, conflictPrefix) {
 		return
 	}

@@ -1,14 +1,10 @@
 package agent
 
 import (
-	"context"
 	"fmt"
-	"maps"
-	"net"
-	"strconv"
-	"time"
 
 	"github.com/shoaldb/shoal/internal/config"
+	gossiped "github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/probe"
 	"github.com/shoaldb/shoal/internal/routing"
@@ -28,7 +24,9 @@ func userTags(all map[string]string) map[string]string {
 }
 
 // fullTags builds the tag set to gossip from user tags and the agent's own
-// state (role, cluster, health, maintenance).
+// state (role, cluster, health, maintenance), and checks it against the
+// rules every agent applies to gossiped tags (package member), so that an
+// agent never publishes tags that make it bad-tags everywhere.
 func (a *Agent) fullTags(user map[string]string) (map[string]string, error) {
 	a.mu.Lock()
 	var h *tags.Health
@@ -38,48 +36,21 @@ func (a *Agent) fullTags(user map[string]string) (map[string]string, error) {
 	}
 	maint := a.maint
 	a.mu.Unlock()
-	return tags.Merge(user, a.role, a.cfg.Cluster, h, maint)
+	full, err := tags.Merge(user, a.role, a.cfg.Cluster, h, maint)
+	if err != nil {
+		return nil, err
+	}
+	// Never publish tags the other agents would refuse (bad-tags).
+	if d := gossiped.CheckTags(full); d != "" {
+		return nil, fmt.Errorf("tags: %s", d)
+	}
+	return full, nil
 }
 
-// probeConfig turns the mysql settings into the probe's, reading the
-// password from the password file, the environment or the option file.
+// probeConfig turns the mysql settings into the probe's (config.ProbeConfig,
+// which --config-check runs too).
 func probeConfig(c *config.Config, getenv func(string) string) (probe.Config, error) {
-	pc := probe.DefaultConfig()
-	if c.MySQL.OptionFile != "" {
-		opts, err := probe.LoadOptionFile(c.MySQL.OptionFile)
-		if err != nil {
-			return pc, fmt.Errorf("mysql.option_file: %w", err)
-		}
-		pc = opts.Fill(pc)
-	}
-	if c.MySQL.Addr != "" {
-		host, port, _ := net.SplitHostPort(c.MySQL.Addr)
-		pc.Host = host
-		pc.Port, _ = strconv.Atoi(port)
-		pc.Socket = ""
-	}
-	if c.MySQL.Socket != "" {
-		pc.Socket, pc.Host = c.MySQL.Socket, ""
-	}
-	if c.MySQL.User != "" {
-		pc.User = c.MySQL.User
-	}
-	switch {
-	case c.MySQL.PasswordFile != "":
-		pw, err := probe.PasswordFromFile(c.MySQL.PasswordFile)
-		if err != nil {
-			return pc, fmt.Errorf("mysql.password_file: %w", err)
-		}
-		pc.Password = pw
-	case getenv("SHOAL_MYSQL_PASSWORD") != "":
-		pc.Password = getenv("SHOAL_MYSQL_PASSWORD")
-	}
-	pc.Interval, pc.Timeout, pc.Rise, pc.Fall = c.MySQL.Interval, c.MySQL.Timeout, c.MySQL.Rise, c.MySQL.Fall
-	pc = pc.WithDefaults()
-	if err := pc.Validate(); err != nil {
-		return pc, fmt.Errorf("mysql: %w", err)
-	}
-	return pc, nil
+	return c.ProbeConfig(getenv)
 }
 
 // healthFromStatus converts the probe's view to the published health.
@@ -145,67 +116,13 @@ func (a *Agent) markDirty() {
 	}
 }
 
-// publishLoop gossips the agent's tags whenever they change, off the
-// probe's goroutine (serf's SetTags waits for the broadcast to be queued).
-func (a *Agent) publishLoop(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-a.dirty:
-		}
-		if err := a.publish(nil); err != nil {
-			a.log.Error("publish tags", "err", err)
-		}
-	}
-}
-
-// publish gossips the full tag set built from the agent's state and the user
-// tags: user when not nil, else the user tags currently published. Every
-// writer of the local tags goes through here, one at a time, so that a
-// health publish never overwrites a concurrent maintenance or tag change with
-// the state it read before.
-func (a *Agent) publish(user map[string]string) error {
-	a.pubMu.Lock()
-	defer a.pubMu.Unlock()
-	cur := a.Serf().LocalMember().Tags
-	if user == nil {
-		user = userTags(cur)
-	}
-	next, err := a.fullTags(user)
-	if err != nil {
-		return err
-	}
-	if maps.Equal(cur, next) {
-		return nil
-	}
-	start := time.Now()
-	if err := a.Serf().SetTags(next); err != nil {
-		return fmt.Errorf("set tags: %w", err)
-	}
-	a.log.Debug("published tags", "health", next[tags.KeyHealth], "took", time.Since(start))
-	a.router.Trigger()
-	return nil
-}
-
-// poolMembers converts serf's member view for pool.Compute. A member's
-// routing address is its gossip IP with the MySQL port it publishes.
+// poolMembers converts serf's member view for pool.Compute, admitting each
+// member on the way (member.PoolMember).
 func (a *Agent) poolMembers() []pool.Member {
 	ms := a.Members()
 	out := make([]pool.Member, 0, len(ms))
 	for _, m := range ms {
-		port := "3306"
-		if v, ok := m.Tags[tags.KeyHealth]; ok {
-			if h, err := tags.Decode(v); err == nil && h.Port != 0 {
-				port = strconv.Itoa(int(h.Port))
-			}
-		}
-		out = append(out, pool.Member{
-			Name:   m.Name,
-			Addr:   net.JoinHostPort(m.Addr.String(), port),
-			Status: pool.Status(m.Status),
-			Tags:   m.Tags,
-		})
+		out = append(out, gossiped.PoolMember(m))
 	}
 	return out
 }

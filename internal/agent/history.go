@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -12,9 +13,6 @@ import (
 	"github.com/shoaldb/shoal/internal/routing"
 	"github.com/shoaldb/shoal/pkg/client"
 )
-
-// History kinds besides the history package's own.
-const kindMaint history.Kind = "maint"
 
 // poolDelta is what one router update changed, derived once for the
 // history, the metrics and the hooks.
@@ -36,8 +34,26 @@ func (d poolDelta) any(u routing.Update) bool {
 }
 
 // onPool is the router listener that feeds the history, the metrics and
-// the hooks.
+// the hooks, each on its own (see poolParts).
 func (a *Agent) onPool() routing.Listener {
+	return a.poolParts([]poolPart{
+		{"history", a.recordPool},
+		{"metrics", a.countPool},
+		{"hooks", a.hookPool},
+	})
+}
+
+// poolPart is one consumer of pool updates inside the agent's listener.
+type poolPart struct {
+	name string
+	run  func(routing.Update, poolDelta)
+}
+
+// poolParts returns a listener that derives the update's delta once and
+// runs every part with it, in order. A part that panics is recovered, logged
+// and counted (shoal_pool_listener_panics_total), and the parts after it
+// still get the update.
+func (a *Agent) poolParts(parts []poolPart) routing.Listener {
 	var prev routing.Update
 	return func(u routing.Update) {
 		d := poolDelta{isolation: u.Isolated != prev.Isolated}
@@ -47,10 +63,23 @@ func (a *Agent) onPool() routing.Listener {
 			}
 		}
 		prev = u
-		a.recordPool(u, d)
-		a.countPool(u, d)
-		a.hookPool(u, d)
+		for _, p := range parts {
+			a.guardPart(p.name, func() { p.run(u, d) })
+		}
 	}
+}
+
+// guardPart runs f, turning a panic into a logged and counted failure of
+// the named part of the pool listener.
+func (a *Agent) guardPart(part string, f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.metrics.ListenerPanics.WithLabelValues(part).Inc()
+			a.log.Error("pool listener part panicked; the other parts still get the update",
+				"part", part, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	f()
 }
 
 // recordPool writes every pool change, and the start and end of writer
@@ -120,7 +149,7 @@ func (a *Agent) recordMaint(prev string, st client.MaintStatus) {
 	if from == to && prev == st.Reason {
 		return
 	}
-	a.hist.Add(history.Entry{Time: time.Now(), Kind: kindMaint, Cluster: a.cfg.Cluster, Node: a.cfg.Node,
+	a.hist.Add(history.Entry{Time: time.Now(), Kind: history.KindMaint, Cluster: a.cfg.Cluster, Node: a.cfg.Node,
 		From: from, To: to, Reason: st.Reason})
 }
 

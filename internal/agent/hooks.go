@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/serf/serf"
 
 	"github.com/shoaldb/shoal/internal/hooks"
+	"github.com/shoaldb/shoal/internal/metrics"
 	"github.com/shoaldb/shoal/internal/probe"
 	"github.com/shoaldb/shoal/internal/routing"
 	"github.com/shoaldb/shoal/pkg/client"
@@ -24,14 +25,41 @@ func (a *Agent) newHooks() (*hooks.Runner, error) {
 	rc.Self = func() serf.Member { return a.Serf().LocalMember() }
 	rc.Logger = a.logs.Logger.With("component", "hooks")
 	rc.OnRun = func(spec, _, result string, d time.Duration) {
-		a.metrics.HookRuns.WithLabelValues(spec, result).Inc()
-		a.metrics.HookDuration.WithLabelValues(spec).Observe(d.Seconds())
+		a.metrics.HookRuns.WithLabelValues(metrics.Label(spec), result).Inc()
+		a.metrics.HookDuration.WithLabelValues(metrics.Label(spec)).Observe(d.Seconds())
 	}
 	r, err := hooks.New(rc, specs)
 	if err != nil {
 		return nil, fmt.Errorf("event_handlers: %w", err)
 	}
 	return r, nil
+}
+
+// serfInfoHandlers is the event_handlers section of the Serf RPC stats
+// (`serf info`), in serf's format: "EVENT:NAME" (NAME empty but for
+// user:NAME and query:NAME filters) to the command. A spec with several
+// filters is listed under each; a key that two specs share gets " #2",
+// " #3"... (serf keeps only one). Without auth, arguments are hidden, as
+// in GET /v1/hooks.
+func (a *Agent) serfInfoHandlers(authed bool) map[string]string {
+	out := map[string]string{}
+	for _, sp := range a.hooks.Specs() {
+		cmd := sp.Command
+		if !authed {
+			cmd = sp.RedactedCommand()
+		}
+		for _, f := range sp.Filters {
+			key := f.Event + ":" + f.Name
+			for n := 2; ; n++ {
+				if _, taken := out[key]; !taken {
+					break
+				}
+				key = fmt.Sprintf("%s:%s #%d", f.Event, f.Name, n)
+			}
+			out[key] = cmd
+		}
+	}
+	return out
 }
 
 // hookPool queues a pool-change event when the update is one.
@@ -62,7 +90,7 @@ func hookStats(st []hooks.HandlerStats) []client.HookStats {
 		c := client.HookStats{
 			Spec: h.Spec, QueueDepth: h.QueueDepth, QueueMax: h.QueueMax, QueueHigh: h.QueueHigh,
 			Queued: h.Queued, Started: h.Started, Ran: h.Ran, Failed: h.Failed, TimedOut: h.TimedOut,
-			Coalesced: h.Coalesced, Dropped: h.Dropped, DroppedByReason: h.DroppedByReason, Running: h.Running,
+			Coalesced: h.Coalesced, Dropped: h.Dropped, DroppedByReason: h.DroppedByReason, DroppedByClass: h.DroppedByClass, Running: h.Running,
 			LastStart: h.LastStart, LastExitCode: h.LastExitCode, LastError: h.LastError,
 		}
 		if h.LastDuration > 0 {

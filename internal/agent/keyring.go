@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/fsutil"
 )
 
@@ -72,20 +72,9 @@ func newKeyring(keys []string) (*memberlist.Keyring, error) {
 	return memberlist.NewKeyring(decoded, decoded[0])
 }
 
-func readKeyringFile(path string) ([]string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var keys []string
-	if err := json.Unmarshal(data, &keys); err != nil {
-		return nil, fmt.Errorf("keyring file %s: want a JSON array of base64 keys: %w", path, err)
-	}
-	if len(keys) == 0 {
-		return nil, fmt.Errorf("keyring file %s holds no keys", path)
-	}
-	return keys, nil
-}
+// readKeyringFile reads a keyring file. Like a password file, it must not be
+// readable by group or other: it holds the cluster's keys.
+func readKeyringFile(path string) ([]string, error) { return config.ReadKeyringFile(path) }
 
 // writeKeyringFile writes the serf keyring format (a JSON array of base64
 // keys, primary first) atomically with mode 0600.

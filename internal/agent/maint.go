@@ -3,9 +3,9 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/pkg/client"
 )
@@ -25,20 +25,7 @@ func maintReason(r string) string {
 }
 
 // checkMaintReason rejects reasons that the tag would not carry as given.
-func checkMaintReason(r string) error {
-	if len(r) > tags.MaxMaintLen {
-		return fmt.Errorf("maintenance reason is %d bytes; the most is %d", len(r), tags.MaxMaintLen)
-	}
-	if !utf8.ValidString(r) {
-		return errors.New("maintenance reason is not valid UTF-8")
-	}
-	for _, c := range r {
-		if !unicode.IsPrint(c) {
-			return fmt.Errorf("maintenance reason has the non-printable character %q", c)
-		}
-	}
-	return nil
-}
+func checkMaintReason(r string) error { return config.CheckMaintReason(r) }
 
 // SetMaint puts this node in maintenance (every agent then keeps it out of
 // the pool, reason "maintenance") or takes it out, like Consul's node
@@ -63,7 +50,7 @@ func (a *Agent) SetMaint(enable bool, reason string) (client.MaintStatus, error)
 		a.maint = prev
 		a.mu.Unlock()
 	}
-	user := userTags(a.Serf().LocalMember().Tags)
+	user := a.wantedUserTags()
 	if err := a.writeTagsFile(user); err != nil {
 		restore()
 		return client.MaintStatus{}, fmt.Errorf("persist maintenance state: %w", err)
@@ -83,14 +70,36 @@ func (a *Agent) SetMaint(enable bool, reason string) (client.MaintStatus, error)
 	return st, nil
 }
 
-// Maint returns this node's maintenance state.
+// Maint returns this node's maintenance state, and whether this agent's
+// pool holds the node out by flap damping.
 func (a *Agent) Maint() client.MaintStatus {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	return client.MaintStatus{
+	st := client.MaintStatus{
 		Node:      a.cfg.Node,
 		Enabled:   a.maint != "",
 		Reason:    a.maint,
 		Persisted: a.cfg.TagsFile != "",
 	}
+	a.mu.Unlock()
+	if a.router != nil {
+		if n, ok := dampedNode(a.router.Current().Pool, st.Node); ok {
+			st.Damped, st.DampedUntil, st.DampDetail = true, n.Until, n.Detail
+		}
+	}
+	return st
+}
+
+// dampedNode returns node's entry in p when it is out with reason damped.
+func dampedNode(p *pool.Pool, node string) (pool.Node, bool) {
+	if p == nil {
+		return pool.Node{}, false
+	}
+	for _, c := range p.Clusters {
+		for _, n := range c.Out {
+			if n.Name == node && n.Reason == pool.ReasonDamped {
+				return n, true
+			}
+		}
+	}
+	return pool.Node{}, false
 }

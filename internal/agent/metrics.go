@@ -23,6 +23,21 @@ func (a *Agent) Collectors() []prometheus.Collector {
 		}),
 		metrics.NewStateCollector(a.probeState, a.hookState),
 	)
+	cs = append(cs,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "shoal_health_publish_failures_total",
+			Help: "Publishes of this agent's tags that failed or left something out: user tags withheld so that the health tag fits, a minimal critical health (reason cannot-publish), or a gossip error (retried).",
+		}, func() float64 { return float64(a.publishFailures()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "shoal_tags_published",
+			Help: "1 when the last publish of this agent's tags carried everything wanted (health and user tags), 0 otherwise.",
+		}, func() float64 {
+			if a.PublishStatus().OK {
+				return 1
+			}
+			return 0
+		}),
+	)
 	if g := a.gate; g != nil {
 		for _, r := range []struct {
 			result string
@@ -63,7 +78,7 @@ func (a *Agent) hookState() []metrics.HookState {
 	st := a.hooks.Stats()
 	out := make([]metrics.HookState, len(st))
 	for i, h := range st {
-		out[i] = metrics.HookState{Handler: h.Spec, QueueDepth: h.QueueDepth, DroppedByReason: h.DroppedByReason, Coalesced: h.Coalesced}
+		out[i] = metrics.HookState{Handler: h.Spec, QueueDepth: h.QueueDepth, DroppedByReason: h.DroppedByReason, DroppedByClass: h.DroppedByClass, Coalesced: h.Coalesced}
 	}
 	return out
 }
@@ -93,11 +108,11 @@ func (a *Agent) countEvent(me serf.MemberEvent) {
 // countPool counts transitions, and conflicts and isolations that started.
 func (a *Agent) countPool(u routing.Update, d poolDelta) {
 	for _, c := range u.Changes {
-		a.metrics.PoolTransitions.WithLabelValues(c.Cluster, roleName(c.To), string(c.Reason)).Inc()
+		a.metrics.PoolTransitions.WithLabelValues(metrics.Label(c.Cluster), roleName(c.To), metrics.Label(string(c.Reason))).Inc()
 	}
 	for _, c := range d.conflicts {
 		if len(c.now) > 0 && len(c.was) == 0 {
-			a.metrics.PoolConflicts.WithLabelValues(c.cluster).Inc()
+			a.metrics.PoolConflicts.WithLabelValues(metrics.Label(c.cluster)).Inc()
 		}
 	}
 	if d.isolation && u.Isolated {
@@ -110,6 +125,6 @@ func (a *Agent) countCheck(e probe.Event) {
 	r := e.Status.Last
 	a.metrics.CheckDuration.Observe(r.Duration.Seconds())
 	if r.Outcome == probe.OutcomeFail || r.Outcome == probe.OutcomeHardFail {
-		a.metrics.CheckFailures.WithLabelValues(string(r.Reason)).Inc()
+		a.metrics.CheckFailures.WithLabelValues(metrics.Label(string(r.Reason))).Inc()
 	}
 }

@@ -3,13 +3,18 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"net"
 	"runtime"
+	"strconv"
 	"time"
 
 	sagent "github.com/hashicorp/serf/cmd/serf/command/agent"
 	"github.com/hashicorp/serf/serf"
 
+	"github.com/shoaldb/shoal/internal/api"
 	"github.com/shoaldb/shoal/internal/config"
+	gossiped "github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/internal/version"
 	"github.com/shoaldb/shoal/pkg/client"
@@ -26,25 +31,27 @@ func (a *Agent) Info(httpAddr string) client.Info {
 	join.Addrs = append([]string(nil), join.Addrs...)
 	a.mu.Unlock()
 	return client.Info{
-		Node:        local.Name,
-		Addr:        fmt.Sprintf("%s:%d", local.Addr, local.Port),
-		Tags:        local.Tags,
-		Status:      s.State().String(),
-		Version:     version.Version,
-		GoVersion:   runtime.Version(),
-		Started:     a.started,
-		Uptime:      time.Since(a.started).Round(time.Second).String(),
-		Profile:     a.cfg.Profile,
-		Encrypted:   s.EncryptionEnabled(),
-		KeyringFile: a.cfg.KeyringFile,
-		KeyWarning:  a.keyWarning,
-		Snapshot:    a.cfg.Snapshot,
-		HTTPAddr:    httpAddr,
-		RPCAddr:     a.RPCAddr(),
-		Join:        join,
-		HealthScore: s.Memberlist().GetHealthScore(),
-		EventsDrop:  a.events.dropped.Load(),
-		Serf:        s.Stats(),
+		Node:         local.Name,
+		Addr:         net.JoinHostPort(local.Addr.String(), strconv.Itoa(int(local.Port))),
+		Tags:         local.Tags,
+		Status:       s.State().String(),
+		Version:      version.Version,
+		GoVersion:    runtime.Version(),
+		Started:      a.started,
+		Uptime:       time.Since(a.started).Round(time.Second).String(),
+		Profile:      a.cfg.Profile,
+		Encrypted:    s.EncryptionEnabled(),
+		KeyringFile:  a.cfg.KeyringFile,
+		KeyWarning:   a.keyWarning,
+		Snapshot:     a.cfg.Snapshot,
+		HTTPAddr:     httpAddr,
+		RPCAddr:      a.RPCAddr(),
+		APITokenFile: a.apiTokenFile,
+		Join:         join,
+		HealthScore:  s.Memberlist().GetHealthScore(),
+		EventsDrop:   a.events.dropped.Load(),
+		Publish:      a.PublishStatus(),
+		Serf:         s.Stats(),
 		Timings: client.Timings{
 			ProbeInterval:     mc.ProbeInterval.String(),
 			ProbeTimeout:      mc.ProbeTimeout.String(),
@@ -73,16 +80,80 @@ func (a *Agent) Members() []serf.Member {
 }
 
 // Join contacts the given addresses; replay asks for old user events.
+// serf's error lists every address that failed, on several lines: it is
+// made one line.
 func (a *Agent) Join(addrs []string, replay bool) (int, error) {
-	return a.joinCounted(addrs, replay)
+	n, err := a.joinCounted(addrs, replay)
+	if err != nil {
+		err = flatten(err)
+	}
+	return n, err
 }
 
 // ForceLeave marks a failed member as left; prune removes it entirely.
-func (a *Agent) ForceLeave(node string, prune bool) error {
-	if prune {
-		return a.sa.ForceLeavePrune(node)
+// node is a member's name or its display form (member.Escape, what
+// `shoal members` shows), so that a member whose raw name cannot travel in
+// a JSON string (invalid UTF-8) can still be named; serf gets the raw name.
+//
+// An unknown node is an error wrapping api.ErrNoSuchMember. An alive
+// member is never touched (serf would mark it leaving everywhere until it
+// refutes, taking it out of the pool meanwhile): the answer says so.
+func (a *Agent) ForceLeave(node string, prune bool) (client.ForceLeaveResponse, error) {
+	ms := a.Serf().Members()
+	name, err := resolveName(ms, node)
+	if err != nil {
+		return client.ForceLeaveResponse{}, err
 	}
-	return a.sa.ForceLeave(node)
+	var m *serf.Member
+	for i := range ms {
+		if ms[i].Name == name {
+			m = &ms[i]
+			break
+		}
+	}
+	if m == nil {
+		return client.ForceLeaveResponse{}, fmt.Errorf("%w %q (shoal members lists the members)", api.ErrNoSuchMember, node)
+	}
+	resp := client.ForceLeaveResponse{Node: gossiped.Escape(name), Before: m.Status.String(), Result: client.ForceLeaveUnchanged}
+	switch {
+	case m.Status == serf.StatusAlive:
+		a.log.Info("force-leave of an alive member: nothing done", "member", resp.Node, "prune", prune)
+		return resp, nil
+	case prune:
+		resp.Result = client.ForceLeavePruned
+		err = a.sa.ForceLeavePrune(name)
+	case m.Status == serf.StatusFailed:
+		resp.Result = client.ForceLeaveLeft
+		err = a.sa.ForceLeave(name)
+	default: // leaving or left: serf would change nothing
+		return resp, nil
+	}
+	if err != nil {
+		return client.ForceLeaveResponse{}, err
+	}
+	return resp, nil
+}
+
+// resolveName returns the raw name of the member node names: the member of
+// that exact name, else the one whose display form is node. An unknown
+// node is returned as it is.
+func resolveName(ms []serf.Member, node string) (string, error) {
+	var byDisplay []string
+	for _, m := range ms {
+		if m.Name == node {
+			return node, nil
+		}
+		if gossiped.Escape(m.Name) == node {
+			byDisplay = append(byDisplay, m.Name)
+		}
+	}
+	switch len(byDisplay) {
+	case 0:
+		return node, nil
+	case 1:
+		return byDisplay[0], nil
+	}
+	return "", fmt.Errorf("node %q: the display name of %d members; remove them with the serf RPC by raw name", node, len(byDisplay))
 }
 
 // UserEvent broadcasts a user event.
@@ -97,25 +168,11 @@ func (a *Agent) Query(name string, payload []byte, params *serf.QueryParam) (*se
 
 // UpdateTags sets and deletes user tags, persists them when a tags file is
 // configured, and gossips the change. It returns the new user tag set.
-// shoal's own keys (role, cluster, maint, sh) cannot be changed this way.
+// shoal's own keys (role, cluster, maint, sh) cannot be changed this way,
+// and the result must fit in the user tag budget.
 func (a *Agent) UpdateTags(set map[string]string, del []string) (map[string]string, error) {
-	user := userTags(a.Serf().LocalMember().Tags)
-	for k, v := range set {
-		if _, _, err := config.ParseTag(k + "=" + v); err != nil {
-			return nil, err
-		}
-		if tags.IsReserved(k) {
-			return nil, fmt.Errorf("tag %q is reserved by shoal", k)
-		}
-		user[k] = v
-	}
-	for _, k := range del {
-		if tags.IsReserved(k) {
-			return nil, fmt.Errorf("tag %q is reserved by shoal", k)
-		}
-		delete(user, k)
-	}
-	if _, err := a.fullTags(user); err != nil {
+	user, err := a.tagChange(set, del)
+	if err != nil {
 		return nil, err
 	}
 	if err := a.writeTagsFile(user); err != nil {
@@ -123,6 +180,43 @@ func (a *Agent) UpdateTags(set map[string]string, del []string) (map[string]stri
 	}
 	if err := a.publish(user); err != nil {
 		return nil, err
+	}
+	return user, nil
+}
+
+// CheckTagChange reports whether setting set and deleting del on the local
+// user tags is allowed: no reserved key, valid keys and values, and the
+// result within the user tag budget, so that the health tag always fits
+// beside them. Every entry point that changes tags (HTTP API, Serf RPC)
+// calls it before changing anything.
+func (a *Agent) CheckTagChange(set map[string]string, del []string) error {
+	_, err := a.tagChange(set, del)
+	return err
+}
+
+// tagChange returns the wanted user tags with set and del applied, or why
+// that is not allowed.
+func (a *Agent) tagChange(set map[string]string, del []string) (map[string]string, error) {
+	for _, k := range del {
+		if tags.IsReserved(k) {
+			return nil, fmt.Errorf("tag %q is reserved by shoal and cannot be deleted", k)
+		}
+	}
+	user := a.wantedUserTags()
+	if user == nil {
+		user = map[string]string{}
+	}
+	maps.Copy(user, set)
+	for _, k := range del {
+		delete(user, k)
+	}
+	if err := tags.CheckUserTags(user); err != nil {
+		return nil, err
+	}
+	// The rules every agent applies to gossiped tags (package member): an
+	// agent never publishes tags that make it bad-tags everywhere else.
+	if d := gossiped.CheckTags(user); d != "" {
+		return nil, errors.New(d)
 	}
 	return user, nil
 }

@@ -1,6 +1,10 @@
 package agent
 
 import (
+	"maps"
+	"net"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,5 +106,68 @@ func TestSerfClientLibrary(t *testing.T) {
 	stats, err := rpc.Stats()
 	if err != nil || stats["agent"]["name"] != "rpc" {
 		t.Fatalf("stats = %v, %v", stats, err)
+	}
+}
+
+// `serf info` (the stats command) lists the configured event handlers, in
+// serf's "EVENT:NAME" form, and follows a reload. Without the RPC token
+// the arguments are hidden, as in GET /v1/hooks.
+func TestSerfInfoListsEventHandlers(t *testing.T) {
+	c := testConfig(t, "info", "fast", "")
+	c.RPCAddr = "127.0.0.1:0"
+	c.EventHandlers = []string{"member-join,user:deploy=/bin/true --key=s3cret", "/usr/bin/logger"}
+	n := startNode(t, c)
+
+	stats := func(token string) map[string]string {
+		t.Helper()
+		rpc, err := client.ClientFromConfig(&client.Config{Addr: n.a.RPCAddr(), AuthKey: token, Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rpc.Close()
+		st, err := rpc.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st["agent"]["name"] != "info" {
+			t.Errorf("stats agent section %v", st["agent"])
+		}
+		return st["event_handlers"]
+	}
+	want := map[string]string{"member-join:": "/bin/true --key=s3cret", "user:deploy": "/bin/true --key=s3cret", "*:": "/usr/bin/logger"}
+	if got := stats(n.a.APIToken()); !maps.Equal(got, want) {
+		t.Errorf("event_handlers with the token = %v, want %v", got, want)
+	}
+	want = map[string]string{"member-join:": "/bin/true …", "user:deploy": "/bin/true …", "*:": "/usr/bin/logger"}
+	if got := stats(""); !maps.Equal(got, want) {
+		t.Errorf("event_handlers without the token = %v, want %v", got, want)
+	}
+
+	re := *c
+	re.EventHandlers = []string{"query:ping=/bin/echo pong", "query:ping=/bin/echo pong2"}
+	n.a.Reload(&re)
+	want = map[string]string{"query:ping": "/bin/echo pong", "query:ping #2": "/bin/echo pong2"}
+	if got := stats(n.a.APIToken()); !maps.Equal(got, want) {
+		t.Errorf("event_handlers after reload = %v, want %v", got, want)
+	}
+}
+
+// An agent gossiping on IPv6 logs and reports its address with brackets.
+func TestIPv6AddressesBracketed(t *testing.T) {
+	c := testConfig(t, "six", "fast", "")
+	ln, err := net.ListenPacket("udp", "[::1]:0")
+	if err != nil {
+		t.Fatalf("no IPv6 loopback here: %v", err) // never skipped silently
+	}
+	port := ln.LocalAddr().(*net.UDPAddr).Port
+	_ = ln.Close()
+	c.Bind = net.JoinHostPort("::1", strconv.Itoa(port))
+	n := startNode(t, c)
+	want := "[::1]:" + strconv.Itoa(int(n.a.Serf().LocalMember().Port))
+	if got := n.a.Info("").Addr; got != want {
+		t.Errorf("Info().Addr = %q, want %q", got, want)
+	}
+	if !strings.Contains(n.logs.String(), "gossip="+want) {
+		t.Errorf("start log does not say gossip=%s:\n%s", want, n.logs.String())
 	}
 }

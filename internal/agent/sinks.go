@@ -42,11 +42,13 @@ func (a *Agent) newSinks() ([]poolSink, error) {
 }
 
 // startSinks starts every sink and feeds it each new pool. The router calls
-// listeners in order from its goroutine; Update only hands the pool over.
+// listeners in order from its goroutine; Update only hands the pool over. A
+// panic is recovered and counted as the part "sink:<name>".
 func (a *Agent) startSinks(ctx context.Context) {
 	for _, s := range a.sinks {
 		s.Start(ctx)
-		a.router.Listen(func(u routing.Update) { s.Update(u.Routed, u.Isolated) })
+		part := "sink:" + s.Status().Name
+		a.router.Listen(func(u routing.Update) { a.guardPart(part, func() { s.Update(u.Routed, u.Isolated) }) })
 	}
 }
 
@@ -112,6 +114,7 @@ func (f fileSink) Status() client.SinkStatus {
 	for _, h := range st.Held {
 		notes = append(notes, "kept in its list while frozen: "+h)
 	}
+	notes = append(notes, st.NoLists...)
 	return client.SinkStatus{
 		Name: "file", Target: f.path, State: sinkState(st.LastSuccess, st.LastErrorAt),
 		LastSuccess: st.LastSuccess, LastError: st.LastError, LastErrorAt: st.LastErrorAt,

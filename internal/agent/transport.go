@@ -45,6 +45,10 @@ type transport struct {
 	// full (only forged source addresses fill it).
 	heardMu sync.Mutex
 	last    map[netip.AddrPort]time.Time
+
+	// keys, when gossip is encrypted, admits to last and the watches only
+	// packets sealed with a key of the keyring. Used by readLoop only.
+	keys *keyCheck
 }
 
 const maxHeard = 8192
@@ -57,14 +61,15 @@ const (
 )
 
 // newTransport binds TCP and UDP on bindAddr:port (port 0: any, the same for
-// both).
-func newTransport(bindAddr string, port int, logger *log.Logger) (*transport, error) {
+// both). keys (nil: gossip is not encrypted) decides which packets count as
+// heard from their source address (see HeardSince).
+func newTransport(bindAddr string, port int, logger *log.Logger, keys *keyCheck) (*transport, error) {
 	ip := net.ParseIP(bindAddr)
 	if ip == nil {
 		return nil, fmt.Errorf("bind address %q is not an IP address", bindAddr)
 	}
 	t := &transport{bindIP: ip, logger: logger, packets: make(chan *memberlist.Packet), streams: make(chan net.Conn),
-		last: map[netip.AddrPort]time.Time{}}
+		last: map[netip.AddrPort]time.Time{}, keys: keys}
 	tcp, err := net.ListenTCP("tcp", &net.TCPAddr{IP: ip, Port: port})
 	if err != nil {
 		return nil, fmt.Errorf("failed to start TCP listener on %q port %d: %w", bindAddr, port, err)
@@ -194,22 +199,65 @@ func (t *transport) readLoop() {
 		}
 		metrics.IncrCounter([]string{"memberlist", "udp", "received"}, float32(n))
 		if ua, ok := addr.(*net.UDPAddr); ok {
-			ap := ua.AddrPort()
-			ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-			t.heardMu.Lock()
-			if _, ok := t.last[ap]; !ok && len(t.last) >= maxHeard {
-				clear(t.last)
-			}
-			t.last[ap] = ts
-			t.heardMu.Unlock()
-			if t.nwatch.Load() > 0 {
-				t.heard(ap)
-			}
+			t.noteHeard(ua, ts, buf[:n])
 		}
 		pkt := make([]byte, n)
 		copy(pkt, buf[:n])
 		t.packets <- &memberlist.Packet{Buf: pkt, From: addr, Timestamp: ts}
 	}
+}
+
+// noteHeard records a packet from addr for HeardSince and wakes its
+// watchers, if the packet counts.
+func (t *transport) noteHeard(addr *net.UDPAddr, ts time.Time, pkt []byte) {
+	ap := addr.AddrPort()
+	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	if !t.counts(ap, ts, pkt) {
+		return
+	}
+	t.heardMu.Lock()
+	if _, ok := t.last[ap]; !ok && len(t.last) >= maxHeard {
+		clear(t.last)
+	}
+	t.last[ap] = ts
+	t.heardMu.Unlock()
+	if t.nwatch.Load() > 0 {
+		t.heard(ap)
+	}
+}
+
+// verifyEvery: a packet from an address heard from (verified) less than
+// this long ago is not verified again unless someone watches the address;
+// HeardSince is then late by at most this much.
+const verifyEvery = 5 * time.Millisecond
+
+// counts reports whether a packet from addr counts as heard from it. With
+// gossip encryption, only a packet sealed with a key of the keyring does:
+// anyone can send bytes with a member's source address, only a key holder
+// can seal them. Without encryption there is nothing to verify (memberlist
+// takes any packet): every packet counts, and forged ones too.
+func (t *transport) counts(addr netip.AddrPort, ts time.Time, pkt []byte) bool {
+	if t.keys == nil {
+		return true
+	}
+	if !t.watched(addr) {
+		t.heardMu.Lock()
+		at, ok := t.last[addr]
+		t.heardMu.Unlock()
+		if ok && ts.Sub(at) < verifyEvery {
+			return false
+		}
+	}
+	return t.keys.fromKeyHolder(pkt)
+}
+
+func (t *transport) watched(addr netip.AddrPort) bool {
+	if t.nwatch.Load() == 0 {
+		return false
+	}
+	t.watchMu.Lock()
+	defer t.watchMu.Unlock()
+	return len(t.watches[addr]) > 0
 }
 
 // Watch returns a channel that is closed when the next UDP packet from addr
@@ -218,10 +266,11 @@ func (t *transport) readLoop() {
 // only the probe timeout, so on a link whose round trip is near or above it
 // (a loaded or distant network) a live member looks dead. Any packet from
 // the member's gossip port counts: an ack that came late, its own probe or
-// gossip. Packets are not authenticated here (memberlist decrypts them
-// later), so a host that can forge the member's source address could keep
-// a dead member from being confirmed; the gate's maxHold bounds that, and
-// gossip has the last word.
+// gossip. With gossip encryption a packet counts only once it decrypts
+// with a key of the keyring (see counts), so bytes forged with a dead
+// member's source address do not keep it from being confirmed. Without
+// encryption they could; the gate's maxHold bounds that, and gossip has
+// the last word.
 func (t *transport) Watch(addr netip.AddrPort) (<-chan struct{}, func()) {
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 	ch := make(chan struct{})
@@ -252,7 +301,8 @@ func (t *transport) Watch(addr netip.AddrPort) (<-chan struct{}, func()) {
 }
 
 // HeardSince reports how long ago the last UDP packet from addr arrived
-// (false: none, or forgotten). Like Watch, it trusts source addresses.
+// (false: none, or forgotten). Like Watch, it counts only packets from key
+// holders when gossip is encrypted.
 func (t *transport) HeardSince(addr netip.AddrPort) (time.Duration, bool) {
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 	t.heardMu.Lock()

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"crypto/rand"
 	"io"
 	"log"
 	"net"
@@ -16,7 +17,7 @@ import (
 // Every packet handed to memberlist must own its bytes: the read buffer is
 // reused, so a later packet must not change an earlier one.
 func TestTransportPacketsOwnTheirBytes(t *testing.T) {
-	tr, err := newTransport("127.0.0.1", 0, log.New(io.Discard, "", 0))
+	tr, err := newTransport("127.0.0.1", 0, log.New(io.Discard, "", 0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,15 +69,7 @@ func TestTransportPacketsOwnTheirBytes(t *testing.T) {
 // Watch fires on the next packet from the watched address only, and a
 // stopped or fired watch leaves nothing behind.
 func TestTransportWatch(t *testing.T) {
-	tr, err := newTransport("127.0.0.1", 0, log.New(io.Discard, "", 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Shutdown()
-	go func() {
-		for range tr.PacketCh() {
-		}
-	}()
+	tr := watchedTransport(t, nil)
 	to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: tr.port}
 	member, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -118,4 +111,120 @@ func TestTransportWatch(t *testing.T) {
 	if n := tr.nwatch.Load(); n != 0 || len(tr.watches) != 0 {
 		t.Fatalf("%d watches (%d addresses) left", n, len(tr.watches))
 	}
+}
+
+// With gossip encryption, only packets sealed with a key of the keyring
+// count as heard from their source address: random bytes from an address
+// neither wake its watchers nor set HeardSince, a real memberlist packet
+// sealed with a keyring key does, and a key added at runtime (rotation)
+// counts from then on.
+func TestTransportCountsOnlyKeyHolders(t *testing.T) {
+	keyA, keyB := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
+	kr, err := memberlist.NewKeyring(nil, keyA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := memberlist.DefaultLocalConfig()
+	mc.Keyring = kr
+	tr := watchedTransport(t, newKeyCheck(mc))
+	to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: tr.port}
+
+	forger, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer forger.Close()
+	forgerAddr := forger.LocalAddr().(*net.UDPAddr).AddrPort()
+	heard, stop := tr.Watch(forgerAddr)
+	defer stop()
+	for i := range 50 {
+		b := make([]byte, 1+i*29)
+		if _, err := rand.Read(b); err != nil {
+			t.Fatal(err)
+		}
+		b[0] = byte(i % 3) // encryption versions 0 and 1, and a bad one
+		if _, err := forger.WriteTo(b, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-heard:
+		t.Fatal("random bytes woke the watch")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if ago, ok := tr.HeardSince(forgerAddr); ok {
+		t.Fatalf("random bytes counted: HeardSince = %s", ago)
+	}
+
+	// A real memberlist with key A pings the transport: its packet counts.
+	ping := func(ml *memberlist.Memberlist) {
+		go func() { _, _ = ml.Ping("transport", to) }() // unanswered: it times out
+	}
+	newML := func(name string, key []byte) (*memberlist.Memberlist, netip.AddrPort) {
+		t.Helper()
+		c := memberlist.DefaultLocalConfig()
+		c.Name = name
+		c.BindAddr, c.BindPort = "127.0.0.1", 0
+		c.LogOutput = io.Discard
+		k, err := memberlist.NewKeyring(nil, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Keyring = k
+		ml, err := memberlist.Create(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ml.Shutdown() })
+		return ml, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), ml.LocalNode().Port)
+	}
+	mlA, addrA := newML("holder-a", keyA)
+	heardA, stopA := tr.Watch(addrA)
+	defer stopA()
+	ping(mlA)
+	select {
+	case <-heardA:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a packet sealed with a keyring key did not wake the watch")
+	}
+	if ago, ok := tr.HeardSince(addrA); !ok || ago > 5*time.Second {
+		t.Fatalf("HeardSince after a key holder's packet = %s, %v", ago, ok)
+	}
+
+	// Key B is not in the keyring yet: not counted; once added, counted.
+	mlB, addrB := newML("holder-b", keyB)
+	heardB, stopB := tr.Watch(addrB)
+	defer stopB()
+	ping(mlB)
+	select {
+	case <-heardB:
+		t.Fatal("a packet sealed with a key outside the keyring woke the watch")
+	case <-time.After(500 * time.Millisecond):
+	}
+	if err := kr.AddKey(keyB); err != nil {
+		t.Fatal(err)
+	}
+	ping(mlB)
+	select {
+	case <-heardB:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a packet sealed with a key added at runtime did not count")
+	}
+}
+
+// watchedTransport is a transport on 127.0.0.1 whose packets are drained
+// (the tests look at what it heard, not at what it hands to memberlist),
+// shut down when the test ends.
+func watchedTransport(t *testing.T, kc *keyCheck) *transport {
+	t.Helper()
+	tr, err := newTransport("127.0.0.1", 0, log.New(io.Discard, "", 0), kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Shutdown() })
+	go func() {
+		for range tr.PacketCh() {
+		}
+	}()
+	return tr
 }

@@ -11,7 +11,7 @@ import (
 func poolNodes(ns []pool.Node) []client.PoolNode {
 	out := make([]client.PoolNode, 0, len(ns))
 	for _, n := range ns {
-		out = append(out, client.PoolNode{Name: n.Name, Addr: n.Addr, Reason: string(n.Reason), Detail: n.Detail})
+		out = append(out, client.PoolNode{Name: n.Name, Addr: n.Addr, Reason: string(n.Reason), Detail: n.Detail, Until: n.Until})
 	}
 	return out
 }

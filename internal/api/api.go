@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -18,6 +19,9 @@ import (
 
 	"github.com/hashicorp/serf/serf"
 
+	"github.com/shoaldb/shoal/internal/history"
+	"github.com/shoaldb/shoal/internal/hooks"
+	"github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/pkg/client"
 )
 
@@ -26,7 +30,9 @@ type Backend interface {
 	Info(httpAddr string) client.Info
 	Members() []serf.Member
 	Join(addrs []string, replay bool) (int, error)
-	ForceLeave(node string, prune bool) error
+	// ForceLeave fails with an error wrapping ErrNoSuchMember when node is
+	// not a member.
+	ForceLeave(node string, prune bool) (client.ForceLeaveResponse, error)
 	UserEvent(name string, payload []byte, coalesce bool) error
 	Query(name string, payload []byte, params *serf.QueryParam) (*serf.QueryResponse, error)
 	UpdateTags(set map[string]string, del []string) (map[string]string, error)
@@ -40,7 +46,15 @@ type Backend interface {
 	History(f client.HistoryFilter) client.HistoryResponse
 	HookStats() []client.HookStats
 	TestHook(ctx context.Context, req client.HookTestRequest) (client.HookTestResponse, error)
+	// APIToken is the token the closed routes need; APITokenFile where
+	// it is kept (named in the 401 answer).
+	APIToken() string
+	APITokenFile() string
 }
+
+// ErrNoSuchMember is wrapped by Backend errors about a node that is not a
+// member (answered 404).
+var ErrNoSuchMember = errors.New("no such member")
 
 // maxBody bounds every request body.
 const maxBody = 1 << 20
@@ -51,38 +65,53 @@ type Server struct {
 	log      *slog.Logger
 	mux      *http.ServeMux
 	httpAddr string
+	// loopback: the listener is on a loopback IP, so only loopback Host
+	// headers are answered.
+	loopback bool
+	routes   []route
 }
 
-// New returns the API handler. metrics, if not nil, is served at /metrics.
+// New returns the API handler for a listener on httpAddr. metrics, if not
+// nil, is served at /metrics.
 func New(b Backend, log *slog.Logger, httpAddr string, metrics http.Handler) *Server {
-	s := &Server{b: b, log: log, mux: http.NewServeMux(), httpAddr: httpAddr}
-	s.mux.HandleFunc("GET /v1/members", s.members)
-	s.mux.HandleFunc("GET /v1/agent/self", s.self)
-	s.mux.HandleFunc("POST /v1/agent/join", s.join)
-	s.mux.HandleFunc("POST /v1/agent/leave", s.leave)
-	s.mux.HandleFunc("POST /v1/agent/force-leave", s.forceLeave)
-	s.mux.HandleFunc("PUT /v1/agent/tags", s.tags)
-	s.mux.HandleFunc("POST /v1/agent/tags", s.tags)
-	s.mux.HandleFunc("POST /v1/event", s.event)
-	s.mux.HandleFunc("POST /v1/query", s.query)
-	s.mux.HandleFunc("GET /v1/keys", s.listKeys)
-	s.mux.HandleFunc("POST /v1/keys/{op}", s.keyOp)
-	s.mux.HandleFunc("GET /v1/monitor", s.monitor)
-	s.mux.HandleFunc("GET /v1/health", s.health)
-	s.mux.HandleFunc("GET /v1/pool", s.pool)
-	s.mux.HandleFunc("GET /v1/agent/maint", s.maint)
-	s.mux.HandleFunc("PUT /v1/agent/maint", s.setMaint)
-	s.mux.HandleFunc("GET /v1/history", s.history)
-	s.mux.HandleFunc("GET /v1/hooks", s.hooks)
-	s.mux.HandleFunc("POST /v1/hooks/test", s.testHook)
-	if metrics != nil {
-		s.mux.Handle("GET /metrics", metrics)
+	s := &Server{b: b, log: log, mux: http.NewServeMux(), httpAddr: httpAddr, loopback: loopbackListener(httpAddr)}
+	// The one table of endpoints. open: a view without secrets, served
+	// without the token; every other route needs it.
+	s.routes = []route{
+		{method: "GET", path: "/v1/members", open: true, h: s.members},
+		{method: "GET", path: "/v1/agent/self", open: true, h: s.self},
+		{method: "POST", path: "/v1/agent/join", h: s.join},
+		{method: "POST", path: "/v1/agent/leave", h: s.leave},
+		{method: "POST", path: "/v1/agent/force-leave", h: s.forceLeave},
+		{method: "PUT", path: "/v1/agent/tags", h: s.tags},
+		{method: "POST", path: "/v1/agent/tags", h: s.tags},
+		{method: "POST", path: "/v1/event", h: s.event},
+		{method: "POST", path: "/v1/query", h: s.query},
+		{method: "GET", path: "/v1/keys", h: s.listKeys},
+		{method: "POST", path: "/v1/keys/{op}", h: s.keyOp},
+		{method: "GET", path: "/v1/monitor", h: s.monitor},
+		{method: "GET", path: "/v1/health", open: true, h: s.health},
+		{method: "GET", path: "/v1/pool", open: true, h: s.pool},
+		{method: "GET", path: "/v1/agent/maint", open: true, h: s.maint},
+		{method: "PUT", path: "/v1/agent/maint", h: s.setMaint},
+		{method: "GET", path: "/v1/history", open: true, h: s.history},
+		// Open, with each handler's arguments hidden unless the request
+		// carries the token (see hooks).
+		{method: "GET", path: "/v1/hooks", open: true, h: s.hooks},
+		{method: "POST", path: "/v1/hooks/test", h: s.testHook},
 	}
-	// Known paths asked with another method get a JSON 405.
-	for _, p := range []string{"/v1/members", "/v1/agent/self", "/v1/agent/join", "/v1/agent/leave",
-		"/v1/agent/force-leave", "/v1/agent/tags", "/v1/event", "/v1/query", "/v1/keys", "/v1/keys/{op}",
-		"/v1/monitor", "/v1/health", "/v1/pool", "/v1/agent/maint", "/v1/history", "/v1/hooks", "/v1/hooks/test", "/metrics"} {
-		s.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+	if metrics != nil {
+		s.routes = append(s.routes, route{method: "GET", path: "/metrics", open: true, h: metrics.ServeHTTP})
+	}
+	seen := map[string]bool{}
+	for _, rt := range s.routes {
+		s.mux.HandleFunc(rt.method+" "+rt.path, s.guard(rt))
+		if seen[rt.path] {
+			continue
+		}
+		seen[rt.path] = true
+		// A known path asked with another method gets a JSON 405.
+		s.mux.HandleFunc(rt.path, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed on %s", r.Method, r.URL.Path))
 		})
 	}
@@ -103,6 +132,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusInternalServerError, errors.New("internal error"))
 		}
 	}()
+	if status, err := s.checkBrowser(r); err != nil {
+		writeError(w, status, err)
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -118,11 +151,25 @@ func writeError(w http.ResponseWriter, status int, err error) {
 	writeJSON(w, status, client.ErrorResponse{Error: err.Error()})
 }
 
-// decode reads a JSON body strictly: bounded size, no unknown fields.
+// decode reads a JSON body strictly: bounded size, no unknown fields, one
+// value and nothing after it but white space.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	err := dec.Decode(v)
+	if err == nil {
+		// Anything but the end of the body after the value is refused:
+		// another value, a stray byte or a broken read.
+		var se *json.SyntaxError
+		switch _, terr := dec.Token(); {
+		case terr == io.EOF:
+		case terr == nil || errors.As(terr, &se):
+			err = errTrailingData
+		default:
+			err = terr
+		}
+	}
+	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes", maxBody))
@@ -134,17 +181,28 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
+// errTrailingData: a body with more after its JSON value ({}{}, {}xxxx).
+var errTrailingData = errors.New("trailing data after the JSON body")
+
 // ToMember converts a serf member to the API type.
+// ToMember converts a serf member to the API type. The member is admitted
+// first (member.Admit): one that breaks the rules for gossiped names and tags
+// gets Invalid and escaped Name and Tags.
 func ToMember(m serf.Member) client.Member {
-	tags := m.Tags
+	v := member.Admit(m.Name, m.Tags)
+	tags := v.Tags
 	if tags == nil {
 		tags = map[string]string{}
 	}
-	return client.Member{
-		Name: m.Name, Addr: m.Addr.String(), Port: m.Port, Status: m.Status.String(), Tags: tags,
+	out := client.Member{
+		Name: v.Name, Addr: m.Addr.String(), Port: m.Port, Status: m.Status.String(), Tags: tags,
 		Protocol: [3]uint8{m.ProtocolMin, m.ProtocolMax, m.ProtocolCur},
 		Delegate: [3]uint8{m.DelegateMin, m.DelegateMax, m.DelegateCur},
 	}
+	if !v.Problem.OK() {
+		out.Invalid = &client.MemberProblem{Reason: string(v.Problem.Reason), Detail: v.Problem.Detail}
+	}
+	return out
 }
 
 func anchored(field, expr string) (*regexp.Regexp, error) {
@@ -184,8 +242,9 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	out := []client.Member{}
-	for _, m := range s.b.Members() {
-		if statusRe != nil && !statusRe.MatchString(m.Status.String()) {
+	for _, sm := range s.b.Members() {
+		m := ToMember(sm)
+		if statusRe != nil && !statusRe.MatchString(m.Status) {
 			continue
 		}
 		if nameRe != nil && !nameRe.MatchString(m.Name) {
@@ -199,7 +258,7 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if ok {
-			out = append(out, ToMember(m))
+			out = append(out, m)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -210,15 +269,24 @@ func (s *Server) self(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.b.Info(s.httpAddr))
 }
 
-// health answers 200 when the agent is in the cluster and, on a db agent,
-// its MySQL is passing; 503 otherwise (for load balancers and k8s probes).
+// health answers 200 when the agent is healthy, 503 otherwise (for load
+// balancers, container and k8s probes). Healthy is: gossip alive; joined,
+// that is the start-up join reached a node or no join address is configured
+// (alone on purpose); its health reaches the cluster; and, on a db agent,
+// its MySQL is passing. The status names the first check that fails.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	info := s.b.Info(s.httpAddr)
 	role, mysql := s.b.LocalHealth()
-	resp := client.HealthResponse{Status: "ok", Node: info.Node, Gossip: info.Status, Role: role, MySQL: mysql}
+	pub := info.Publish
+	resp := client.HealthResponse{Status: "ok", Node: info.Node, Gossip: info.Status, Role: role, MySQL: mysql, Publish: &pub}
 	switch {
 	case info.Status != "alive":
 		resp.Status = "gossip " + info.Status
+	case !info.Join.Joined && len(info.Join.Addrs) > 0:
+		resp.Status = notJoined(info.Join)
+	case !pub.OK && (pub.MinimalHealth || len(pub.WithheldTags) == 0):
+		// The cluster does not see this node's health as it is.
+		resp.Status = "health not published: " + pub.Error
 	case mysql != nil && mysql.State != "passing":
 		resp.Status = "mysql " + mysql.State
 	}
@@ -227,6 +295,19 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// notJoined is the health status of an agent whose start-up join has not
+// reached any node yet (a wrong gossip key, a firewall, peers down).
+func notJoined(j client.JoinStatus) string {
+	st := fmt.Sprintf("not joined: no node of %s answered", strings.Join(j.Addrs, ", "))
+	if j.Attempts > 0 {
+		st += fmt.Sprintf(" (%d attempts)", j.Attempts)
+	}
+	if j.LastError != "" {
+		st += ": " + j.LastError
+	}
+	return st
 }
 
 func (s *Server) pool(w http.ResponseWriter, r *http.Request) {
@@ -269,11 +350,16 @@ func (s *Server) forceLeave(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errors.New("node: required"))
 		return
 	}
-	if err := s.b.ForceLeave(req.Node, req.Prune); err != nil {
+	resp, err := s.b.ForceLeave(req.Node, req.Prune)
+	switch {
+	case errors.Is(err, ErrNoSuchMember):
+		writeError(w, http.StatusNotFound, err)
+		return
+	case err != nil:
 		writeError(w, http.StatusBadRequest, fmt.Errorf("force-leave %s: %w", req.Node, err))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func (s *Server) tags(w http.ResponseWriter, r *http.Request) {
@@ -491,6 +577,10 @@ const maxHistoryLimit = 1_000_000
 func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := client.HistoryFilter{Node: q.Get("node"), Cluster: q.Get("cluster"), Kind: q.Get("kind")}
+	if _, err := history.ParseKind(f.Kind); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
 	if v := q.Get("since"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
@@ -510,8 +600,34 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.b.History(f))
 }
 
+// hooks lists the event handlers. A handler's arguments may hold a secret
+// (env TOKEN=... cmd, --password=...), so without the API token each spec
+// is shown as its filter and program only, and Redacted is set.
 func (s *Server) hooks(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, client.HooksResponse{Handlers: s.b.HookStats()})
+	hs := s.b.HookStats()
+	resp := client.HooksResponse{Handlers: hs}
+	if !s.hasToken(r) {
+		for i := range hs {
+			hs[i].Spec = redactSpec(hs[i].Spec)
+		}
+		resp.Redacted = true
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// redactSpec keeps a handler spec's filter and program and hides its
+// arguments: "user:deploy=/bin/notify --key=s3cret" becomes
+// "user:deploy=/bin/notify …".
+func redactSpec(raw string) string {
+	sp, err := hooks.ParseSpec(raw)
+	if err != nil || len(sp.Argv) == 0 || !strings.HasSuffix(raw, sp.Command) {
+		return "(hidden: needs the API token)"
+	}
+	out := strings.TrimSuffix(raw, sp.Command) + sp.Argv[0]
+	if len(sp.Argv) > 1 {
+		out += " …"
+	}
+	return out
 }
 
 // maxHookTestWait bounds how long POST /v1/hooks/test waits for the runs.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,13 +22,24 @@ import (
 	"github.com/shoaldb/shoal/pkg/client"
 )
 
-func startAgent(t *testing.T, name string, key string, tags map[string]string) (*agent.Agent, *client.Client, string) {
+func startAgent(t *testing.T, name string, key string, tags map[string]string, handlers ...string) (*agent.Agent, *client.Client, string) {
+	t.Helper()
+	return startAgentWith(t, name, key, tags, nil, handlers...)
+}
+
+// startAgentWith is startAgent with edit applied to the configuration.
+func startAgentWith(t *testing.T, name string, key string, tags map[string]string, edit func(*config.Config), handlers ...string) (*agent.Agent, *client.Client, string) {
 	t.Helper()
 	c := config.Default()
 	c.Node, c.Bind, c.RPCAddr, c.HTTPAddr, c.Profile = name, ports.Free(t), "", "", "fast"
 	c.Encrypt = key
+	c.APITokenFile = filepath.Join(t.TempDir(), "api-token")
 	c.InsecureNoEncryption = key == ""
 	c.Tags = tags
+	c.EventHandlers = handlers
+	if edit != nil {
+		edit(c)
+	}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +53,57 @@ func startAgent(t *testing.T, name string, key string, tags map[string]string) (
 	t.Cleanup(a.Shutdown)
 	srv := httptest.NewServer(api.New(a, slog.New(slog.DiscardHandler), "", nil))
 	t.Cleanup(srv.Close)
-	return a, client.New(srv.URL), c.Bind
+	return a, client.New(srv.URL, client.WithToken(a.APIToken())), c.Bind
+}
+
+// TestHealthNeedsAJoin: an agent whose start-up join reaches nobody (here a
+// wrong gossip key, issue 14) is not healthy, while an agent with no join
+// address configured is alone on purpose and healthy.
+func TestHealthNeedsAJoin(t *testing.T) {
+	ctx := context.Background()
+	key, _ := agent.GenerateKey()
+	other, _ := agent.GenerateKey()
+	_, alone, bind := startAgent(t, "db1", key, nil)
+	h, err := alone.Health(ctx)
+	if err != nil || h.Status != "ok" {
+		t.Fatalf("lone agent with no join configured: health = %+v, %v; want ok", h, err)
+	}
+
+	_, stranger, _ := startAgentWith(t, "db2", other, nil, join(bind))
+	// The first join attempt fails at once on the key; wait until it has.
+	var ae *client.APIError
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h, err = stranger.Health(ctx)
+		if errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable && strings.Contains(h.Status, "attempts") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agent with the wrong key: health = %+v, %v; want 503 not joined", h, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.HasPrefix(h.Status, "not joined: no node of "+bind+" answered") {
+		t.Fatalf("status = %q, want the reason naming the join address", h.Status)
+	}
+
+	_, friend, _ := startAgentWith(t, "db3", key, nil, join(bind))
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		h, err = friend.Health(ctx)
+		if err == nil && h.Status == "ok" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agent that joined: health = %+v, %v; want ok", h, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// join configures a start-up join address.
+func join(addr string) func(*config.Config) {
+	return func(c *config.Config) { c.Join = []string{addr} }
 }
 
 func TestAPIAgainstRealAgents(t *testing.T) {
@@ -95,6 +157,15 @@ func TestAPIAgainstRealAgents(t *testing.T) {
 	var ae *client.APIError
 	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Message, "name: bad regular expression") {
 		t.Fatalf("bad regex: %v", err)
+	}
+	// The error reads as the agent's message; the status stays available.
+	if err.Error() != ae.Message || strings.Contains(err.Error(), "400") {
+		t.Errorf("error text %q, want the agent's message %q alone", err.Error(), ae.Message)
+	}
+	// force-leave of a node that is not a member: 404, naming it.
+	_, err = c1.ForceLeaveNode(ctx, "nobody", true)
+	if !errors.As(err, &ae) || ae.Status != http.StatusNotFound || err.Error() != `no such member "nobody" (shoal members lists the members)` {
+		t.Errorf("force-leave nobody: %v", err)
 	}
 
 	info, err := c2.Info(ctx)
@@ -158,7 +229,7 @@ func TestAPIAgainstRealAgents(t *testing.T) {
 }
 
 func TestAPIErrorsAreJSON(t *testing.T) {
-	_, c, _ := startAgent(t, "solo", "", nil)
+	a, c, _ := startAgent(t, "solo", "", nil)
 	base := strings.TrimPrefix(c.Addr(), "")
 	for _, tc := range []struct {
 		method, path, body string
@@ -177,6 +248,7 @@ func TestAPIErrorsAreJSON(t *testing.T) {
 		{"DELETE", "/v1/members", "", 405, "method DELETE not allowed"},
 	} {
 		req, _ := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
+		req.Header.Set(api.TokenHeader, a.APIToken())
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -191,7 +263,10 @@ func TestAPIErrorsAreJSON(t *testing.T) {
 		}
 	}
 	big := fmt.Sprintf(`{"name":"e","payload":"%s"}`, strings.Repeat("A", 2<<20))
-	resp, err := http.Post(base+"/v1/event", "application/json", strings.NewReader(big))
+	req, _ := http.NewRequest("POST", base+"/v1/event", strings.NewReader(big))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(api.TokenHeader, a.APIToken())
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,26 +285,48 @@ func TestClientUnreachable(t *testing.T) {
 	}
 }
 
-// do sends a request to the agent's API and returns the status and body.
-func do(t *testing.T, method, url, body string) (int, []byte) {
+// do sends a request to the agent's API and returns the status and body,
+// which must be JSON. header holds header names and values, in pairs
+// ("Host" sets the request's Host).
+func do(t *testing.T, method, url, body string, header ...string) (int, []byte) {
+	t.Helper()
+	status, b, ct := send(t, method, url, body, header...)
+	if !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("%s %s: content type %q, want JSON", method, url, ct)
+	}
+	return status, b
+}
+
+// doRaw is do without the JSON content-type check (/metrics is text).
+func doRaw(t *testing.T, method, url, body string, header ...string) (int, []byte) {
+	t.Helper()
+	status, b, _ := send(t, method, url, body, header...)
+	return status, b
+}
+
+func send(t *testing.T, method, url, body string, header ...string) (status int, b []byte, contentType string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+			continue
+		}
+		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
+	b, err = io.ReadAll(resp.Body)
+	if err != nil && len(b) == 0 {
 		t.Fatal(err)
 	}
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		t.Errorf("%s %s: content type %q, want JSON", method, url, ct)
-	}
-	return resp.StatusCode, b
+	return resp.StatusCode, b, resp.Header.Get("Content-Type")
 }
 
 // errorOf decodes a JSON error body, failing if it is not one.
@@ -244,7 +341,7 @@ func errorOf(t *testing.T, body []byte) string {
 
 func TestMaintOnAppAgent(t *testing.T) {
 	ctx := context.Background()
-	_, c, _ := startAgent(t, "app9", "", nil)
+	a, c, _ := startAgent(t, "app9", "", nil)
 
 	st, err := c.Maint(ctx)
 	if err != nil {
@@ -267,7 +364,7 @@ func TestMaintOnAppAgent(t *testing.T) {
 		{"unknown field", `{"enable":true,"why":"x"}`, "unknown field"},
 		{"not json", `enable`, "bad request body"},
 	} {
-		status, body := do(t, "PUT", c.Addr()+"/v1/agent/maint", tc.body)
+		status, body := do(t, "PUT", c.Addr()+"/v1/agent/maint", tc.body, api.TokenHeader, a.APIToken())
 		if status != http.StatusBadRequest || !strings.Contains(errorOf(t, body), tc.want) {
 			t.Errorf("%s: PUT %s = %d %s, want 400 mentioning %q", tc.name, tc.body, status, body, tc.want)
 		}
@@ -315,7 +412,7 @@ func TestHistoryEndpoint(t *testing.T) {
 	}
 
 	// Filters that match nothing still give an array.
-	for _, q := range []string{"?node=nobody", "?kind=maint&limit=1", "?since=2999-01-01T00:00:00Z", "?limit=0"} {
+	for _, q := range []string{"?node=nobody", "?kind=maint&limit=1", "?kind=pool", "?kind=isolation", "?since=2999-01-01T00:00:00Z", "?limit=0"} {
 		status, body := do(t, "GET", c.Addr()+"/v1/history"+q, "")
 		if status != http.StatusOK {
 			t.Errorf("GET /v1/history%s = %d %s", q, status, body)
@@ -338,6 +435,8 @@ func TestHistoryEndpoint(t *testing.T) {
 		{"?limit=1000001", `limit "1000001"`},
 		{"?since=notatime", `since "notatime"`},
 		{"?since=10m", `since "10m"`}, // the CLI turns durations into times; the API takes times only
+		{"?kind=bogus", `unknown kind "bogus": want one of pool, health, conflict, isolation, maint`},
+		{"?kind=maintenance", `unknown kind "maintenance"`},
 	} {
 		status, body := do(t, "GET", c.Addr()+"/v1/history"+tc.query, "")
 		if status != http.StatusBadRequest || !strings.Contains(errorOf(t, body), tc.param) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -26,7 +27,16 @@ func newAgentCmd(g *globals) *cobra.Command {
 		Short: "Run a shoal agent",
 		Long: `Run a shoal agent: join the gossip cluster, serve the HTTP API and the
 Serf-compatible RPC, and stay until SIGINT/SIGTERM (graceful leave; a second
-signal forces exit). SIGHUP reloads tags and the log level.
+signal forces exit). SIGHUP reloads the log level, the tags (unless tags_file
+is set: then shoal tags changes them) and the event handlers (with
+hooks.coalesce); every other changed setting is logged as needing a restart.
+
+A leave (signal, shoal leave, serf leave over the RPC) is complete, exit 0,
+once every peer is leaving too (a whole cluster stopped at once) or no peer
+is left, or once a peer answered after the leave was sent. If no alive peer
+answers within leave_timeout (peers stopped or cut off), the agent says
+which and exits 1: the leave was not confirmed, though it may still reach
+them. Exit 2: the configuration is invalid.
 
 Settings come from defaults, then --config files (YAML), then SHOAL_*
 environment variables, then flags.`,
@@ -37,15 +47,34 @@ environment variables, then flags.`,
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := flags.Load(os.Getenv)
 		if err != nil {
-			return &usageError{fmt.Errorf("invalid configuration:\n%w", indentErrors(err))}
+			return &usageError{fmt.Errorf("invalid configuration%s:\n%w", flags.FilesNote(), indentErrors(err))}
 		}
 		if flags.Check != "" {
-			fmt.Fprintf(g.stdout, "configuration %s is valid\n", flags.Check)
-			return nil
+			return configCheck(g, cfg, flags)
 		}
 		return runAgent(cmd.Context(), g, cfg, flags)
 	}
 	return cmd
+}
+
+// configCheck runs, without the network and without changing any file,
+// every check the agent runs at start (config.CheckFiles, which Start
+// calls too): a configuration it accepts is one the agent starts with.
+// Warnings (a handler program that cannot be run now) go to stderr and do
+// not fail the check, as they do not stop the agent.
+func configCheck(g *globals, cfg *config.Config, flags *config.Flags) error {
+	for _, n := range cfg.Notices() {
+		fmt.Fprintf(g.stderr, "notice: %s\n", n)
+	}
+	files, err := cfg.CheckFiles(os.Getenv, os.Geteuid())
+	if err != nil {
+		return &usageError{fmt.Errorf("invalid configuration%s:\n%w", flags.FilesNote(), indentErrors(err))}
+	}
+	for _, w := range files.Warnings {
+		fmt.Fprintf(g.stderr, "warning: %s\n", w)
+	}
+	fmt.Fprintf(g.stdout, "configuration %s is valid\n", flags.Check)
+	return nil
 }
 
 // indentErrors prints joined errors one per line.
@@ -76,6 +105,12 @@ func runAgent(ctx context.Context, g *globals, cfg *config.Config, flags *config
 	defer signal.Stop(sigCh)
 	ctx = context.WithoutCancel(ctx)
 
+	for _, w := range flags.SecretWarnings() {
+		log.Warn(w)
+	}
+	for _, n := range cfg.Notices() {
+		log.Info(n)
+	}
 	a, err := agent.New(cfg, logs)
 	if err != nil {
 		return err
@@ -87,25 +122,34 @@ func runAgent(ctx context.Context, g *globals, cfg *config.Config, flags *config
 		log.Warn("gossip telemetry not exported", "err", err)
 	}
 	if err := a.Start(ctx); err != nil {
-		return err
+		a.Shutdown()
+		return startError(err)
 	}
 	defer a.Shutdown()
 
 	var srv *http.Server
 	if cfg.HTTPAddr != "" {
-		ln, err := net.Listen("tcp", cfg.HTTPAddr)
+		ln, err := listenHTTP(cfg, g.httpLimits.MaxConns)
 		if err != nil {
-			return fmt.Errorf("http_addr %s: %w", cfg.HTTPAddr, err)
+			return startError(err)
 		}
 		reg.MustRegister(a.Collectors()...)
 		handler := api.New(a, logs.Logger.With("component", "api"), ln.Addr().String(), metrics.Handler(reg))
-		srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+		srv = api.NewHTTPServer(handler, g.httpLimits)
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("http api stopped", "err", err)
 			}
 		}()
-		log.Info("http api listening", "addr", ln.Addr().String())
+		scheme := "http"
+		if cfg.HTTPTLS() {
+			scheme = "https"
+		}
+		log.Info("http api listening", "addr", ln.Addr().String(), "scheme", scheme, "api_token_file", a.APITokenFile())
+		if !cfg.HTTPLoopback() && !cfg.HTTPTLS() {
+			log.Warn("the HTTP API listens beyond loopback without TLS (insecure_http): anyone who can reach it reads members, pool, health, history and metrics, and the API token of every write crosses the network in cleartext; set http_tls_cert_file and http_tls_key_file, or listen on 127.0.0.1",
+				"addr", ln.Addr().String(), "insecure_http", cfg.InsecureHTTP)
+		}
 	}
 	defer func() {
 		if srv != nil {
@@ -125,12 +169,45 @@ func runAgent(ctx context.Context, g *globals, cfg *config.Config, flags *config
 			log.Info("caught signal, leaving the cluster (send it again to exit at once)", "signal", sig.String())
 			return leaveAndExit(a, sigCh, log)
 		case <-a.LeaveRequested():
-			log.Info("leave requested through the API")
+			log.Info("leave requested by a client (HTTP API or serf rpc)")
 			return leaveAndExit(a, sigCh, log)
 		case err := <-a.Fatal():
 			return err
 		}
 	}
+}
+
+// startError is an error of the agent's start as printed: a configuration
+// error found only now (config.InvalidError, exit 2 in Execute, which the
+// shipped unit's RestartPreventExitStatus=2 does not restart) says so.
+func startError(err error) error {
+	var ie *config.InvalidError
+	if errors.As(err, &ie) {
+		return fmt.Errorf("invalid configuration:\n  %w", err)
+	}
+	return err
+}
+
+// listenHTTP opens the API's listener on http_addr: at most maxConns
+// connections at once, and TLS (1.2 or later) when a certificate is set.
+func listenHTTP(cfg *config.Config, maxConns int) (net.Listener, error) {
+	var tlsCfg *tls.Config
+	if cfg.HTTPTLS() {
+		cert, err := tls.LoadX509KeyPair(cfg.HTTPTLSCertFile, cfg.HTTPTLSKeyFile)
+		if err != nil {
+			return nil, config.Invalid(fmt.Errorf("http_tls_cert_file %s, http_tls_key_file %s: %w", cfg.HTTPTLSCertFile, cfg.HTTPTLSKeyFile, err))
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("http_addr %s: %w", cfg.HTTPAddr, err)
+	}
+	ln = api.LimitListener(ln, maxConns)
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	return ln, nil
 }
 
 func reload(a *agent.Agent, flags *config.Flags, log interface {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -67,13 +68,42 @@ func newForceLeaveCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "force-leave NODE",
 		Short: "Mark a failed member as left (with --prune, forget it entirely)",
-		Args:  exactArgs(1, "one node name"),
+		Long: `Mark a failed member as left, so that the cluster stops trying to reconnect
+to it; with --prune, remove it (failed, leaving or left) from the member list
+at once instead of after the reap time. NODE is the name shoal members shows.
+
+An alive member is never touched: the command says it is alive and
+unaffected, and exits 0. A left member without --prune is unchanged too.
+An unknown NODE is an error (exit 1).`,
+		Args: exactArgs(1, "one node name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.client().ForceLeave(cmd.Context(), args[0], prune)
+			r, err := g.client().ForceLeaveNode(cmd.Context(), args[0], prune)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(g.stdout, forceLeaveText(args[0], r))
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&prune, "prune", false, "remove the member from the member list entirely")
 	return cmd
+}
+
+// forceLeaveText says what a force-leave did.
+func forceLeaveText(asked string, r client.ForceLeaveResponse) string {
+	node := sanitize(cmp.Or(r.Node, asked))
+	switch r.Result {
+	case client.ForceLeaveLeft:
+		return fmt.Sprintf("Node %s was %s; it is now marked left.", node, sanitize(r.Before))
+	case client.ForceLeavePruned:
+		return fmt.Sprintf("Node %s (%s) was removed from the member list.", node, sanitize(r.Before))
+	case client.ForceLeaveUnchanged:
+		if r.Before == "alive" {
+			return fmt.Sprintf("Node %s is alive: force-leave left it unaffected.", node)
+		}
+		return fmt.Sprintf("Node %s is %s: nothing changed (--prune removes it from the member list).", node, sanitize(r.Before))
+	}
+	return fmt.Sprintf("Force-leave of %s sent.", node) // an agent that does not say what it did
 }
 
 func newEventCmd(g *globals) *cobra.Command {
@@ -90,7 +120,7 @@ func newEventCmd(g *globals) *cobra.Command {
 			if err := g.client().Event(cmd.Context(), args[0], payload, coalesce); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "Event '%s' dispatched.\n", args[0])
+			fmt.Fprintf(g.stdout, "Event '%s' dispatched.\n", sanitize(args[0]))
 			return nil
 		},
 	}
@@ -165,7 +195,7 @@ func newMonitorCmd(g *globals) *cobra.Command {
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.client().Monitor(cmd.Context(), level, func(line string) {
-				fmt.Fprintln(g.stdout, line)
+				fmt.Fprintln(g.stdout, sanitize(line))
 			})
 		},
 	}
@@ -232,8 +262,9 @@ func newInfoCmd(g *globals) *cobra.Command {
 
 func writeInfo(w io.Writer, in *client.Info) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
-	row("node", sanitize(in.Node))
+	// Every value comes from the agent: row escapes them all.
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, sanitize(v)) }
+	row("node", in.Node)
 	row("gossip address", in.Addr)
 	row("gossip state", in.Status)
 	row("version", in.Version+" ("+in.GoVersion+")")
@@ -263,9 +294,13 @@ func writeInfo(w io.Writer, in *client.Info) error {
 	t := in.Timings
 	row("profile", fmt.Sprintf("%s (probe %s/%s, suspicion x%d, gossip %s, retransmit x%d)", in.Profile, t.ProbeInterval, t.ProbeTimeout, t.SuspicionMult, t.GossipInterval, t.RetransmitMult))
 	row("health score", fmt.Sprint(in.HealthScore))
+	row("tags publish", publishText(in.Publish))
 	row("members", fmt.Sprintf("%s (failed %s, left %s)", in.Serf["members"], in.Serf["failed"], in.Serf["left"]))
 	if in.RPCAddr != "" {
 		row("serf rpc", in.RPCAddr)
+	}
+	if in.APITokenFile != "" {
+		row("api token file", in.APITokenFile)
 	}
 	if in.Snapshot != "" {
 		row("snapshot", in.Snapshot)
@@ -313,7 +348,7 @@ func newKeysCmd(g *globals) *cobra.Command {
 			}
 			sort.Strings(keys)
 			for _, k := range keys {
-				fmt.Fprintf(g.stdout, "%s\t[%d/%d]\n", k, r.Keys[k], r.NumNodes)
+				fmt.Fprintf(g.stdout, "%s\t[%d/%d]\n", sanitize(k), r.Keys[k], r.NumNodes)
 			}
 			return nil
 		},

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,7 +69,8 @@ func TestInfoGolden(t *testing.T) {
 		Join:    client.JoinStatus{Addrs: []string{"10.0.0.12"}, Joined: false, Attempts: 3, LastError: "no installed keys could decrypt the message"},
 		Profile: "fast", Timings: client.Timings{ProbeInterval: "150ms", ProbeTimeout: "100ms", SuspicionMult: 3, GossipInterval: "50ms", RetransmitMult: 8},
 		Serf:    map[string]string{"members": "3", "failed": "1", "left": "0"},
-		RPCAddr: "127.0.0.1:7373",
+		RPCAddr: "127.0.0.1:7373", APITokenFile: "/var/lib/shoal/api-token",
+		Publish: client.PublishStatus{OK: true},
 	}
 	var b bytes.Buffer
 	if err := writeInfo(&b, in); err != nil {
@@ -97,6 +99,32 @@ func TestExitCodes(t *testing.T) {
 		code := Execute(t.Context(), tc.args, &out, &errb)
 		if code != tc.code || !bytes.Contains(append(out.Bytes(), errb.Bytes()...), []byte(tc.want)) {
 			t.Errorf("%v: exit %d (want %d)\nstdout %s\nstderr %s\nwant %q", tc.args, code, tc.code, out.String(), errb.String(), tc.want)
+		}
+	}
+}
+
+// TestStartConfigErrorsExit2: configuration errors the agent finds only at
+// start (a corrupt tags file, a keyring readable by others) are usage
+// errors, exit status 2, which the shipped unit does not restart in a loop.
+func TestStartConfigErrorsExit2(t *testing.T) {
+	dir := t.TempDir()
+	badTags := filepath.Join(dir, "tags.json")
+	os.WriteFile(badTags, []byte(`{"role":`), 0o600)
+	keyring := filepath.Join(dir, "keyring.json")
+	os.WriteFile(keyring, []byte(`["c2hvYWwtdGVzdC1rZXktMTYhIQ=="]`), 0o644)
+	base := []string{"agent", "--node", "x", "--bind", "127.0.0.1:0", "--http-addr", "", "--rpc-addr", "",
+		"--api-token-file", filepath.Join(dir, "api-token")}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{append(slices.Clone(base), "--insecure-no-encryption", "--tags-file", badTags), `tags_file (--tags-file) "` + badTags + `": want a JSON object`},
+		{append(slices.Clone(base), "--keyring-file", keyring), "chmod 600"},
+	} {
+		var out, errb bytes.Buffer
+		code := Execute(t.Context(), tc.args, &out, &errb)
+		if code != ExitUsage || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%v: exit %d (want %d)\nstderr %s\nwant %q", tc.args[len(tc.args)-2:], code, ExitUsage, errb.String(), tc.want)
 		}
 	}
 }
@@ -169,7 +197,8 @@ func samplePool() *client.PoolResponse {
 				Name:    "shard2",
 				Writers: []client.PoolNode{{Name: "s2a", Addr: "10.0.2.1:3306"}},
 				Readers: []client.PoolNode{},
-				Out:     []client.PoolNode{{Name: "s2b", Addr: "10.0.2.2:3306", Reason: "damped", Detail: "flapping: penalty 2685, re-entry below 1000"}},
+				Out: []client.PoolNode{{Name: "s2b", Addr: "10.0.2.2:3306", Reason: "damped", Detail: "flapping: penalty 2685, re-entry below 1000",
+					Until: time.Date(2024, 5, 1, 12, 1, 26, 600_000_000, time.UTC)}},
 			},
 		},
 		Sinks: []client.SinkStatus{
@@ -275,10 +304,17 @@ func TestHistorySanitizesHostileText(t *testing.T) {
 }
 
 func TestMaintGolden(t *testing.T) {
+	utcLocal(t)
+	until := time.Date(2024, 5, 1, 12, 1, 26, 600_000_000, time.UTC)
 	for _, tc := range []struct {
 		file string
 		st   client.MaintStatus
 	}{
+		// Issue 14: "maintenance off" while the node is held out by damping.
+		{"maint.off-damped", client.MaintStatus{Node: "db4", Persisted: true, Damped: true, DampedUntil: until,
+			DampDetail: "flapping: penalty 2620, re-entry below 1000"}},
+		{"maint.on-damped", client.MaintStatus{Node: "db4", Enabled: true, Reason: "kernel upgrade", Persisted: true,
+			Damped: true, DampedUntil: until, DampDetail: "flapping: penalty 2620, re-entry below 1000"}},
 		{"maint.on-persisted", client.MaintStatus{Node: "db4", Enabled: true, Reason: "kernel upgrade", Persisted: true}},
 		{"maint.on-not-persisted", client.MaintStatus{Node: "db4", Enabled: true, Reason: "kernel upgrade"}},
 		{"maint.off", client.MaintStatus{Node: "db4", Persisted: true}},
@@ -298,12 +334,59 @@ func TestMaintSanitizesHostileText(t *testing.T) {
 	}{
 		{client.MaintStatus{Node: hostile, Enabled: true, Reason: hostile, Persisted: true}, 2},
 		{client.MaintStatus{Node: hostile}, 1},
+		{client.MaintStatus{Node: hostile, Damped: true, DampDetail: hostile}, 2},
 	} {
 		var b bytes.Buffer
 		if err := writeMaintText(&b, &tc.st); err != nil {
 			t.Fatal(err)
 		}
 		checkSanitized(t, b.Bytes(), tc.lines)
+	}
+}
+
+// TestHealthServerUnknown: a server the probe never reached has no
+// version, server_id or read_only; issue 14 showed "server , server_id 0,
+// read_only false".
+func TestHealthServerUnknown(t *testing.T) {
+	checked := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		m    client.LocalHealth
+		want string
+	}{
+		{"never reached", client.LocalHealth{State: "critical", Reason: "connect-failed", LastCheck: checked, Checks: 3},
+			"server     unknown (not reached in the last check)\n"},
+		{"not checked", client.LocalHealth{State: "critical", Reason: "not-checked"},
+			"server     unknown (not checked yet)\n"},
+		{"reached", client.LocalHealth{State: "passing", LastCheck: checked, Reachable: true, Version: "10.11.6-MariaDB", ServerID: 3, ReadOnly: true},
+			"server     10.11.6-MariaDB, server_id 3, read_only true\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := writeHealth(&b, &client.HealthResponse{Status: "ok", Node: "db1", Role: "db", Gossip: "alive", MySQL: &tc.m}); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), tc.want) {
+				t.Fatalf("want the line %q in:\n%s", tc.want, b.String())
+			}
+			if tc.m.Version == "" && strings.Contains(b.String(), "server_id") {
+				t.Fatalf("zero facts shown as facts:\n%s", b.String())
+			}
+		})
+	}
+}
+
+// TestHealthHelpDefinesHealthy: --help says what healthy means, the
+// join rule included.
+func TestHealthHelpDefinesHealthy(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Execute(t.Context(), []string{"health", "--help"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"gossip is alive", "no join address is", "configured (alone on purpose)", "MySQL probe says passing", "Exit status 0 when healthy"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help lacks %q:\n%s", want, out.String())
+		}
 	}
 }
 
@@ -348,5 +431,53 @@ func TestSanitizeC1Controls(t *testing.T) {
 		if strings.ContainsAny(got, "\u009b\u009c\u009d") || !utf8.ValidString(got) {
 			t.Errorf("sanitize(%q) = %q: a terminal control reaches the screen raw", s, got)
 		}
+	}
+}
+
+func TestFormatDrops(t *testing.T) {
+	for _, tc := range []struct {
+		h    client.HookStats
+		want string
+	}{
+		{client.HookStats{}, "0"},
+		{client.HookStats{Dropped: 1100, DroppedByClass: map[string]map[string]uint64{
+			"query": {"queue_full": 10}, "user": {"queue_full": 1000, "runner_closed": 90}}}, "1100 (user 1090, query 10)"},
+		{client.HookStats{Dropped: 3, DroppedByClass: map[string]map[string]uint64{"member": {"superseded": 2}, "shoal": {"superseded": 1}}}, "3 (member 2, shoal 1)"},
+		{client.HookStats{Dropped: 4}, "4"}, // an older agent: no split
+	} {
+		if got := formatDrops(tc.h); got != tc.want {
+			t.Errorf("formatDrops(%+v) = %q, want %q", tc.h, got, tc.want)
+		}
+	}
+}
+
+// TestMembersTableShowsInvalid: a member that breaks the rules for gossiped
+// names and tags says so in the table, not only in --format json.
+func TestMembersTableShowsInvalid(t *testing.T) {
+	var b bytes.Buffer
+	ms := []client.Member{
+		{Name: `db\xff`, Addr: "10.0.0.9", Port: 7946, Status: "alive", Tags: map[string]string{"role": "db"},
+			Invalid: &client.MemberProblem{Reason: "bad-name", Detail: "name is not valid UTF-8"}},
+		{Name: "db1", Addr: "10.0.0.11", Port: 7946, Status: "alive", Tags: map[string]string{"role": "db"}},
+	}
+	if err := writeMembers(&b, ms, "table", nil); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], "alive (bad-name)") || strings.Contains(lines[2], "bad-") {
+		t.Fatalf("table:\n%s", b.String())
+	}
+}
+
+// An IPv6 member's address is shown as [addr]:port, which can be copied
+// into --join or any dialer.
+func TestMembersTableBracketsIPv6(t *testing.T) {
+	var b bytes.Buffer
+	ms := []client.Member{{Name: "db6", Addr: "fd00::2", Port: 7946, Status: "alive", Tags: map[string]string{"role": "db"}}}
+	if err := writeMembers(&b, ms, "table", nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), " [fd00::2]:7946 ") {
+		t.Fatalf("table:\n%s", b.String())
 	}
 }

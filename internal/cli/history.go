@@ -25,12 +25,19 @@ local health change, writer conflict, isolation freeze and maintenance
 change, oldest first. The agent keeps the last history.size entries in
 memory; history.file keeps them on disk.
 
+Kinds (--kind): pool (a node entered or left a role), health (this node's
+health), conflict (two writers, begun or ended), isolation (this agent lost
+or regained the cluster), maint (maintenance mode on or off).
+
   shoal history --since 10m
   shoal history --node db2 --format json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format); err != nil {
 				return err
+			}
+			if _, err := history.ParseKind(f.Kind); err != nil {
+				return usagef("--kind: %v", err)
 			}
 			if since != "" {
 				t, err := history.ParseSince(since, time.Now())
@@ -55,7 +62,7 @@ memory; history.file keeps them on disk.
 	cmd.Flags().StringVar(&format, "format", "table", "output format: table or json")
 	cmd.Flags().StringVar(&f.Node, "node", "", "only this node")
 	cmd.Flags().StringVar(&f.Cluster, "cluster", "", "only this cluster")
-	cmd.Flags().StringVar(&f.Kind, "kind", "", "only this kind: pool, health, conflict, isolation, maint")
+	cmd.Flags().StringVar(&f.Kind, "kind", "", "only this kind: "+history.KindNames())
 	cmd.Flags().StringVar(&since, "since", "", "only entries newer than this: a duration (10m) or an RFC3339 time")
 	cmd.Flags().IntVar(&f.Limit, "limit", 0, "only the newest N entries (0: all)")
 	return cmd

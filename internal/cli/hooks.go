@@ -3,10 +3,13 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/shoaldb/shoal/internal/hooks"
 	"github.com/shoaldb/shoal/pkg/client"
 )
 
@@ -50,6 +53,9 @@ current probe state). Output goes to the agent's log, like every run.
 		Args: exactArgs(1, "one event type"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(testFormat); err != nil {
+				return err
+			}
+			if err := checkTestEvent(args[0], name); err != nil {
 				return err
 			}
 			r, err := g.client().TestHook(cmd.Context(), client.HookTestRequest{Event: args[0], Name: name, Payload: []byte(payload)})
@@ -109,8 +115,47 @@ func writeHooks(w io.Writer, hs []client.HookStats) error {
 		if h.LastError != "" {
 			lastErr = h.LastError
 		}
-		fmt.Fprintf(tw, "%s\t%d/%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", sanitize(h.Spec), h.QueueDepth, h.QueueMax,
-			h.Ran, h.Failed, h.TimedOut, h.Dropped, last, exit, dur, sanitize(lastErr))
+		fmt.Fprintf(tw, "%s\t%d/%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", sanitize(h.Spec), h.QueueDepth, h.QueueMax,
+			h.Ran, h.Failed, h.TimedOut, formatDrops(h), last, exit, sanitize(dur), sanitize(lastErr))
 	}
 	return tw.Flush()
+}
+
+// formatDrops shows a handler's drops with their split by event class:
+// "1092 (user 1090, query 2)". A member, pool or health drop is the one to
+// look at: user events and queries are dropped first by design.
+func formatDrops(h client.HookStats) string {
+	if h.Dropped == 0 {
+		return "0"
+	}
+	var parts []string
+	for _, class := range hooks.Classes() {
+		var n uint64
+		for _, c := range h.DroppedByClass[class] {
+			n += c
+		}
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", class, n))
+		}
+	}
+	if len(parts) == 0 {
+		return fmt.Sprint(h.Dropped)
+	}
+	return fmt.Sprintf("%d (%s)", h.Dropped, strings.Join(parts, ", "))
+}
+
+// testEvents are the events `hooks test` can synthesize (agent.TestHook).
+var testEvents = []string{hooks.MemberJoin, hooks.MemberLeave, hooks.MemberFailed, hooks.MemberUpdate,
+	hooks.MemberReap, hooks.User, hooks.Query, hooks.PoolChange, hooks.HealthChange}
+
+// checkTestEvent refuses, before asking the agent, an event it cannot
+// synthesize, or a user event or query without --name.
+func checkTestEvent(event, name string) error {
+	if !slices.Contains(testEvents, event) {
+		return usagef("hooks test: unknown event %q (want %s)", event, strings.Join(testEvents, ", "))
+	}
+	if (event == hooks.User || event == hooks.Query) && name == "" {
+		return usagef("hooks test %s: --name is required", event)
+	}
+	return nil
 }

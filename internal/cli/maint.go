@@ -16,7 +16,9 @@ func newMaintCmd(g *globals) *cobra.Command {
 		Short: "Show, enable or disable maintenance mode of this agent's database node",
 		Long: `A node in maintenance is out of the pool on every agent (reason
 "maintenance"), whatever its health, until maintenance is disabled. With a
-tags file (tags_file) the state survives agent restarts.
+tags file (tags_file) the state survives agent restarts. Maintenance never
+counts toward flap damping; when this agent's pool holds the node out by
+damping (after repeated health removals), this command says so and until when.
 
   shoal maint enable --reason "kernel upgrade"
   shoal maint disable
@@ -74,14 +76,22 @@ func writeMaint(g *globals, format string, st *client.MaintStatus) error {
 
 func writeMaintText(w io.Writer, st *client.MaintStatus) error {
 	if !st.Enabled {
-		_, err := fmt.Fprintf(w, "node %s: maintenance off\n", sanitize(st.Node))
-		return err
+		fmt.Fprintf(w, "node %s: maintenance off\n", sanitize(st.Node))
+	} else {
+		persist := "survives restarts"
+		if !st.Persisted {
+			persist = "ends if the agent restarts: no tags_file"
+		}
+		fmt.Fprintf(w, "node %s: MAINTENANCE on (%s), out of the pool on every agent\nreason: %s\n",
+			sanitize(st.Node), persist, sanitize(st.Reason))
 	}
-	persist := "survives restarts"
-	if !st.Persisted {
-		persist = "ends if the agent restarts: no tags_file"
+	if !st.Damped {
+		return nil
 	}
-	_, err := fmt.Fprintf(w, "node %s: MAINTENANCE on (%s), out of the pool on every agent\nreason: %s\n",
-		sanitize(st.Node), persist, sanitize(st.Reason))
+	until := "until its penalty decays"
+	if !st.DampedUntil.IsZero() {
+		until = "until " + clock(st.DampedUntil) + " if it stays healthy"
+	}
+	_, err := fmt.Fprintf(w, "DAMPED: held out of this agent's pool by flap damping %s (%s)\n", until, sanitize(st.DampDetail))
 	return err
 }

@@ -2,13 +2,16 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"regexp"
+	"regexp/syntax"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -34,6 +37,12 @@ func newMembersCmd(g *globals) *cobra.Command {
 			}
 			tf, err := parseTagFilters(tags)
 			if err != nil {
+				return err
+			}
+			if err := checkRegex("--status", status); err != nil {
+				return err
+			}
+			if err := checkRegex("--name", name); err != nil {
 				return err
 			}
 			f := client.MemberFilter{Status: status, Name: name, Tags: tf}
@@ -66,14 +75,19 @@ func writeMembers(w io.Writer, ms []client.Member, format string, columns []stri
 	header := []string{"NAME", "ADDRESS", "STATUS"}
 	if len(columns) > 0 {
 		for _, c := range columns {
-			header = append(header, strings.ToUpper(c))
+			header = append(header, sanitize(strings.ToUpper(c)))
 		}
 	} else {
 		header = append(header, "TAGS")
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, m := range ms {
-		row := []string{m.Name, fmt.Sprintf("%s:%d", m.Addr, m.Port), m.Status}
+		status := m.Status
+		if m.Invalid != nil {
+			// Broke the rules for gossiped names and tags: never routed.
+			status += " (" + m.Invalid.Reason + ")"
+		}
+		row := []string{sanitize(m.Name), sanitize(net.JoinHostPort(m.Addr, strconv.Itoa(int(m.Port)))), sanitize(status)}
 		if len(columns) > 0 {
 			for _, c := range columns {
 				v := m.Tags[c]
@@ -106,17 +120,6 @@ func formatTags(tags map[string]string) string {
 	return strings.Join(parts, ",")
 }
 
-// sanitize keeps remote-controlled strings from breaking the table or the
-// terminal: control characters (C0, DEL and C1, which includes the CSI
-// escape U+009B) and invalid UTF-8 are shown escaped.
-func sanitize(s string) string {
-	if utf8.ValidString(s) && strings.IndexFunc(s, unicode.IsControl) < 0 {
-		return s
-	}
-	q := fmt.Sprintf("%q", s)
-	return q[1 : len(q)-1]
-}
-
 // parseTagFilters parses repeated --tag key=regex flags.
 func parseTagFilters(flags []string) (map[string]string, error) {
 	out := map[string]string{}
@@ -125,7 +128,24 @@ func parseTagFilters(flags []string) (map[string]string, error) {
 		if !ok || k == "" {
 			return nil, usagef("--tag %q: want key=regex", t)
 		}
+		if err := checkRegex("--tag "+k, v); err != nil {
+			return nil, err
+		}
 		out[k] = v
 	}
 	return out, nil
+}
+
+// checkRegex refuses a filter the agent would refuse, before asking it:
+// the agent matches the whole value, "^(?:" + expr + ")$".
+func checkRegex(flag, expr string) error {
+	if _, err := regexp.Compile("^(?:" + expr + ")$"); err != nil {
+		// syntax.Error quotes the anchored form; its code alone is clearer.
+		var se *syntax.Error
+		if errors.As(err, &se) {
+			return usagef("%s %q: bad regular expression: %s", flag, expr, se.Code)
+		}
+		return usagef("%s %q: bad regular expression: %w", flag, expr, err)
+	}
+	return nil
 }

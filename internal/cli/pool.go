@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -60,6 +61,9 @@ func writePool(w io.Writer, p *client.PoolResponse) error {
 			if reason == "" {
 				reason = "-"
 			}
+			if !n.Until.IsZero() {
+				detail = joinDetail(detail, "held out until "+clock(n.Until))
+			}
 			if detail == "" {
 				detail = "-"
 			}
@@ -79,6 +83,19 @@ func writePool(w io.Writer, p *client.PoolResponse) error {
 		}
 	}
 	return writeSinks(w, p.Sinks)
+}
+
+// clock formats the end of a damping hold, in local time: a hold lasts at
+// most a few minutes (pool.DefaultMaxHold), so the time of day is enough.
+func clock(t time.Time) string {
+	return t.Local().Format("15:04:05")
+}
+
+func joinDetail(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // writeSinks prints each sink's state under the pool.
@@ -118,8 +135,20 @@ func newHealthCmd(g *globals) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
 		Use:   "health",
-		Short: "Show the local MySQL probe's state and facts (db agents)",
-		Args:  exactArgs(0, "no arguments"),
+		Short: "Show whether this agent is healthy, and the local MySQL probe's state and facts (db agents)",
+		Long: `Show whether this agent is healthy, as GET /v1/health decides (the
+container HEALTHCHECK and load balancers use it). Healthy means all of:
+
+  - gossip is alive (the agent is not leaving or shut down);
+  - joined: the start-up join reached a node, or no join address is
+    configured (alone on purpose); an agent whose join keeps failing, for
+    example with the wrong gossip key, is not healthy;
+  - its health tag reaches the cluster (tags publish);
+  - on a db agent, the local MySQL probe says passing.
+
+Exit status 0 when healthy; non-zero when not (the status line names the
+first failing check) or when the agent cannot be reached.`,
+		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format); err != nil {
 				return err
@@ -137,7 +166,7 @@ func newHealthCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if h.Status != "ok" {
-				return fmt.Errorf("not healthy: %s", h.Status)
+				return fmt.Errorf("not healthy: %s", sanitize(h.Status))
 			}
 			return nil
 		},
@@ -148,8 +177,10 @@ func newHealthCmd(g *globals) *cobra.Command {
 
 func writeHealth(w io.Writer, h *client.HealthResponse) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
-	row("node", sanitize(h.Node))
+	// Every value comes from the agent or the MySQL server: row escapes
+	// them all.
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, sanitize(v)) }
+	row("node", h.Node)
 	row("role", h.Role)
 	row("gossip", h.Gossip)
 	row("status", h.Status)
@@ -158,12 +189,15 @@ func writeHealth(w io.Writer, h *client.HealthResponse) error {
 		if m.Reason != "" {
 			state += " (" + m.Reason + ")"
 		}
-		row("mysql", state+" since "+m.Since.Format("15:04:05"))
+		if !m.Since.IsZero() {
+			state += " since " + m.Since.Format("15:04:05")
+		}
+		row("mysql", state)
 		if m.Message != "" {
-			row("message", sanitize(m.Message))
+			row("message", m.Message)
 		}
 		row("target", m.Target)
-		row("server", fmt.Sprintf("%s, server_id %d, read_only %v", m.Version, m.ServerID, m.ReadOnly))
+		row("server", serverText(m))
 		if m.Replica {
 			lag := "unknown"
 			if m.LagSeconds != nil {
@@ -171,14 +205,54 @@ func writeHealth(w io.Writer, h *client.HealthResponse) error {
 			}
 			row("replication", fmt.Sprintf("io %v, sql %v, lag %s", m.IORunning, m.SQLRunning, lag))
 			if m.LastIOError != "" {
-				row("last io error", sanitize(m.LastIOError))
+				row("last io error", m.LastIOError)
 			}
 			if m.LastSQLError != "" {
-				row("last sql error", sanitize(m.LastSQLError))
+				row("last sql error", m.LastSQLError)
 			}
 		}
-		row("checks", fmt.Sprintf("%d (connections opened: %d, last took %s)", m.Checks, m.Connects, m.LastDuration))
+		last := ""
+		if m.LastDuration != "" {
+			last = ", last took " + m.LastDuration
+		}
+		row("checks", fmt.Sprintf("%d (connections opened: %d%s)", m.Checks, m.Connects, last))
 		row("published", m.Published)
 	}
+	if p := h.Publish; p != nil {
+		row("tags publish", publishText(*p))
+	}
 	return tw.Flush()
+}
+
+// serverText describes the MySQL server, or says it is unknown when the
+// last check never reached it (its facts are then zero values, not facts).
+func serverText(m *client.LocalHealth) string {
+	switch {
+	case m.Reachable || m.Version != "":
+		return fmt.Sprintf("%s, server_id %d, read_only %v", m.Version, m.ServerID, m.ReadOnly)
+	case m.LastCheck.IsZero():
+		return "unknown (not checked yet)"
+	}
+	return "unknown (not reached in the last check)"
+}
+
+// publishText describes whether the agent's tags reach the cluster.
+func publishText(p client.PublishStatus) string {
+	if p.OK {
+		return "ok"
+	}
+	var b strings.Builder
+	switch {
+	case p.MinimalHealth:
+		b.WriteString("FAILING: only a minimal critical health is published (this node is out of every pool)")
+	case len(p.WithheldTags) > 0:
+		fmt.Fprintf(&b, "DEGRADED: health published, user tags withheld: %s", sanitize(strings.Join(p.WithheldTags, ",")))
+	default:
+		b.WriteString("FAILING: retrying")
+	}
+	if !p.Since.IsZero() {
+		b.WriteString(" since " + p.Since.Format("15:04:05"))
+	}
+	fmt.Fprintf(&b, " (%d failures): %s", p.Failures, sanitize(p.Error))
+	return b.String()
 }

@@ -10,10 +10,11 @@ import (
 	"net"
 	"os"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shoaldb/shoal/internal/tags"
 )
 
 // Default ports.
@@ -51,6 +52,18 @@ type Config struct {
 	HTTPAddr string `yaml:"http_addr"`
 	RPCAddr  string `yaml:"rpc_addr"`
 	RPCAuth  string `yaml:"rpc_auth"`
+	// APITokenFile holds the token that state-changing and secret-revealing
+	// API and RPC requests must carry; created at the first start. Empty
+	// means apitoken.DefaultPath.
+	APITokenFile string `yaml:"api_token_file"`
+	// HTTPTLSCertFile and HTTPTLSKeyFile (PEM) make the HTTP API serve
+	// HTTPS; required, with InsecureHTTP as the explicit alternative, when
+	// http_addr is not a loopback address.
+	HTTPTLSCertFile string `yaml:"http_tls_cert_file"`
+	HTTPTLSKeyFile  string `yaml:"http_tls_key_file"`
+	// InsecureHTTP allows plain HTTP beyond loopback: reads, and the token
+	// of every write, cross the network in cleartext.
+	InsecureHTTP bool `yaml:"insecure_http"`
 
 	LogLevel  string `yaml:"log_level"`
 	LogFormat string `yaml:"log_format"`
@@ -71,9 +84,59 @@ type Config struct {
 	EventHandlers []string `yaml:"event_handlers"`
 	Hooks         Hooks    `yaml:"hooks"`
 
-	// Dev is set by --dev only: no encryption required, local profile,
+	// Dev is set by --dev only: no encryption required, gossip on loopback
+	// unless a bind address is given, local profile,
 	// a node name derived from the bind port when none is given.
 	Dev bool `yaml:"-"`
+
+	// sources names where each key set was set (a config file and line, an
+	// environment variable, a flag), for error messages.
+	sources map[string]string
+	// notices are messages about how the files were read (serf keys).
+	notices []string
+}
+
+// Notices returns messages about how the configuration was read, such as a
+// stock serf key read as its shoal equivalent; the agent logs them and
+// --config-check prints them.
+func (c *Config) Notices() []string { return c.notices }
+
+// setSource records where key was set; a later layer replaces an earlier one.
+func (c *Config) setSource(key, src string) {
+	if c.sources == nil {
+		c.sources = map[string]string{}
+	}
+	c.sources[key] = src
+}
+
+// sourceOf returns where key, or the nearest section holding it, was set.
+func (c *Config) sourceOf(key string) string {
+	if s, ok := c.sources[key]; ok {
+		return s
+	}
+	key, _, _ = strings.Cut(key, "[")
+	for key != "" {
+		if s, ok := c.sources[key]; ok {
+			return s
+		}
+		i := strings.LastIndexByte(key, '.')
+		if i < 0 {
+			break
+		}
+		key = key[:i]
+	}
+	return ""
+}
+
+// annotate adds to every FieldError in err where its key was set.
+func (c *Config) annotate(err error) error {
+	for _, e := range leaves(err) {
+		var fe *FieldError
+		if errors.As(e, &fe) && fe.Source == "" {
+			fe.Source = c.sourceOf(fe.Key)
+		}
+	}
+	return err
 }
 
 // Gossip holds explicit overrides of the timing profile. Zero means "use
@@ -181,29 +244,61 @@ const (
 )
 
 var (
-	tagKeyRe   = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,64}$`)
 	nodeNameRe = regexp.MustCompile(`^[A-Za-z0-9_.\-:]+$`)
 )
 
-// FieldError is a validation error that names the config key (and its flag).
+// InvalidError marks an error in the configuration, or in a file it
+// names, that the agent finds only at start (a corrupt tags file, a keyring
+// readable by others): a usage error, exit status 2, which systemd does
+// not restart in a loop.
+type InvalidError struct{ Err error }
+
+func (e *InvalidError) Error() string { return e.Err.Error() }
+func (e *InvalidError) Unwrap() error { return e.Err }
+
+// Invalid marks err as a configuration error (nil stays nil).
+func Invalid(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &InvalidError{Err: err}
+}
+
+// FieldError is a validation error that names the config key, its flag when
+// there is one, and where the value was set when known.
 type FieldError struct {
 	Key   string
 	Value string
 	Msg   string
+	// Source is where the key was set: "config file F, line N",
+	// "environment SHOAL_X" or "flag --x"; empty when unknown.
+	Source string
 }
 
 func (e *FieldError) Error() string {
-	return fmt.Sprintf("%s (--%s) %q: %s", e.Key, flagFor(e.Key), e.Value, e.Msg)
+	var b strings.Builder
+	if e.Source != "" && !strings.HasPrefix(e.Source, "flag ") { // a flag is named anyway
+		b.WriteString(e.Source + ": ")
+	}
+	b.WriteString(e.Key)
+	if f := flagFor(e.Key); f != "" {
+		b.WriteString(" (--" + f + ")")
+	}
+	fmt.Fprintf(&b, " %q: %s", e.Value, e.Msg)
+	return b.String()
 }
 
-// flagFor names the command-line flag of a config key.
+// flagFor names the command-line flag of a config key ("event_handlers[2]"
+// is event_handlers), or "" when the key has none: a message never cites a
+// flag that does not exist.
 func flagFor(key string) string {
+	key, _, _ = strings.Cut(key, "[")
 	for _, o := range options {
 		if o.key == key {
 			return o.flag
 		}
 	}
-	return strings.ReplaceAll(key, "_", "-")
+	return ""
 }
 
 func fieldErr(key, value, format string, args ...any) error {
@@ -249,14 +344,12 @@ func (c *Config) Validate() error {
 	if c.RetryMax < 0 {
 		add(fieldErr("retry_max", strconv.Itoa(c.RetryMax), "must be 0 (retry forever) or positive"))
 	}
-	keys := make([]string, 0, len(c.Tags))
-	for k := range c.Tags {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if !tagKeyRe.MatchString(k) {
-			add(fieldErr("tags", k+"="+c.Tags[k], "tag key must be 1-64 characters of letters, digits, . _ -"))
+	if err := tags.CheckUserTags(c.Tags); err != nil {
+		var te *tags.TagError
+		if errors.As(err, &te) {
+			add(fieldErr("tags", te.Key+"="+te.Value, "%s", te.Msg))
+		} else {
+			add(fieldErr("tags", fmt.Sprintf("%d tags", len(c.Tags)), "%v", err))
 		}
 	}
 	if c.Encrypt != "" {
@@ -272,6 +365,7 @@ func (c *Config) Validate() error {
 	if c.HTTPAddr != "" {
 		add(validateHostPort("http_addr", c.HTTPAddr, false))
 	}
+	add(c.validateHTTPTLS())
 	if c.RPCAddr != "" {
 		add(validateHostPort("rpc_addr", c.RPCAddr, false))
 	}
@@ -294,6 +388,39 @@ func (c *Config) Validate() error {
 	add(c.Hooks.validate())
 	if _, err := c.HookSpecs(); err != nil {
 		add(err)
+	}
+	return c.annotate(errors.Join(errs...))
+}
+
+// HTTPTLS reports whether the HTTP API serves HTTPS.
+func (c *Config) HTTPTLS() bool { return c.HTTPTLSCertFile != "" && c.HTTPTLSKeyFile != "" }
+
+// HTTPLoopback reports whether http_addr is on a loopback IP. An empty
+// host, 0.0.0.0 and :: are not: they listen on every interface.
+func (c *Config) HTTPLoopback() bool {
+	host, _, err := net.SplitHostPort(c.HTTPAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// validateHTTPTLS checks the TLS pair and that an API beyond loopback is
+// either HTTPS or explicitly insecure.
+func (c *Config) validateHTTPTLS() error {
+	var errs []error
+	if c.HTTPTLSCertFile != "" && c.HTTPTLSKeyFile == "" {
+		errs = append(errs, fieldErr("http_tls_key_file", "", "must be set with http_tls_cert_file (%s)", c.HTTPTLSCertFile))
+	}
+	if c.HTTPTLSKeyFile != "" && c.HTTPTLSCertFile == "" {
+		errs = append(errs, fieldErr("http_tls_cert_file", "", "must be set with http_tls_key_file (%s)", c.HTTPTLSKeyFile))
+	}
+	_, _, splitErr := net.SplitHostPort(c.HTTPAddr) // a malformed address has its own error
+	if c.HTTPAddr != "" && splitErr == nil && !c.HTTPLoopback() && !c.HTTPTLS() && !c.InsecureHTTP {
+		errs = append(errs, fieldErr("http_addr", c.HTTPAddr, "is not a loopback address, so the API (its reads, and the token of every write) would be open to the network in cleartext: "+
+			"serve HTTPS with http_tls_cert_file and http_tls_key_file (--http-tls-cert-file, --http-tls-key-file), "+
+			"or accept plain HTTP explicitly with insecure_http: true (--insecure-http), or listen on 127.0.0.1"))
 	}
 	return errors.Join(errs...)
 }
@@ -401,7 +528,7 @@ func ParseTag(s string) (string, string, error) {
 	if !ok || k == "" {
 		return "", "", fmt.Errorf("tag %q: want key=value", s)
 	}
-	if !tagKeyRe.MatchString(k) {
+	if !tags.ValidKey(k) {
 		return "", "", fmt.Errorf("tag %q: key must be 1-64 characters of letters, digits, . _ -", s)
 	}
 	return k, v, nil

@@ -37,6 +37,8 @@ func TestValidateBadValues(t *testing.T) {
 		{"retry max wait", func(c *Config) { c.RetryMaxWait = 500 * time.Millisecond }, "retry_max_wait"},
 		{"retry max", func(c *Config) { c.RetryMax = -1 }, `retry_max (--retry-max) "-1"`},
 		{"tag key", func(c *Config) { c.Tags = map[string]string{"bad key": "v"} }, `tags (--tag) "bad key=v": tag key must be`},
+		{"tags over budget", func(c *Config) { c.Tags = map[string]string{"pad": strings.Repeat("x", 424)} }, "over the 150-byte user tag budget"},
+		{"tag value control", func(c *Config) { c.Tags = map[string]string{"k": "a\x1b[2Jb"} }, `tags (--tag) "k=a\x1b[2Jb": value must be printable`},
 		{"no encryption", func(c *Config) { c.InsecureNoEncryption = false }, "gossip encryption is required"},
 		{"bad key base64", func(c *Config) { c.Encrypt = "not base64!" }, `encrypt (--encrypt) "not ...": not valid base64`},
 		{"bad key length", func(c *Config) { c.Encrypt = "c2hvcnQ=" }, "key is 5 bytes; must be 16, 24 or 32 bytes"},
@@ -121,9 +123,9 @@ func TestLoadFileErrors(t *testing.T) {
 		name, body, want string
 	}{
 		{"unknown key", "node: a\nbind_addr: 1.2.3.4\n", `line 2: unknown key "bind_addr"`},
-		{"unknown nested key", "gossip:\n  probe_intervall: 1s\n", `line 2: unknown key "probe_intervall"`},
-		{"bad duration", "retry_interval: soon\n", "line 1: cannot unmarshal"},
-		{"bad int", "retry_max: many\n", "line 1: cannot unmarshal"},
+		{"unknown nested key", "gossip:\n  probe_intervall: 1s\n", `line 2: unknown key "gossip.probe_intervall"; did you mean "gossip.probe_interval"?`},
+		{"bad duration", "retry_interval: soon\n", `line 1: retry_interval (--retry-interval) "soon": not a duration`},
+		{"bad int", "retry_max: many\n", `line 1: retry_max (--retry-max) "many": not a whole number`},
 		{"two documents", "node: a\n---\nnode: b\n", "more than one YAML document"},
 		{"syntax", "node: [a\n", "yaml:"},
 	} {
@@ -211,6 +213,27 @@ func TestDevMode(t *testing.T) {
 	}
 	if c.Profile != "local" || !strings.HasSuffix(c.Node, "-7001") {
 		t.Fatalf("dev: profile %q node %q", c.Profile, c.Node)
+	}
+}
+
+// --dev runs without encryption, so it gossips on loopback unless a bind
+// address is given.
+func TestDevModeBindsLoopback(t *testing.T) {
+	c, err := load(t, []string{"--dev"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Bind != "127.0.0.1:7946" || !strings.HasSuffix(c.Node, "-7946") {
+		t.Errorf("--dev: bind %q node %q, want 127.0.0.1:7946", c.Bind, c.Node)
+	}
+	for _, args := range [][]string{{"--dev", "--bind", "0.0.0.0:7946"}, {"--dev", "--bind", "10.1.2.3:7000"}} {
+		c, err := load(t, args, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Bind != args[2] {
+			t.Errorf("%q: bind %q, want the one given", args, c.Bind)
+		}
 	}
 }
 
@@ -319,12 +342,12 @@ func TestLoadFileSinksAndHistory(t *testing.T) {
 	for _, tc := range []struct {
 		name, body, want string
 	}{
-		{"unknown sink", "node: a\nsinks:\n  kafka: {}\n", `line 3: unknown key "kafka"`},
-		{"unknown sink inline", "sinks: {kafka: {}}\n", `line 1: unknown key "kafka"`},
-		{"unknown file sink key", "sinks:\n  file:\n    paht: /x\n", `line 3: unknown key "paht"`},
-		{"unknown haproxy mapping key", "sinks:\n  haproxy:\n    backends:\n      - {cluster: a, role: writer, backend: b, weight: 3}\n", `line 4: unknown key "weight"`},
-		{"unknown history key", "history:\n  sise: 10\n", `line 2: unknown key "sise"`},
-		{"bad history size", "history:\n  size: lots\n", "line 2: cannot unmarshal"},
+		{"unknown sink", "node: a\nsinks:\n  kafka: {}\n", `line 3: unknown key "sinks.kafka"`},
+		{"unknown sink inline", "sinks: {kafka: {}}\n", `line 1: unknown key "sinks.kafka"`},
+		{"unknown file sink key", "sinks:\n  file:\n    paht: /x\n", `line 3: unknown key "sinks.file.paht"; did you mean "sinks.file.path"?`},
+		{"unknown haproxy mapping key", "sinks:\n  haproxy:\n    backends:\n      - {cluster: a, role: writer, backend: b, weight: 3}\n", `line 4: unknown key "sinks.haproxy.backends[0].weight"`},
+		{"unknown history key", "history:\n  sise: 10\n", `line 2: unknown key "history.sise"; did you mean "history.size"?`},
+		{"bad history size", "history:\n  size: lots\n", `line 2: history.size (--history-size) "lots": not a whole number`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeFile(t, tc.body)
@@ -435,5 +458,95 @@ func TestDampingIsABoolFlag(t *testing.T) {
 	}
 	if err := fs.Parse([]string{"--damping"}); err != nil {
 		t.Errorf("bare --damping: %v", err)
+	}
+}
+
+// TestHTTPBeyondLoopbackNeedsTLSOrOptIn: an API listening beyond loopback
+// is refused unless it serves HTTPS or insecure_http opts in; the error
+// names http_addr and both ways out.
+func TestHTTPBeyondLoopbackNeedsTLSOrOptIn(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:8946", "[::]:8946", ":8946", "10.0.0.1:8946"} {
+		c := validBase()
+		c.HTTPAddr = addr
+		err := c.Validate()
+		if err == nil {
+			t.Errorf("http_addr %s without TLS or insecure_http accepted", addr)
+			continue
+		}
+		for _, want := range []string{`http_addr (--http-addr) "` + addr + `"`, "http_tls_cert_file", "http_tls_key_file", "insecure_http", "--insecure-http"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("http_addr %s: error %q does not mention %q", addr, err, want)
+			}
+		}
+		c.InsecureHTTP = true
+		if err := c.Validate(); err != nil {
+			t.Errorf("http_addr %s with insecure_http: %v", addr, err)
+		}
+		c.InsecureHTTP = false
+		c.HTTPTLSCertFile, c.HTTPTLSKeyFile = "/etc/shoal/api.crt", "/etc/shoal/api.key"
+		if err := c.Validate(); err != nil {
+			t.Errorf("http_addr %s with TLS: %v", addr, err)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:8946", "127.0.0.2:0", "[::1]:8946", ""} {
+		c := validBase()
+		c.HTTPAddr = addr
+		if err := c.Validate(); err != nil {
+			t.Errorf("loopback http_addr %q: %v", addr, err)
+		}
+	}
+	c := validBase()
+	c.HTTPTLSCertFile = "/etc/shoal/api.crt"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "http_tls_key_file (--http-tls-key-file)") {
+		t.Errorf("cert without key: %v", err)
+	}
+	c = validBase()
+	c.HTTPTLSKeyFile = "/etc/shoal/api.key"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "http_tls_cert_file (--http-tls-cert-file)") {
+		t.Errorf("key without cert: %v", err)
+	}
+
+	// The keys come from the file, the environment and flags.
+	p := writeFile(t, "insecure_no_encryption: true\nnode: n1\nhttp_addr: 0.0.0.0:8946\nhttp_tls_cert_file: /c.pem\nhttp_tls_key_file: /k.pem\n")
+	c, err := load(t, []string{"--config", p}, nil)
+	if err != nil || c.HTTPTLSCertFile != "/c.pem" || c.HTTPTLSKeyFile != "/k.pem" {
+		t.Fatalf("file: %+v, %v", c, err)
+	}
+	c, err = load(t, []string{"--insecure-no-encryption", "--node", "n1", "--http-addr", "0.0.0.0:8946"}, map[string]string{"SHOAL_INSECURE_HTTP": "true"})
+	if err != nil || !c.InsecureHTTP {
+		t.Fatalf("env SHOAL_INSECURE_HTTP: %v", err)
+	}
+	c, err = load(t, []string{"--insecure-no-encryption", "--node", "n1", "--http-addr", "0.0.0.0:8946", "--insecure-http"}, nil)
+	if err != nil || !c.InsecureHTTP {
+		t.Fatalf("--insecure-http: %v", err)
+	}
+	c, err = load(t, []string{"--insecure-no-encryption", "--node", "n1", "--http-addr", "0.0.0.0:8946", "--http-tls-cert-file", "/c", "--http-tls-key-file", "/k"},
+		map[string]string{"SHOAL_HTTP_TLS_CERT_FILE": "/env-c"})
+	if err != nil || c.HTTPTLSCertFile != "/c" || c.HTTPTLSKeyFile != "/k" {
+		t.Fatalf("TLS flags: %v", err)
+	}
+}
+
+// TestSecretWarnings: a secret given as a flag is in argv, which every
+// local user can read; the agent warns. The environment does not.
+func TestSecretWarnings(t *testing.T) {
+	key := "c2hvYWwtdGVzdC1rZXktMTYhIQ=="
+	fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	f := BindFlags(fs)
+	if err := fs.Parse([]string{"--node", "n", "--insecure-no-encryption", "--encrypt", key, "--rpc-auth", "sekrit"}); err != nil {
+		t.Fatal(err)
+	}
+	ws := f.SecretWarnings()
+	if len(ws) != 2 || !strings.Contains(ws[0], "--encrypt was given on the command line") || !strings.Contains(ws[0], "SHOAL_ENCRYPT") ||
+		!strings.Contains(ws[1], "--rpc-auth") || strings.Contains(strings.Join(ws, " "), key) {
+		t.Fatalf("warnings = %q", ws)
+	}
+	fs = pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	f = BindFlags(fs)
+	if err := fs.Parse([]string{"--node", "n"}); err != nil {
+		t.Fatal(err)
+	}
+	if ws := f.SecretWarnings(); len(ws) != 0 {
+		t.Fatalf("no secret flags: warnings = %q", ws)
 	}
 }

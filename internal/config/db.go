@@ -20,7 +20,7 @@ func (c *Config) validateDB() error {
 	switch c.Role {
 	case "", "db", "app":
 	default:
-		add(fieldErr("role", c.Role, "must be db or app"))
+		add(fieldErr("role", c.Role, "must be db or app (serf's role key was a tag; shoal reserves the role tag: put serf's value under tags with another key)"))
 	}
 	if c.Role == "db" && !c.MySQL.Configured() {
 		add(fieldErr("role", c.Role, "a db agent needs mysql.addr, mysql.socket or mysql.option_file"))

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,17 +21,27 @@ type option struct {
 	list  bool // repeatable flag / comma-separated env
 	bool  bool // a flag that takes no value (--x means --x=true)
 	set   func(c *Config, raw []string) error
+	// typ is the value's type shown by --help: string, duration, int or
+	// bool; def formats the default from Default() ("" shows none).
+	typ string
+	def func(c *Config) string
 }
 
 func strOpt(key, flag, env, usage string, f func(*Config) *string) option {
-	return option{key: key, flag: flag, env: env, usage: usage, set: func(c *Config, raw []string) error {
-		*f(c) = raw[len(raw)-1]
-		return nil
-	}}
+	return option{key: key, flag: flag, env: env, usage: usage, typ: "string", def: func(c *Config) string { return *f(c) },
+		set: func(c *Config, raw []string) error {
+			*f(c) = raw[len(raw)-1]
+			return nil
+		}}
 }
 
 func durOpt(key, flag, env, usage string, f func(*Config) *time.Duration) option {
-	return option{key: key, flag: flag, env: env, usage: usage, set: func(c *Config, raw []string) error {
+	return option{key: key, flag: flag, env: env, usage: usage, typ: "duration", def: func(c *Config) string {
+		if *f(c) == 0 {
+			return "" // 0 means "not set": the usage says what applies
+		}
+		return f(c).String()
+	}, set: func(c *Config, raw []string) error {
 		d, err := time.ParseDuration(raw[len(raw)-1])
 		if err != nil {
 			return fieldErr(key, raw[len(raw)-1], "not a duration (e.g. 500ms, 2s)")
@@ -40,7 +52,7 @@ func durOpt(key, flag, env, usage string, f func(*Config) *time.Duration) option
 }
 
 func intOpt(key, flag, env, usage string, f func(*Config) *int) option {
-	return option{key: key, flag: flag, env: env, usage: usage, set: func(c *Config, raw []string) error {
+	return option{key: key, flag: flag, env: env, usage: usage, typ: "int", def: func(c *Config) string { return strconv.Itoa(*f(c)) }, set: func(c *Config, raw []string) error {
 		n, err := strconv.Atoi(raw[len(raw)-1])
 		if err != nil {
 			return fieldErr(key, raw[len(raw)-1], "not an integer")
@@ -51,7 +63,7 @@ func intOpt(key, flag, env, usage string, f func(*Config) *int) option {
 }
 
 func boolOpt(key, flag, env, usage string, f func(*Config) *bool) option {
-	return option{key: key, flag: flag, env: env, usage: usage, bool: true, set: func(c *Config, raw []string) error {
+	return option{key: key, flag: flag, env: env, usage: usage, bool: true, typ: "bool", def: func(c *Config) string { return strconv.FormatBool(*f(c)) }, set: func(c *Config, raw []string) error {
 		b, err := strconv.ParseBool(raw[len(raw)-1])
 		if err != nil {
 			return fieldErr(key, raw[len(raw)-1], "not a boolean (true or false)")
@@ -110,6 +122,10 @@ var options = []option{
 	strOpt("http_addr", "http-addr", "SHOAL_HTTP_ADDR", "HTTP API listen address (empty disables)", func(c *Config) *string { return &c.HTTPAddr }),
 	strOpt("rpc_addr", "rpc-addr", "SHOAL_RPC_ADDR", "Serf-compatible RPC listen address (empty disables)", func(c *Config) *string { return &c.RPCAddr }),
 	strOpt("rpc_auth", "rpc-auth", "SHOAL_RPC_AUTH", "auth token required by the Serf-compatible RPC", func(c *Config) *string { return &c.RPCAuth }),
+	strOpt("http_tls_cert_file", "http-tls-cert-file", "SHOAL_HTTP_TLS_CERT_FILE", "PEM certificate: the HTTP API serves HTTPS (with --http-tls-key-file)", func(c *Config) *string { return &c.HTTPTLSCertFile }),
+	strOpt("http_tls_key_file", "http-tls-key-file", "SHOAL_HTTP_TLS_KEY_FILE", "PEM private key of --http-tls-cert-file", func(c *Config) *string { return &c.HTTPTLSKeyFile }),
+	boolOpt("insecure_http", "insecure-http", "SHOAL_INSECURE_HTTP", "allow plain HTTP on a non-loopback --http-addr (reads and the API token cross the network in cleartext)", func(c *Config) *bool { return &c.InsecureHTTP }),
+	strOpt("api_token_file", "api-token-file", "SHOAL_API_TOKEN_FILE", "file holding the API token, created (mode 0600) at the first start (default: $STATE_DIRECTORY/api-token, /var/lib/shoal/api-token for root, else ~/.local/state/shoal/api-token)", func(c *Config) *string { return &c.APITokenFile }),
 	strOpt("log_level", "log-level", "SHOAL_LOG_LEVEL", "trace, debug, info, warn or error", func(c *Config) *string { return &c.LogLevel }),
 	strOpt("log_format", "log-format", "SHOAL_LOG_FORMAT", "text or json", func(c *Config) *string { return &c.LogFormat }),
 	strOpt("role", "role", "SHOAL_ROLE", "db (probes a local MySQL) or app; default: db when a MySQL target is set", func(c *Config) *string { return &c.Role }),
@@ -152,11 +168,14 @@ func splitList(raw []string) []string {
 }
 
 // rawValue is a pflag.Value that records what was given, so that flags are
-// applied after the file and the environment, in that order.
+// applied after the file and the environment, in that order; a flag not
+// given changes nothing. Its type and default are the option's, so that
+// --help shows both.
 type rawValue struct {
 	vals []string
 	list bool
 	def  string
+	typ  string
 	bool bool
 }
 
@@ -178,16 +197,21 @@ func (r *rawValue) Set(s string) error {
 
 func (r *rawValue) Type() string {
 	switch {
-	case r.bool:
-		return "bool"
 	case r.list:
 		return "stringArray"
+	case r.typ != "":
+		return r.typ
 	}
 	return "string"
 }
 
-// IsBoolFlag lets pflag accept "--flag" without a value.
-func (r *rawValue) IsBoolFlag() bool { return r.bool }
+// boolValue is a rawValue that pflag accepts as "--flag", without a value.
+type boolValue struct{ *rawValue }
+
+func (b boolValue) IsBoolFlag() bool { return true }
+
+// DevBindIP is the gossip bind address of --dev when none is given.
+const DevBindIP = "127.0.0.1"
 
 // Flags binds every agent option to a flag set and loads the configuration
 // when Load is called.
@@ -207,53 +231,47 @@ func BindFlags(fs *pflag.FlagSet) *Flags {
 	f := &Flags{fs: fs, values: map[string]*rawValue{}}
 	d := Default()
 	for _, o := range options {
-		rv := &rawValue{list: o.list}
-		rv.bool = o.bool
-		if !o.list {
-			rv.def = defaultString(d, o.key)
+		rv := &rawValue{list: o.list, bool: o.bool, typ: o.typ}
+		if o.def != nil {
+			rv.def = o.def(d)
 		}
 		usage := o.usage
+		if rv.def == "" && strings.HasPrefix(usage, "override: ") {
+			usage += " (default: the profile's)"
+		}
 		if o.env != "" {
 			usage += " [$" + o.env + "]"
 		}
-		fs.Var(rv, o.flag, usage)
+		if rv.bool {
+			fs.Var(boolValue{rv}, o.flag, usage)
+		} else {
+			fs.Var(rv, o.flag, usage)
+		}
 		if rv.bool {
 			fs.Lookup(o.flag).NoOptDefVal = "true"
 		}
 		f.values[o.flag] = rv
 	}
 	fs.StringArrayVar(&f.ConfigFile, "config", nil, "YAML config file (repeatable; later files override earlier ones)")
-	fs.BoolVar(&f.Dev, "dev", false, "development mode: no encryption, local profile, node name from the bind port")
+	fs.BoolVar(&f.Dev, "dev", false, "development mode: no encryption, gossip on 127.0.0.1 unless --bind is given, local profile, node name from the bind port")
 	fs.StringVar(&f.Check, "config-check", "", "validate this config file (with the other flags and environment) and exit")
 	return f
 }
 
-func defaultString(d *Config, key string) string {
-	switch key {
-	case "node":
-		return d.Node
-	case "bind":
-		return d.Bind
-	case "profile":
-		return d.Profile
-	case "http_addr":
-		return d.HTTPAddr
-	case "rpc_addr":
-		return d.RPCAddr
-	case "log_level":
-		return d.LogLevel
-	case "log_format":
-		return d.LogFormat
-	case "retry_interval":
-		return d.RetryInterval.String()
-	case "retry_max_wait":
-		return d.RetryMaxWait.String()
-	case "leave_timeout":
-		return d.LeaveTimeout.String()
-	case "rejoin":
-		return "true"
+// FilesNote names the config files for the heading of an error message:
+// " (config files a.yaml, b.yaml)", or "" when there are none.
+func (f *Flags) FilesNote() string {
+	files := f.ConfigFile
+	if f.Check != "" {
+		files = append(slices.Clip(files), f.Check)
 	}
-	return ""
+	switch len(files) {
+	case 0:
+		return ""
+	case 1:
+		return " (config file " + files[0] + ")"
+	}
+	return " (config files " + strings.Join(files, ", ") + ")"
 }
 
 // Load builds the configuration: defaults, then each config file, then the
@@ -280,6 +298,7 @@ func (f *Flags) Load(getenv func(string) string) (*Config, error) {
 		if err := o.set(c, []string{v}); err != nil {
 			return nil, fmt.Errorf("environment %s: %w", o.env, err)
 		}
+		c.setSource(o.key, "environment "+o.env)
 	}
 	for _, o := range options {
 		if !f.fs.Changed(o.flag) {
@@ -288,9 +307,16 @@ func (f *Flags) Load(getenv func(string) string) (*Config, error) {
 		if err := o.set(c, f.values[o.flag].vals); err != nil {
 			return nil, err
 		}
+		c.setSource(o.key, "flag --"+o.flag)
 	}
 	if f.Dev {
 		c.Dev = true
+		// Dev mode runs without encryption: it gossips on loopback only,
+		// unless a bind address was given (flag, environment, or a file
+		// setting another address than the default).
+		if !f.fs.Changed("bind") && getenv("SHOAL_BIND") == "" && c.Bind == Default().Bind {
+			c.Bind = net.JoinHostPort(DevBindIP, strconv.Itoa(DefaultGossipPort))
+		}
 		if !f.fs.Changed("profile") && getenv("SHOAL_PROFILE") == "" {
 			c.Profile = "local"
 		}
@@ -309,4 +335,19 @@ func (f *Flags) Load(getenv func(string) string) (*Config, error) {
 func lookupEnv(getenv func(string) string, name string) (string, bool) {
 	v := getenv(name)
 	return v, v != ""
+}
+
+// secretFlags are the flags whose value is a secret.
+var secretFlags = map[string]string{"encrypt": "SHOAL_ENCRYPT or keyring_file", "rpc-auth": "SHOAL_RPC_AUTH or the config file"}
+
+// SecretWarnings returns a warning for every secret given as a flag: any
+// local user can read a process's arguments (ps, /proc/PID/cmdline).
+func (f *Flags) SecretWarnings() []string {
+	var out []string
+	for _, name := range []string{"encrypt", "rpc-auth"} {
+		if f.fs.Changed(name) {
+			out = append(out, fmt.Sprintf("--%s was given on the command line, where any local user can read it (ps, /proc/PID/cmdline); use %s instead", name, secretFlags[name]))
+		}
+	}
+	return out
 }

@@ -2,9 +2,13 @@
 package fsutil
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 )
 
 // WriteFileAtomic replaces path with data: temp file in the same directory,
@@ -41,4 +45,56 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 		d.Close()
 	}
 	return nil
+}
+
+// tempBase returns the base of the file that name is a WriteFileAtomic
+// temporary for: "." + base + ".tmp" + CreateTemp's random digits.
+func tempBase(name string) (base string, ok bool) {
+	if !strings.HasPrefix(name, ".") {
+		return "", false
+	}
+	i := strings.LastIndex(name, ".tmp")
+	if i <= 1 || i+len(".tmp") == len(name) {
+		return "", false
+	}
+	for _, c := range name[i+len(".tmp"):] {
+		if c < '0' || c > '9' {
+			return "", false
+		}
+	}
+	return name[1:i], true
+}
+
+// RemoveStaleTemps removes from dir the temporary files WriteFileAtomic
+// leaves behind when the process is killed between creating one and
+// renaming it into place: ".<base>.tmp<digits>" for every base that match
+// accepts, when last modified at least minAge ago. It returns the paths it
+// removed. A dir that does not exist holds nothing to remove.
+func RemoveStaleTemps(dir string, match func(base string) bool, minAge time.Duration) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("clean temporary files in %s: %w", dir, err)
+	}
+	var removed []string
+	var errs []error
+	now := time.Now()
+	for _, e := range entries {
+		base, ok := tempBase(e.Name())
+		if !ok || !e.Type().IsRegular() || !match(base) {
+			continue
+		}
+		if fi, err := e.Info(); err != nil || now.Sub(fi.ModTime()) < minAge {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, p)
+	}
+	return removed, errors.Join(errs...)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -17,7 +18,29 @@ const (
 	KindHealth    Kind = "health"    // a node's health changed
 	KindIsolation Kind = "isolation" // this agent's isolation state changed
 	KindConflict  Kind = "conflict"  // a conflict (say, two writers) began or ended
+	KindMaint     Kind = "maint"     // this node's maintenance mode was turned on or off
 )
+
+// Kinds lists every kind, in the order the documentation gives them.
+var Kinds = []Kind{KindPool, KindHealth, KindConflict, KindIsolation, KindMaint}
+
+// KindNames is Kinds as one comma-separated string, for help and errors.
+func KindNames() string {
+	names := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
+}
+
+// ParseKind returns the kind named s; "" is no kind (every kind). Any
+// other name is an error listing the valid kinds.
+func ParseKind(s string) (Kind, error) {
+	if s == "" || slices.Contains(Kinds, Kind(s)) {
+		return Kind(s), nil
+	}
+	return "", fmt.Errorf("unknown kind %q: want one of %s", s, KindNames())
+}
 
 // Entry is one transition. From and To are free text (a role, a health
 // state); Seq is set by Add.

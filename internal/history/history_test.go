@@ -2,6 +2,7 @@ package history
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -199,5 +200,19 @@ func TestConcurrent(t *testing.T) {
 	}
 	if last := lines[len(lines)-1].Seq; last != adders*each {
 		t.Fatalf("last line seq %d, want %d", last, adders*each)
+	}
+}
+
+func TestParseKind(t *testing.T) {
+	for _, k := range []string{"", "pool", "health", "conflict", "isolation", "maint"} {
+		if got, err := ParseKind(k); err != nil || string(got) != k {
+			t.Errorf("ParseKind(%q) = %q, %v", k, got, err)
+		}
+	}
+	for _, k := range []string{"bogus", "maintenance", "Pool", " pool"} {
+		_, err := ParseKind(k)
+		if err == nil || !strings.Contains(err.Error(), "want one of pool, health, conflict, isolation, maint") {
+			t.Errorf("ParseKind(%q) = %v; want an error listing the kinds", k, err)
+		}
 	}
 }

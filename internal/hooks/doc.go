@@ -110,14 +110,40 @@
 //
 // # Execution
 //
-// Every handler has its own ordered queue (Config.QueueSize, default 1000
-// events) and runs one event at a time; handlers never wait for each other
-// and Enqueue never waits for any of them. When a queue is full, its oldest
-// member event is dropped; user events, queries and shoal events are
-// dropped (oldest first) only when no member event is queued and the new
-// event is not one either. Every drop is counted per handler and reason
-// (queue_full, handler_removed, runner_closed; see HandlerStats) and
+// Every handler has its own bounded queue and runs one event at a time;
+// handlers never wait for each other and Enqueue never waits for any of
+// them. The queue has two parts of Config.QueueSize events each (default
+// 1000), by event class:
+//
+//	state  member-* (class member), pool-change and health-change (class
+//	       shoal): what the cluster and this node look like
+//	bulk   user events (class user) and queries (class query), which
+//	       anyone holding the gossip key can send at any rate
+//
+// State events run first: the next run is the oldest state event, and a
+// user event or query runs only when none waits. Within each part events
+// run in arrival order. A flood of user events or queries therefore never
+// drops a member, pool-change or health-change event, and delays it by at
+// most the run in progress.
+//
+// When the bulk part is full its oldest event is dropped. When the state
+// part is full (state events alone overflow it: the handler is slower
+// than the cluster's churn), an incoming event first supersedes the queued
+// state it replaces, so that the newest state of each member wins, which
+// is what a handler acting on membership needs: a member event removes
+// every queued entry of the same members (an event listing other members
+// too keeps them), and a pool-change or health-change removes the queued
+// events of its type (the newest carries the whole pool or health; the
+// changes listed by the removed ones are lost). Only when nothing was
+// superseded is the oldest state event dropped. While the state part has
+// room nothing is merged: every event is delivered.
+//
+// Every drop is counted per handler, event class and reason (queue_full,
+// superseded, handler_removed, runner_closed; see HandlerStats) and
 // logged: the first at once, then a summary at most every DropLogInterval.
+// Member entries removed from an event that stays queued are counted in
+// HandlerStats.Coalesced. Memory is bounded: at most 2 x QueueSize events
+// per handler, plus the coalescer's one entry per member.
 //
 // Each run has a timeout (Config.Timeout, default 30s; Spec.Timeout per
 // handler). Handlers run in their own process group; on timeout the whole
@@ -178,7 +204,8 @@
 //   - SELF/TAG variables are read when the handler starts; Serf reads them
 //     when the event is dispatched (they differ only if the local tags
 //     changed while the event was queued).
-//   - Handlers run concurrently, each from a bounded ordered queue, with a
+//   - Handlers run concurrently, each from a bounded queue where member,
+//     pool and health events come before user events and queries, with a
 //     timeout that kills the process group; Serf runs every handler
 //     serially inside its event loop with no timeout (one slow script
 //     delays every later event, hashicorp/serf#369, #436) and only warns

@@ -15,23 +15,27 @@ type dropLog struct {
 	interval time.Duration
 	now      func() time.Time
 	// emit logs: first is the handler's first drop ever (event names the
-	// dropped event), otherwise a summary of counts by reason since since.
-	emit func(first bool, event string, counts map[string]uint64, since time.Time)
+	// dropped event), otherwise a summary of counts by class and reason
+	// since since.
+	emit func(first bool, event string, counts map[dropKey]uint64, since time.Time)
 
 	mu      sync.Mutex
 	logged  bool
 	last    time.Time
-	pending map[string]uint64
+	pending map[dropKey]uint64
 	timer   *time.Timer
 }
 
-// note records n drops for reason; event names one of them.
-func (d *dropLog) note(reason, event string, n uint64) {
+// dropKey is what drops are counted by.
+type dropKey struct{ class, reason string }
+
+// note records n drops of class for reason; event names one of them.
+func (d *dropLog) note(class, reason, event string, n uint64) {
 	d.mu.Lock()
 	if d.pending == nil {
-		d.pending = map[string]uint64{}
+		d.pending = map[dropKey]uint64{}
 	}
-	d.pending[reason] += n
+	d.pending[dropKey{class, reason}] += n
 	now := d.now()
 	if !d.logged || now.Sub(d.last) >= d.interval {
 		first, since := !d.logged, d.last
@@ -47,9 +51,9 @@ func (d *dropLog) note(reason, event string, n uint64) {
 }
 
 // take returns and resets the pending counts; d.mu is held.
-func (d *dropLog) take(now time.Time) map[string]uint64 {
+func (d *dropLog) take(now time.Time) map[dropKey]uint64 {
 	counts := d.pending
-	d.pending = map[string]uint64{}
+	d.pending = map[dropKey]uint64{}
 	d.logged, d.last = true, now
 	return counts
 }

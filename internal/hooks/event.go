@@ -51,9 +51,27 @@ type item struct {
 // serfEvent reports whether the item came from Serf (and so matches *).
 func (it *item) serfEvent() bool { return it.shoal == nil }
 
-// isMember reports whether the item is a member event, the first to be
-// dropped from a full queue.
+// isMember reports whether the item is a member event.
 func (it *item) isMember() bool { return it.member != nil }
+
+// isState reports whether the item describes the cluster's state (a member,
+// pool-change or health-change event): such events run before user events
+// and queries and are never dropped to make room for them.
+func (it *item) isState() bool { return it.member != nil || it.shoal != nil }
+
+// class is the item's event class, one of Classes.
+func (it *item) class() string {
+	switch {
+	case it.member != nil:
+		return ClassMember
+	case it.shoal != nil:
+		return ClassShoal
+	case it.query != nil:
+		return ClassQuery
+	default:
+		return ClassUser
+	}
+}
 
 // label names the event in logs: member-join, user:deploy, query:ping.
 func (it *item) label() string {

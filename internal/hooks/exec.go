@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -102,20 +103,8 @@ func execute(ctx context.Context, p execParams) (res runResult) {
 	}
 	defer pipes.closeAll()
 
-	cmd := exec.Command(p.argv[0], p.argv[1:]...)
-	cmd.Env = p.env
-	if cmd.Env == nil {
-		cmd.Env = []string{} // never the agent's whole environment
-	}
-	cmd.Dir = p.dir
-	cmd.Stdin = pipes.inR
-	cmd.Stdout = pipes.outW
-	cmd.Stderr = pipes.outW
-	if pipes.errW != nil {
-		cmd.Stderr = pipes.errW
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	cmd, err := start(p, pipes)
+	if err != nil {
 		res.err = fmt.Errorf("start: %w", err)
 		return res
 	}
@@ -206,6 +195,50 @@ func execute(ctx context.Context, p execParams) (res runResult) {
 	}
 	res.err = werr
 	return res
+}
+
+// shellPath runs a script that has no "#!" line, as execvp does.
+const shellPath = "/bin/sh"
+
+// start starts p.argv directly. When the kernel refuses the file as not
+// executable (ENOEXEC: a script without a "#!" line, which stock Serf runs
+// through sh -c), it does what execvp does and runs "/bin/sh FILE ARGS...":
+// the file is read by the shell as a script, its arguments are passed as
+// positional parameters and are never parsed by the shell.
+func start(p execParams, pipes *pipes) (*exec.Cmd, error) {
+	cmd := newCmd(p.argv[0], p.argv[1:], p, pipes)
+	err := cmd.Start()
+	if err == nil || !errors.Is(err, syscall.ENOEXEC) {
+		return cmd, err
+	}
+	// cmd.Path is argv[0] as resolved through PATH. A leading "-" would
+	// make it an option of sh.
+	script := cmd.Path
+	if strings.HasPrefix(script, "-") {
+		script = "./" + script
+	}
+	cmd = newCmd(shellPath, append([]string{script}, p.argv[1:]...), p, pipes)
+	if err2 := cmd.Start(); err2 != nil {
+		return nil, fmt.Errorf("%w; running it with %s: %w", err, shellPath, err2)
+	}
+	return cmd, nil
+}
+
+func newCmd(name string, args []string, p execParams, pipes *pipes) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.Env = p.env
+	if cmd.Env == nil {
+		cmd.Env = []string{} // never the agent's whole environment
+	}
+	cmd.Dir = p.dir
+	cmd.Stdin = pipes.inR
+	cmd.Stdout = pipes.outW
+	cmd.Stderr = pipes.outW
+	if pipes.errW != nil {
+		cmd.Stderr = pipes.errW
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
 }
 
 // copyAll is io.Copy that keeps reading after the writer fails, so that the

@@ -19,9 +19,9 @@ import (
 type HandlerStats struct {
 	Spec string `json:"spec"`
 
-	QueueDepth int `json:"queue_depth"`
-	QueueMax   int `json:"queue_max"`  // the bound (Config.QueueSize)
-	QueueHigh  int `json:"queue_high"` // most events ever queued at once
+	QueueDepth int `json:"queue_depth"` // both parts of the queue
+	QueueMax   int `json:"queue_max"`   // the bound of each part (Config.QueueSize)
+	QueueHigh  int `json:"queue_high"`  // most events ever queued at once in one part
 
 	Queued  uint64 `json:"queued"`  // events offered to the queue
 	Started uint64 `json:"started"` // events taken from the queue to run
@@ -34,6 +34,9 @@ type HandlerStats struct {
 	Coalesced       uint64            `json:"coalesced"`
 	Dropped         uint64            `json:"dropped"`
 	DroppedByReason map[string]uint64 `json:"dropped_by_reason"`
+	// DroppedByClass counts the drops by event class (Classes) and reason
+	// (DropReasons): class → reason → events. Only non-zero counts appear.
+	DroppedByClass map[string]map[string]uint64 `json:"dropped_by_class"`
 
 	Running      bool          `json:"running"`
 	LastStart    time.Time     `json:"last_start"`
@@ -52,7 +55,7 @@ type handler struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
 	spec     Spec // writes hold r.mu too, so r.mu.RLock suffices to read it
-	q        queue
+	q        *queue
 	co       *coalescer
 	stopping bool
 	st       HandlerStats
@@ -63,9 +66,9 @@ func (r *Runner) newHandler(s Spec) *handler {
 		r:    r,
 		sem:  make(chan struct{}, 1),
 		spec: s,
-		q:    queue{limit: r.cfg.QueueSize},
+		q:    newQueue(r.cfg.QueueSize),
 		co:   newCoalescer(),
-		st:   HandlerStats{DroppedByReason: map[string]uint64{}},
+		st:   HandlerStats{DroppedByReason: map[string]uint64{}, DroppedByClass: map[string]map[string]uint64{}},
 	}
 	h.cond = sync.NewCond(&h.mu)
 	h.drops = dropLog{interval: DropLogInterval, now: r.cfg.Now, emit: h.logDrops}
@@ -98,21 +101,42 @@ func (h *handler) offer(it *item) {
 	}
 	dropped := h.pushLocked(it)
 	h.mu.Unlock()
-	if dropped != nil {
-		h.drops.note(DropQueueFull, dropped.label(), 1)
-	}
+	h.noteDrops(dropped)
 }
 
-// pushLocked queues it and wakes the worker; h.mu is held.
-func (h *handler) pushLocked(it *item) (dropped *item) {
+// pushLocked queues it and wakes the worker; h.mu is held. It returns
+// what the queue dropped to make room, already counted.
+func (h *handler) pushLocked(it *item) []drop {
 	h.st.Queued++
-	dropped = h.q.push(it)
-	if dropped != nil {
-		h.st.Dropped++
-		h.st.DroppedByReason[DropQueueFull]++
+	res := h.q.push(it)
+	for _, d := range res.drops {
+		h.countDropLocked(d.it.class(), d.reason, 1)
 	}
+	h.st.Coalesced += uint64(res.coalesced)
 	h.cond.Signal()
-	return dropped
+	return res.drops
+}
+
+// countDropLocked counts n dropped events; h.mu is held.
+func (h *handler) countDropLocked(class, reason string, n uint64) {
+	if n == 0 {
+		return
+	}
+	h.st.Dropped += n
+	h.st.DroppedByReason[reason] += n
+	byReason := h.st.DroppedByClass[class]
+	if byReason == nil {
+		byReason = map[string]uint64{}
+		h.st.DroppedByClass[class] = byReason
+	}
+	byReason[reason] += n
+}
+
+// noteDrops logs drops that pushLocked counted; h.mu is not held.
+func (h *handler) noteDrops(dropped []drop) {
+	for _, d := range dropped {
+		h.drops.note(d.it.class(), d.reason, d.it.label(), 1)
+	}
 }
 
 // coalesceLocked adds a member event to the coalescer and (re)arms its
@@ -140,14 +164,12 @@ func (h *handler) flushCoalesced(gen uint64) {
 	}
 	dropped := h.flushCoalescedLocked()
 	h.mu.Unlock()
-	for _, d := range dropped {
-		h.drops.note(DropQueueFull, d.label(), 1)
-	}
+	h.noteDrops(dropped)
 }
 
 // flushCoalescedLocked moves the coalesced events into the queue; h.mu is
 // held.
-func (h *handler) flushCoalescedLocked() (dropped []*item) {
+func (h *handler) flushCoalescedLocked() (dropped []drop) {
 	if !h.co.pending() {
 		h.co.stopTimers()
 		return nil
@@ -159,9 +181,7 @@ func (h *handler) flushCoalescedLocked() (dropped []*item) {
 		if err != nil {
 			continue // cannot happen: the types came from valid items
 		}
-		if d := h.pushLocked(it); d != nil {
-			dropped = append(dropped, d)
-		}
+		dropped = append(dropped, h.pushLocked(it)...)
 	}
 	return dropped
 }
@@ -171,14 +191,12 @@ func (h *handler) update(s Spec) {
 	h.mu.Lock()
 	wasCoalescing := h.spec.Coalesce
 	h.spec = s
-	var dropped []*item
+	var dropped []drop
 	if wasCoalescing && !s.Coalesce {
 		dropped = h.flushCoalescedLocked()
 	}
 	h.mu.Unlock()
-	for _, d := range dropped {
-		h.drops.note(DropQueueFull, d.label(), 1)
-	}
+	h.noteDrops(dropped)
 }
 
 // stop makes the worker exit after its current run and drops the queue
@@ -196,12 +214,12 @@ func (h *handler) stop(reason string) {
 		h.st.Coalesced += uint64(repeats)
 		h.st.Queued += uint64(len(events))
 		n += uint64(len(events))
+		h.countDropLocked(ClassMember, reason, uint64(len(events)))
 	}
 	h.co.stopTimers()
-	n += uint64(len(h.q.drain()))
-	if n > 0 {
-		h.st.Dropped += n
-		h.st.DroppedByReason[reason] += n
+	for _, it := range h.q.drain() {
+		n++
+		h.countDropLocked(it.class(), reason, 1)
 	}
 	raw := h.spec.Raw
 	h.cond.Broadcast()
@@ -214,22 +232,26 @@ func (h *handler) stop(reason string) {
 }
 
 // logDrops is the dropLog's output.
-func (h *handler) logDrops(first bool, event string, counts map[string]uint64, since time.Time) {
+func (h *handler) logDrops(first bool, event string, counts map[dropKey]uint64, since time.Time) {
 	h.mu.Lock()
 	raw, limit := h.spec.Raw, h.q.limit
 	h.mu.Unlock()
 	if first {
-		for reason := range counts {
-			h.r.log.Warn("hook queue full, dropping events", "handler", raw, "reason", reason,
+		for k := range counts {
+			h.r.log.Warn("hook queue full, dropping events", "handler", raw, "class", k.class, "reason", k.reason,
 				"event", event, "queue_size", limit, "next_report_within", DropLogInterval)
 		}
 		return
 	}
 	var total uint64
 	attrs := []any{"handler", raw}
-	for reason, n := range counts {
-		total += n
-		attrs = append(attrs, "dropped_"+reason, n)
+	for _, class := range Classes() {
+		for _, reason := range DropReasons() {
+			if n := counts[dropKey{class, reason}]; n > 0 {
+				total += n
+				attrs = append(attrs, "dropped_"+class+"_"+reason, n)
+			}
+		}
 	}
 	attrs = append(attrs, "dropped", total, "since", since)
 	h.r.log.Warn("hook events dropped", attrs...)
@@ -244,6 +266,10 @@ func (h *handler) stats() HandlerStats {
 	s.QueueMax = h.q.limit
 	s.QueueHigh = h.q.high
 	s.DroppedByReason = maps.Clone(h.st.DroppedByReason)
+	s.DroppedByClass = make(map[string]map[string]uint64, len(h.st.DroppedByClass))
+	for class, byReason := range h.st.DroppedByClass {
+		s.DroppedByClass[class] = maps.Clone(byReason)
+	}
 	return s
 }
 

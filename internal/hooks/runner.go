@@ -31,10 +31,18 @@ const (
 
 // Drop reasons, the keys of HandlerStats.DroppedByReason.
 const (
-	DropQueueFull = "queue_full"      // the handler's queue was full
-	DropRemoved   = "handler_removed" // Reload removed the handler
-	DropClosed    = "runner_closed"   // Close
+	DropQueueFull = "queue_full" // the handler's queue was full
+	// DropSuperseded: the queue's state part was full and a newer event of
+	// the same member (or a newer pool-change or health-change) replaced it.
+	DropSuperseded = "superseded"
+	DropRemoved    = "handler_removed" // Reload removed the handler
+	DropClosed     = "runner_closed"   // Close
 )
+
+// DropReasons returns the drop reasons.
+func DropReasons() []string {
+	return []string{DropQueueFull, DropSuperseded, DropRemoved, DropClosed}
+}
 
 // ErrClosed is returned by a closed Runner.
 var ErrClosed = errors.New("hook runner closed")
@@ -55,7 +63,8 @@ type Config struct {
 	// EnvAllow names more variables of the agent's environment to pass on,
 	// besides InheritedEnv.
 	EnvAllow []string
-	// QueueSize bounds each handler's queue. Default 1000.
+	// QueueSize bounds each of a handler's two queue parts: member, pool and
+	// health events; user events and queries. Default 1000.
 	QueueSize int
 	// Timeout bounds each run unless the Spec sets its own. Default 30s,
 	// at least MinTimeout.
@@ -339,6 +348,17 @@ func (r *Runner) Stats() []HandlerStats {
 	out := make([]HandlerStats, 0, len(hs))
 	for _, h := range hs {
 		out = append(out, h.stats())
+	}
+	return out
+}
+
+// Specs returns the specs of the handlers, in order.
+func (r *Runner) Specs() []Spec {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Spec, 0, len(r.handlers))
+	for _, h := range r.handlers {
+		out = append(out, h.spec)
 	}
 	return out
 }

@@ -727,3 +727,60 @@ func TestOnRunReportsEachRun(t *testing.T) {
 		}
 	}
 }
+
+// TestUserEventFloodNeverDropsMemberEvents is the attack of brief D: anyone
+// holding the gossip key floods a slow "*" handler (0.3 s a run, queue 100)
+// with 1,200 user events while a node fails. The member-failed must run
+// right after the run in progress, and only user events may be dropped.
+func TestUserEventFloodNeverDropsMemberEvents(t *testing.T) {
+	dir := t.TempDir()
+	// Each run records its event and when it started (ns since the epoch).
+	spec := `sh -c 'echo "$SERF_EVENT $(date +%s%N)" >> seen; sleep 0.3'`
+	r, logs := newTestRunner(t, Config{Dir: dir, QueueSize: 100}, spec)
+
+	const n = 1200
+	var queuedAt time.Time
+	for i := range n {
+		r.Enqueue(serf.UserEvent{Name: "flood", Payload: []byte(strconv.Itoa(i))})
+		if i == n/2 {
+			queuedAt = time.Now()
+			r.Enqueue(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{{Name: "db2"}}})
+		}
+		time.Sleep(2 * time.Millisecond) // a flood of 2.4 s at least
+	}
+	var started time.Time
+	waitFor(t, "the member-failed run", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "seen"))
+		for _, line := range strings.Split(string(b), "\n") {
+			if ns, ok := strings.CutPrefix(line, "member-failed "); ok {
+				v, err := strconv.ParseInt(ns, 10, 64)
+				if err != nil {
+					t.Fatalf("seen: %q: %v", line, err)
+				}
+				started = time.Unix(0, v)
+				return true
+			}
+		}
+		return false
+	})
+	if d := started.Sub(queuedAt); d > 2*time.Second {
+		t.Errorf("member-failed ran %v after it was queued, want < 2s (one run of 0.3 s was in progress)", d)
+	} else {
+		t.Logf("member-failed ran %v after it was queued", d)
+	}
+
+	s := stats(t, r, spec)
+	if len(s.DroppedByClass[ClassMember]) != 0 {
+		t.Errorf("member events dropped: %v", s.DroppedByClass)
+	}
+	userDrops := s.DroppedByClass[ClassUser][DropQueueFull]
+	if userDrops < n-100-uint64(s.Started) || userDrops != s.Dropped || s.DroppedByReason[DropQueueFull] != userDrops {
+		t.Errorf("user drops %d; all drops %d, by class %v, by reason %v", userDrops, s.Dropped, s.DroppedByClass, s.DroppedByReason)
+	}
+	if s.Queued != n+1 || s.Started+uint64(s.QueueDepth)+s.Dropped != s.Queued {
+		t.Errorf("accounting: queued %d, started %d + waiting %d + dropped %d", s.Queued, s.Started, s.QueueDepth, s.Dropped)
+	}
+	if recs := logs.records("hook queue full, dropping events"); len(recs) != 1 || recs[0]["class"] != ClassUser {
+		t.Errorf("first-drop log: %v", recs)
+	}
+}

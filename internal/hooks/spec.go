@@ -66,6 +66,18 @@ type Spec struct {
 // String returns Raw.
 func (s Spec) String() string { return s.Raw }
 
+// RedactedCommand is the command with its arguments hidden, since they may
+// hold a secret (--key=..., env TOKEN=...): "/bin/notify …".
+func (s Spec) RedactedCommand() string {
+	switch len(s.Argv) {
+	case 0:
+		return "(hidden)"
+	case 1:
+		return s.Argv[0]
+	}
+	return s.Argv[0] + " …"
+}
+
 // ParseSpec parses a handler spec, "[filter=]command", with Serf's syntax:
 // the filter is a comma-separated list of member-join, member-leave,
 // member-failed, member-update, member-reap, user, user:NAME, query,
@@ -99,6 +111,9 @@ func ParseSpec(s string) (Spec, error) {
 	}
 	if len(argv) == 0 {
 		return Spec{}, fmt.Errorf("hook spec %q: no command after the filter", s)
+	}
+	if argv[0] == "" {
+		return Spec{}, fmt.Errorf("hook spec %q: command %q: the program name is empty", s, command)
 	}
 	if name, _, ok := strings.Cut(argv[0], "="); ok && isIdentifier(name) {
 		return Spec{}, fmt.Errorf("hook spec %q: command %q starts with the variable assignment %q, which needs a shell; use env %s ... or sh -c '...'", s, command, argv[0], argv[0])

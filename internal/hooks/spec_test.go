@@ -65,6 +65,8 @@ func TestParseSpecErrors(t *testing.T) {
 		{"member-join=", []string{`"member-join="`, "no command"}},
 		{"=", []string{"no command"}},
 		{"member-join=   ", []string{"no command"}},
+		{`""`, []string{`command "\"\""`, "program name is empty"}}, // found by FuzzParseSpec
+		{`user='' /bin/x`, []string{"program name is empty"}},
 		{"member-jion=/x", []string{`"member-jion=/x"`, `unknown event type "member-jion"`}},
 		{"Member-Join=/x", []string{`unknown event type "Member-Join"`}},
 		{"member-join,member-lave=/x", []string{`filter "member-join,member-lave"`, `unknown event type "member-lave"`}},

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // LevelTrace is below slog's Debug, for serf's and memberlist's [TRACE] lines.
@@ -149,21 +151,23 @@ func (m *monitorHandler) Handle(_ context.Context, r slog.Record) error {
 		collect(a)
 	}
 	r.Attrs(collect)
+	// Messages and values quote other machines (serf logs node names):
+	// escaped, a record stays one line and holds no terminal control.
 	if component != "" {
-		b.WriteString(component)
+		b.WriteString(escapeText(component))
 		b.WriteString(": ")
 	}
-	b.WriteString(r.Message)
+	b.WriteString(escapeText(r.Message))
 	for _, a := range rest {
 		b.WriteByte(' ')
 		if m.group != "" {
-			b.WriteString(m.group + ".")
+			b.WriteString(escapeText(m.group) + ".")
 		}
-		b.WriteString(a.Key)
+		b.WriteString(escapeText(a.Key))
 		b.WriteByte('=')
 		v := a.Value.Resolve().String()
-		if strings.ContainsAny(v, " \t\n\"") {
-			v = fmt.Sprintf("%q", v)
+		if strings.ContainsAny(v, " \t\n\"") || !printable(v) {
+			v = strconv.Quote(v)
 		}
 		b.WriteString(v)
 	}
@@ -172,6 +176,30 @@ func (m *monitorHandler) Handle(_ context.Context, r slog.Record) error {
 	defer m.mu.Unlock()
 	_, err := t.w.Write(b.Bytes())
 	return err
+}
+
+// printable reports whether s is valid UTF-8 of printable characters
+// (strconv.IsPrint: no control, format or separator character but space).
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// escapeText returns s, or when it is not printable, s with Go escapes
+// (\n, \x1b, \u202e, \xff) and no surrounding quotes.
+func escapeText(s string) string {
+	if printable(s) {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }
 
 func (m *monitorHandler) WithAttrs(as []slog.Attr) slog.Handler {
@@ -203,10 +231,13 @@ func serfLevel(lv slog.Level) string {
 // StdWriter adapts the line-oriented output of a standard library logger
 // (serf's and memberlist's "2006/01/02 15:04:05 [INFO] serf: message")
 // to logger, keeping the level and using the prefix before ':' as the
-// component. Observe, if set, sees every parsed line first.
+// component. Observe, if set, sees every parsed line first. Relevel, if
+// set, gives the level a line is logged at (say, to demote a routine line
+// logged at INFO every second).
 type StdWriter struct {
 	Logger  *slog.Logger
 	Observe func(level slog.Level, component, msg string)
+	Relevel func(level slog.Level, component, msg string) slog.Level
 }
 
 // Write implements io.Writer. It never fails. A standard logger writes one
@@ -219,6 +250,9 @@ func (w *StdWriter) Write(p []byte) (int, error) {
 	lv, component, msg := ParseStdLine(line)
 	if w.Observe != nil {
 		w.Observe(lv, component, msg)
+	}
+	if w.Relevel != nil {
+		lv = w.Relevel(lv, component, msg)
 	}
 	if component != "" {
 		w.Logger.Log(context.Background(), lv, msg, "component", component)

@@ -2,11 +2,14 @@ package logging
 
 import (
 	"bytes"
+	"io"
 	"log"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 func TestParseStdLine(t *testing.T) {
@@ -73,5 +76,40 @@ func TestStdLoggerToSlogAndMonitor(t *testing.T) {
 	std.Printf("[DEBUG] memberlist: now visible")
 	if !strings.Contains(out.String(), "now visible") {
 		t.Error("level change not applied")
+	}
+}
+
+// TestMonitorEscapesRemoteText: serf logs node names, which other machines
+// choose. In the monitor stream a record stays one line, and no control
+// sequence, bidi override or invalid UTF-8 gets through to `shoal monitor`
+// or a serf monitor client.
+func TestMonitorEscapesRemoteText(t *testing.T) {
+	const evil = "db9\x1b]0;pwned\x07\nFORGED row\r\xff\u202e"
+	l := New(io.Discard, "text", slog.LevelInfo)
+	mon := &lines{}
+	l.SetMonitor(mon)
+	std := log.New(&StdWriter{Logger: l.Logger}, "", log.LstdFlags)
+	std.Printf("[INFO] serf: EventMemberJoin: %s 10.0.0.9", evil)
+	l.Logger.With("component", "agent").Info("member "+evil, "node", evil, evil, "x")
+	l.Logger.WithGroup(evil).Info("grouped", "k", "plain")
+	if len(mon.l) != 3 {
+		t.Fatalf("%d records, want 3", len(mon.l))
+	}
+	for _, rec := range mon.l {
+		if strings.Count(rec, "\n") != 1 || !strings.HasSuffix(rec, "\n") {
+			t.Errorf("record is not one line: %q", rec)
+		}
+		if !utf8.ValidString(rec) || strings.ContainsFunc(strings.TrimSuffix(rec, "\n"), func(r rune) bool {
+			return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
+		}) {
+			t.Errorf("raw control or invalid UTF-8 in %q", rec)
+		}
+	}
+	if want := `serf: EventMemberJoin: db9\x1b]0;pwned\a\nFORGED row\r\xff\u202e 10.0.0.9`; !strings.Contains(mon.l[0], want) {
+		t.Errorf("record %q lacks %q", mon.l[0], want)
+	}
+	l.Logger.Info("plain message", "node", "db1")
+	if got := mon.l[3]; !strings.HasSuffix(got, "[INFO] plain message node=db1\n") {
+		t.Errorf("ordinary record changed: %q", got)
 	}
 }

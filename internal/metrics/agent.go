@@ -12,6 +12,7 @@ type Agent struct {
 	PoolTransitions *prometheus.CounterVec // cluster, to, reason
 	PoolConflicts   *prometheus.CounterVec // cluster
 	PoolIsolations  prometheus.Counter
+	ListenerPanics  *prometheus.CounterVec // part
 	CheckDuration   prometheus.Histogram
 	CheckFailures   *prometheus.CounterVec // reason
 	HookRuns        *prometheus.CounterVec // handler, result
@@ -31,6 +32,8 @@ func NewAgent() *Agent {
 			Help: "Writer conflicts that started (two or more writable nodes in a cluster)."}, []string{"cluster"}),
 		PoolIsolations: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "pool_isolations_total",
 			Help: "Times this agent decided it was cut off and froze removals in its sinks."}),
+		ListenerPanics: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "pool_listener_panics_total",
+			Help: "Panics recovered in a part of the agent's pool listener (history, metrics, hooks, sink:<name>); the other parts still got the update."}, []string{"part"}),
 		CheckDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: Namespace, Name: "mysql_check_duration_seconds",
 			Help:    "Duration of the local MySQL probe's checks, failed ones included.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}}),
@@ -46,6 +49,6 @@ func NewAgent() *Agent {
 
 // Collectors returns every family, for registration.
 func (m *Agent) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.MemberEvents, m.MemberFlaps, m.PoolTransitions, m.PoolConflicts, m.PoolIsolations,
+	return []prometheus.Collector{m.MemberEvents, m.MemberFlaps, m.PoolTransitions, m.PoolConflicts, m.PoolIsolations, m.ListenerPanics,
 		m.CheckDuration, m.CheckFailures, m.HookRuns, m.HookDuration}
 }

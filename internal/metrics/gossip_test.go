@@ -34,7 +34,8 @@ func TestStateCollector(t *testing.T) {
 		return ProbeState{Reachable: true, State: "warning", LagKnown: true, LagSeconds: 3, ReadOnly: true, Checks: 10, Connects: 1}, true
 	}
 	hooks := func() []HookState {
-		return []HookState{{Handler: "user=/bin/true", QueueDepth: 2, DroppedByReason: map[string]uint64{"queue_full": 5}, Coalesced: 1}}
+		return []HookState{{Handler: "user=/bin/true", QueueDepth: 2, DroppedByReason: map[string]uint64{"queue_full": 5},
+			DroppedByClass: map[string]map[string]uint64{"user": {"queue_full": 4}, "query": {"queue_full": 1}}, Coalesced: 1}}
 	}
 	c := NewStateCollector(probe, hooks)
 	want := `
@@ -46,17 +47,28 @@ shoal_mysql_health{state="warning"} 1
 # HELP shoal_mysql_replication_lag_seconds Replication lag of the local server (absent when unknown or not a replica).
 # TYPE shoal_mysql_replication_lag_seconds gauge
 shoal_mysql_replication_lag_seconds 3
-# HELP shoal_hook_dropped_total Events an event handler's queue dropped, by reason (queue_full, handler_removed, runner_closed).
+# HELP shoal_hook_dropped_total Events an event handler's queue dropped, by event class (member, shoal, user, query) and reason (queue_full, superseded, handler_removed, runner_closed).
 # TYPE shoal_hook_dropped_total counter
-shoal_hook_dropped_total{handler="user=/bin/true",reason="handler_removed"} 0
-shoal_hook_dropped_total{handler="user=/bin/true",reason="queue_full"} 5
-shoal_hook_dropped_total{handler="user=/bin/true",reason="runner_closed"} 0
+shoal_hook_dropped_total{class="member",handler="user=/bin/true",reason="queue_full"} 0
+shoal_hook_dropped_total{class="member",handler="user=/bin/true",reason="superseded"} 0
+shoal_hook_dropped_total{class="member",handler="user=/bin/true",reason="handler_removed"} 0
+shoal_hook_dropped_total{class="member",handler="user=/bin/true",reason="runner_closed"} 0
+shoal_hook_dropped_total{class="shoal",handler="user=/bin/true",reason="queue_full"} 0
+shoal_hook_dropped_total{class="shoal",handler="user=/bin/true",reason="superseded"} 0
+shoal_hook_dropped_total{class="shoal",handler="user=/bin/true",reason="handler_removed"} 0
+shoal_hook_dropped_total{class="shoal",handler="user=/bin/true",reason="runner_closed"} 0
+shoal_hook_dropped_total{class="user",handler="user=/bin/true",reason="queue_full"} 4
+shoal_hook_dropped_total{class="user",handler="user=/bin/true",reason="handler_removed"} 0
+shoal_hook_dropped_total{class="user",handler="user=/bin/true",reason="runner_closed"} 0
+shoal_hook_dropped_total{class="query",handler="user=/bin/true",reason="queue_full"} 1
+shoal_hook_dropped_total{class="query",handler="user=/bin/true",reason="handler_removed"} 0
+shoal_hook_dropped_total{class="query",handler="user=/bin/true",reason="runner_closed"} 0
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "shoal_mysql_health", "shoal_mysql_replication_lag_seconds", "shoal_hook_dropped_total"); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(c); n != 13 {
-		t.Errorf("%d series, want 13", n)
+	if n := testutil.CollectAndCount(c); n != 24 {
+		t.Errorf("%d series, want 24", n)
 	}
 	app := NewStateCollector(func() (ProbeState, bool) { return ProbeState{}, false }, func() []HookState { return nil })
 	if n := testutil.CollectAndCount(app); n != 0 {

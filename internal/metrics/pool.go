@@ -43,7 +43,7 @@ func (c *PoolCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *PoolCollector) Collect(ch chan<- prometheus.Metric) {
 	v := c.view()
 	gauge := func(d *prometheus.Desc, val float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, val, labels...)
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, val, safeLabels(labels)...)
 	}
 	b2f := func(b bool) float64 {
 		if b {
@@ -74,6 +74,14 @@ func (c *PoolCollector) Collect(ch chan<- prometheus.Metric) {
 			last = float64(s.LastSuccess.UnixNano()) / 1e9
 		}
 		gauge(c.sinkLastSuccess, last, s.Name)
-		ch <- prometheus.MustNewConstMetric(c.sinkFailure, prometheus.CounterValue, float64(s.Failures), s.Name)
+		ch <- prometheus.MustNewConstMetric(c.sinkFailure, prometheus.CounterValue, float64(s.Failures), Label(s.Name))
 	}
+}
+
+// safeLabels makes every label value safe (Label), in place.
+func safeLabels(vs []string) []string {
+	for i, v := range vs {
+		vs[i] = Label(v)
+	}
+	return vs
 }

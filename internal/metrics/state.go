@@ -19,6 +19,7 @@ type HookState struct {
 	Handler         string
 	QueueDepth      int
 	DroppedByReason map[string]uint64
+	DroppedByClass  map[string]map[string]uint64 // class → reason → events
 	Coalesced       uint64
 }
 
@@ -44,7 +45,7 @@ func NewStateCollector(probe func() (ProbeState, bool), hooks func() []HookState
 		checks:    d("mysql_checks_total", "Probe checks run."),
 		connects:  d("mysql_connects_total", "Connections the probe opened (1 in steady state: it keeps one)."),
 		queue:     d("hook_queue_depth", "Events waiting in an event handler's queue.", "handler"),
-		dropped:   d("hook_dropped_total", "Events an event handler's queue dropped, by reason (queue_full, handler_removed, runner_closed).", "handler", "reason"),
+		dropped:   d("hook_dropped_total", "Events an event handler's queue dropped, by event class (member, shoal, user, query) and reason (queue_full, superseded, handler_removed, runner_closed).", "handler", "class", "reason"),
 		coalesced: d("hook_coalesced_total", "Member entries merged or left out by a handler's coalescing.", "handler"),
 	}
 }
@@ -77,10 +78,16 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.connects, prometheus.CounterValue, float64(st.Connects))
 	}
 	for _, h := range c.hooks() {
-		ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(h.QueueDepth), h.Handler)
-		ch <- prometheus.MustNewConstMetric(c.coalesced, prometheus.CounterValue, float64(h.Coalesced), h.Handler)
-		for _, r := range []string{hooks.DropQueueFull, hooks.DropRemoved, hooks.DropClosed} {
-			ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(h.DroppedByReason[r]), h.Handler, r)
+		handler := Label(h.Handler)
+		ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(h.QueueDepth), handler)
+		ch <- prometheus.MustNewConstMetric(c.coalesced, prometheus.CounterValue, float64(h.Coalesced), handler)
+		for _, class := range hooks.Classes() {
+			for _, r := range hooks.DropReasons() {
+				if r == hooks.DropSuperseded && (class == hooks.ClassUser || class == hooks.ClassQuery) {
+					continue // only state events are superseded
+				}
+				ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(h.DroppedByClass[class][r]), handler, class, r)
+			}
 		}
 	}
 }

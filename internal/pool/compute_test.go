@@ -229,3 +229,27 @@ func TestReasonsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// A member marked bad where it entered the view is out with its reason and
+// detail, even when its tags make it a writer, a reader or a floor
+// candidate, and even as the previous writer.
+func TestComputeBadMemberIsOut(t *testing.T) {
+	bad := func(r Reason, detail string) opt {
+		return func(m *Member) { m.Bad, m.BadDetail = r, detail }
+	}
+	members := []Member{
+		writer(`db\xff`, bad(ReasonBadName, `name is not valid UTF-8`)),
+		replica("r1", 0, bad(ReasonBadTags, "42 tags")),
+		replica("r2", 500, bad(ReasonBadTags, "x"), maint("m")),
+		writer("w"),
+	}
+	prev := &Pool{Clusters: []Cluster{{Name: "default", Writers: []Node{{Name: `db\xff`}}}}}
+	p := Compute(members, Policy{MinReaders: 2}, prev)
+	if got, want := summary(p), `default{w[w] r[] o[db\xff:bad-name r1:bad-tags r2:bad-tags]}`; got != want {
+		t.Fatalf("pool:\n got %s\nwant %s", got, want)
+	}
+	if d := p.Clusters[0].Out[0].Detail; d != "name is not valid UTF-8" {
+		t.Errorf("detail %q", d)
+	}
+	checkInvariants(t, members, Policy{MinReaders: 2}, p)
+}

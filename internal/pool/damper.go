@@ -48,14 +48,22 @@ func (c DampConfig) withDefaults() DampConfig {
 // Damper holds back readers that flap, like BGP route flap damping.
 //
 // Each node (per cluster) has a penalty that halves every HalfLife. Every time
-// Compute's pool removes the node from the readers (reader → out), the penalty
-// grows by Penalty; if it then exceeds Suppress the node is suppressed: when
+// Compute's pool removes the node from the readers (reader → out) for a
+// health reason (Reason.Health: its agent failed, its probe says critical or
+// warning, replication stopped or lags, ...), the penalty grows by Penalty; if
+// it then exceeds Suppress the node is suppressed: when
 // it qualifies as a reader again it is held out with reason damped until its
 // penalty decays below Reuse. The penalty is capped so that no hold outlasts
 // MaxHold after the last removal. With the defaults a node may enter the
 // reader role about three times in quick succession; the third removal holds
 // it for about 95 s, and a node that flaps more often than every ~40 s stays
 // held. A removal is never delayed: damping only ever holds re-entry.
+//
+// An operator's drain is not a flap: a removal for maintenance, a graceful
+// leave, bad tags or a name, a writer conflict, or a node that vanished from
+// the view (pruned, or moved to another cluster) adds no penalty, so
+// `shoal maint enable`/`disable` or a rolling restart never gets a node
+// damped. Such a removal does not lift a suppression already earned either.
 //
 // Damping never takes the readers below the policy's floor: if it would, the
 // held nodes with the lowest penalty (then by name) stay in with reason floor.
@@ -75,7 +83,8 @@ type dampState struct {
 	penalty    float64
 	at         time.Time // when penalty was last brought up to date
 	suppressed bool
-	reader     bool // a reader in the last pool given to Apply
+	until      time.Time // while suppressed: when the penalty decays below Reuse
+	reader     bool      // a reader in the last pool given to Apply
 }
 
 // NewDamper returns a Damper with cfg, zero fields taking the defaults.
@@ -116,9 +125,7 @@ func (d *Damper) Apply(now time.Time, p *Pool, policy Policy) *Pool {
 			continue
 		}
 		d.update(s, now)
-		if s.reader {
-			d.removed(s)
-		}
+		s.reader = false // vanished: not a health removal, no penalty
 		if !s.suppressed && s.penalty < 1 {
 			delete(d.nodes, k)
 		}
@@ -133,6 +140,10 @@ func (d *Damper) applyCluster(now time.Time, c *Cluster, policy Policy, seen map
 		if n.Name != writer {
 			inReaders[n.Name] = true
 		}
+	}
+	outReason := map[string]Reason{}
+	for _, n := range c.Out {
+		outReason[n.Name] = n.Reason
 	}
 	for _, list := range [][]Node{c.Writers, c.Readers, c.Out} {
 		for _, n := range list {
@@ -154,7 +165,10 @@ func (d *Damper) applyCluster(now time.Time, c *Cluster, policy Policy, seen map
 			case s.reader && n.Name == writer:
 				s.reader = false // promoted: not a flap
 			case s.reader && !inReaders[n.Name]:
-				d.removed(s)
+				s.reader = false
+				if outReason[n.Name].Health() {
+					d.removed(s, now)
+				}
 			case !s.reader && inReaders[n.Name]:
 				s.reader = true
 			}
@@ -194,7 +208,7 @@ func (d *Damper) applyCluster(now time.Time, c *Cluster, policy Policy, seen map
 			readers = append(readers, Node{Name: n.Name, Addr: n.Addr, Reason: ReasonFloor, Detail: "damped: " + detail})
 			continue
 		}
-		c.Out = append(c.Out, Node{Name: n.Name, Addr: n.Addr, Reason: ReasonDamped, Detail: detail})
+		c.Out = append(c.Out, Node{Name: n.Name, Addr: n.Addr, Reason: ReasonDamped, Detail: detail, Until: s.until})
 	}
 	c.Readers = readers
 	sortNodes(c.Readers)
@@ -212,15 +226,23 @@ func (d *Damper) update(s *dampState, now time.Time) {
 	}
 	if s.suppressed && s.penalty < d.cfg.Reuse {
 		s.suppressed = false
+		s.until = time.Time{}
 	}
 }
 
-// removed records a removal from the readers.
-func (d *Damper) removed(s *dampState) {
+// removed records a health-driven removal from the readers at now (s is
+// already brought up to date).
+func (d *Damper) removed(s *dampState, now time.Time) {
 	s.reader = false
 	s.penalty = math.Min(s.penalty+d.cfg.Penalty, d.max)
 	if s.penalty > d.cfg.Suppress {
 		s.suppressed = true
+	}
+	if s.suppressed {
+		// Computed once per removal, so it does not jitter as the
+		// penalty decays: re-entry is at the first pool at or after it.
+		hold := float64(d.cfg.HalfLife) * math.Log2(s.penalty/d.cfg.Reuse)
+		s.until = now.Add(time.Duration(math.Ceil(hold)))
 	}
 }
 

@@ -141,24 +141,119 @@ func TestDamperMaxHold(t *testing.T) {
 	}
 }
 
-func TestDamperCountsVanishedNodes(t *testing.T) {
+func TestDamperIgnoresVanishedNodes(t *testing.T) {
+	// A reader that vanishes from the view (pruned, or retagged into
+	// another cluster) was moved by an operator: no penalty.
 	d := NewDamper(DampConfig{})
 	d.Apply(at(0), Compute([]Member{replica("b", 0)}, Policy{}, nil), Policy{})
 	d.Apply(at(1), Compute(nil, Policy{}, nil), Policy{})
-	if p := d.Penalty("default", "b", at(1)); p != DefaultPenalty {
-		t.Fatalf("penalty = %v, want %v", p, DefaultPenalty)
+	if p := d.Penalty("default", "b", at(1)); p != 0 {
+		t.Fatalf("penalty = %v, want 0", p)
 	}
-	// Once decayed and gone, it is forgotten.
+	// A penalised node that is gone is forgotten once decayed.
+	d.Apply(at(2), Compute([]Member{replica("b", 0), replica("c", 0)}, Policy{}, nil), Policy{})
+	d.Apply(at(3), Compute([]Member{replica("b", 99), replica("c", 0)}, Policy{}, nil), Policy{})
+	d.Apply(at(4), Compute(nil, Policy{}, nil), Policy{})
+	if p := d.Penalty("default", "b", at(4)); p < DefaultPenalty*0.9 {
+		t.Fatalf("penalty after a lag removal = %v, want about %v", p, DefaultPenalty)
+	}
 	d.Apply(at(3600), Compute(nil, Policy{}, nil), Policy{})
 	if len(d.nodes) != 0 {
 		t.Fatalf("damper still tracks %d nodes", len(d.nodes))
 	}
 }
 
+// TestDamperIgnoresOperatorDrains is issue 14's case: one health removal
+// (the agent stopped), then maintenance enabled and disabled twice in a few
+// seconds. The drains add no penalty, so the node returns at once; health
+// removals at the same pace still get it damped.
+func TestDamperIgnoresOperatorDrains(t *testing.T) {
+	others := []Member{writer("a"), replica("c", 0)}
+	with := func(b Member) []Member { return append([]Member{b}, others...) }
+	drains := []struct {
+		name string
+		out  Member
+	}{
+		{"maintenance", replica("b", 0, maint("kernel upgrade"))},
+		{"leaving", replica("b", 0, status(StatusLeaving))},
+		{"left", replica("b", 0, status(StatusLeft))},
+	}
+	for _, dr := range drains {
+		t.Run(dr.name, func(t *testing.T) {
+			r := &damperRun{t: t, d: NewDamper(DampConfig{})}
+			r.step(0, with(replica("b", 0))...)
+			r.step(1, with(replica("b", -1, status(StatusFailed)))...) // SIGSTOP: a health removal
+			r.step(2, with(replica("b", 0))...)
+			for i := range 2 {
+				sec := 3 + 2*float64(i)
+				if got := reasonOf(r.step(sec, with(dr.out)...), "b"); got != "out:"+dr.name {
+					t.Fatalf("t=%gs: b is %s, want out:%s", sec, got, dr.name)
+				}
+				if got := reasonOf(r.step(sec+1, with(replica("b", 0))...), "b"); got != "reader:" {
+					t.Fatalf("t=%gs: b is %s after the drain ended, want reader: (penalty %.0f)",
+						sec+1, got, r.d.Penalty("default", "b", at(sec+1)))
+				}
+			}
+			if p := r.d.Penalty("default", "b", at(7)); p > DefaultPenalty {
+				t.Fatalf("penalty %.0f after one health removal and two drains, want at most %d", p, DefaultPenalty)
+			}
+		})
+	}
+	t.Run("health removals still count", func(t *testing.T) {
+		r := &damperRun{t: t, d: NewDamper(DampConfig{})}
+		r.step(0, with(replica("b", 0))...)
+		r.step(1, with(replica("b", -1, status(StatusFailed)))...)
+		r.step(2, with(replica("b", 0))...)
+		r.step(3, with(dbh("b", tags.Health{State: tags.Critical}))...)
+		r.step(4, with(replica("b", 0))...)
+		r.step(5, with(replica("b", 99))...) // lag
+		p := r.step(6, with(replica("b", 0))...)
+		if got := reasonOf(p, "b"); got != "out:damped" {
+			t.Fatalf("b is %s after three health removals, want out:damped (penalty %.0f)", got, r.d.Penalty("default", "b", at(6)))
+		}
+	})
+}
+
+func TestDamperReportsHoldEnd(t *testing.T) {
+	r := &damperRun{t: t, d: NewDamper(DampConfig{})}
+	for i := range 3 {
+		r.step(float64(10*i), replica("b", 0), replica("c", 0))
+		r.step(float64(10*i+5), replica("b", 99), replica("c", 0))
+	}
+	// Penalty at the third removal (t=25): 1000·(1+2^(-1/6)+2^(-2/6)) ≈ 2685;
+	// it decays below 1000 after 60s·log2(2.685) ≈ 85.5 s.
+	p := r.step(30, replica("b", 0), replica("c", 0))
+	var until time.Time
+	for _, n := range p.Clusters[0].Out {
+		if n.Name == "b" && n.Reason == ReasonDamped {
+			until = n.Until
+		}
+	}
+	if until.IsZero() {
+		t.Fatalf("b is not out:damped with an end time: %s", summary(p))
+	}
+	if lo, hi := at(110), at(111); until.Before(lo) || until.After(hi) {
+		t.Fatalf("hold ends at +%v, want between +110s and +111s", until.Sub(t0))
+	}
+	// The end does not move while the penalty decays, and the node is back
+	// at the first pool at or after it.
+	if got := r.step(60, replica("b", 0), replica("c", 0)).Clusters[0].Out[0].Until; !got.Equal(until) {
+		t.Fatalf("hold end moved from %v to %v", until, got)
+	}
+	if got := reasonOf(r.step(until.Sub(t0).Seconds(), replica("b", 0), replica("c", 0)), "b"); got != "reader:" {
+		t.Fatalf("b at the announced end is %s, want reader:", got)
+	}
+	for _, n := range r.prev.Clusters[0].Readers {
+		if !n.Until.IsZero() {
+			t.Fatalf("reader %s keeps an end time %v", n.Name, n.Until)
+		}
+	}
+}
+
 func TestDamperDoesNotModifyInput(t *testing.T) {
 	d := NewDamper(DampConfig{Suppress: 1, Reuse: 10}) // the first removal suppresses
 	d.Apply(at(0), Compute([]Member{replica("b", 0), replica("c", 0)}, Policy{}, nil), Policy{})
-	d.Apply(at(1), Compute([]Member{replica("c", 0)}, Policy{}, nil), Policy{})
+	d.Apply(at(1), Compute([]Member{replica("b", 99), replica("c", 0)}, Policy{}, nil), Policy{})
 	raw := Compute([]Member{replica("b", 0), replica("c", 0)}, Policy{}, nil)
 	before := summary(raw)
 	out := d.Apply(at(2), raw, Policy{})

@@ -16,10 +16,13 @@
 // there exactly once: as the writer, as a reader, or out with a [Reason]. With
 // Policy.WriterServesReads the writer is also listed as a reader.
 //
-// A member is out, whatever else its tags say, if it is in maintenance, its
-// agent is leaving, left or failed, its health tag is missing or undecodable,
-// its probe says critical, or it is a Galera node not synced in the primary
-// component. These hard reasons are never overridden.
+// A member is out, whatever else its tags say, if its name or tags break the
+// rules for what other machines may send (Member.Bad, set by package member
+// where the member enters shoal's view; its name and tags are then escaped
+// display forms, so its cluster may be one no valid member can name), it is
+// in maintenance, its agent is leaving, left or failed, its health tag is
+// missing or undecodable, its probe says critical, or it is a Galera node not
+// synced in the primary component. These hard reasons are never overridden.
 //
 // Writer: a passing node with read_only=OFF. Two or more such candidates are a
 // conflict: the previous writer stays if it is still a candidate, otherwise
@@ -48,6 +51,8 @@
 //
 //	reason               in/out  meaning
 //	floor                in      kept in despite a soft reason so the role is not drained below its minimum
+//	bad-name             out     the gossiped name breaks the name rules (package member); Detail says which; Name is escaped
+//	bad-tags             out     the gossiped tags break the tag rules (package member); Detail says which
 //	maintenance          out     the node has the maint tag (shoal maint); Detail is the operator's reason
 //	leaving              out     the agent is leaving the gossip cluster gracefully
 //	left                 out     the agent left the gossip cluster gracefully
@@ -60,7 +65,7 @@
 //	replication-stopped  out     read-only, but replication is not configured or a thread is stopped (soft)
 //	lag                  out     replication lag above max_lag or unknown (soft)
 //	conflict             out     writable while another node of the cluster is writable too
-//	damped               out     flapping: re-entry held by the Damper until its penalty decays
+//	damped               out     flapping (health removals only): re-entry held by the Damper until Node.Until
 //
 // A node that is in normally has the empty reason.
 package pool

@@ -34,6 +34,9 @@ func evaluate(m Member, p Policy) eval {
 		e.kind, e.node.Reason, e.node.Detail = kindOut, r, detail
 		return e
 	}
+	if m.Bad != ReasonNone {
+		return out(m.Bad, m.BadDetail)
+	}
 	if reason, ok := tags.Maint(m.Tags); ok {
 		return out(ReasonMaintenance, reason)
 	}

@@ -8,6 +8,8 @@ type Reason string
 const (
 	ReasonNone               Reason = ""
 	ReasonFloor              Reason = "floor"
+	ReasonBadName            Reason = "bad-name"
+	ReasonBadTags            Reason = "bad-tags"
 	ReasonMaintenance        Reason = "maintenance"
 	ReasonLeaving            Reason = "leaving"
 	ReasonLeft               Reason = "left"
@@ -27,7 +29,7 @@ const (
 // table (for example to pre-create metric series).
 func Reasons() []Reason {
 	return []Reason{
-		ReasonFloor, ReasonMaintenance, ReasonLeaving, ReasonLeft, ReasonAgentFailed,
+		ReasonFloor, ReasonBadName, ReasonBadTags, ReasonMaintenance, ReasonLeaving, ReasonLeft, ReasonAgentFailed,
 		ReasonNoHealth, ReasonBadHealthTag, ReasonCritical, ReasonGaleraNotSynced,
 		ReasonWarning, ReasonReplicationStopped, ReasonLag, ReasonConflict, ReasonDamped,
 	}
@@ -37,6 +39,21 @@ func Reasons() []Reason {
 func (r Reason) Soft() bool {
 	switch r {
 	case ReasonWarning, ReasonReplicationStopped, ReasonLag:
+		return true
+	}
+	return false
+}
+
+// Health reports whether r is a health reason: the node's agent or database
+// is failing by itself (the agent failed, the health tag is missing or bad,
+// the probe says critical or warning, Galera is not synced, replication is
+// stopped or lags). Only removals for a health reason count as flaps
+// (Damper); maintenance, a graceful leave, bad names or tags and writer
+// conflicts are what an operator did, not what the node suffered.
+func (r Reason) Health() bool {
+	switch r {
+	case ReasonAgentFailed, ReasonNoHealth, ReasonBadHealthTag, ReasonCritical, ReasonGaleraNotSynced,
+		ReasonWarning, ReasonReplicationStopped, ReasonLag:
 		return true
 	}
 	return false

@@ -41,6 +41,12 @@ type Member struct {
 	Addr   string // the address sinks route to, "host:port"
 	Status Status
 	Tags   map[string]string
+	// Bad is ReasonBadName or ReasonBadTags when the member broke the rules
+	// for gossiped names and tags (package member), with BadDetail saying
+	// which rule. Such a member is always out, whatever its tags say; Name
+	// and Tags then hold escaped display forms, never the raw bytes.
+	Bad       Reason
+	BadDetail string
 }
 
 // Defaults for a zero Policy.
@@ -100,6 +106,10 @@ type Node struct {
 	Addr   string
 	Reason Reason // empty when in normally
 	Detail string // specifics for operators, e.g. the probe's reason code
+	// Until is, for a node held out with reason damped, when the hold
+	// ends (its penalty decays below the re-entry threshold) if it stays
+	// healthy; zero otherwise.
+	Until time.Time
 }
 
 // Cluster returns the named cluster, or nil. p may be nil.

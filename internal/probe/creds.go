@@ -1,11 +1,11 @@
 package probe
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
+
+	"github.com/shoaldb/shoal/internal/fsutil"
 )
 
 // DefaultPasswordEnv is the environment variable PasswordFromEnv reads when
@@ -13,7 +13,7 @@ import (
 const DefaultPasswordEnv = "SHOAL_MYSQL_PASSWORD"
 
 // maxSecretFile bounds what is read from a password file.
-const maxSecretFile = 64 << 10
+const maxSecretFile = fsutil.MaxSecretFile
 
 // PasswordFromEnv returns the value of the environment variable name
 // (DefaultPasswordEnv when empty). An unset variable is an error; a set but
@@ -33,7 +33,7 @@ func PasswordFromEnv(name string) (string, error) {
 // one trailing newline (\n or \r\n) is removed. The file must not be
 // accessible by group or other (mode 0600 or stricter), like an ssh key.
 func PasswordFromFile(path string) (string, error) {
-	b, err := readPrivateFile(path)
+	b, err := fsutil.ReadPrivateFile(path)
 	if err != nil {
 		return "", fmt.Errorf("read mysql password: %w", err)
 	}
@@ -45,33 +45,4 @@ func PasswordFromFile(path string) (string, error) {
 		return "", fmt.Errorf("read mysql password: password file %s has more than one line", path)
 	}
 	return s, nil
-}
-
-// readPrivateFile opens path, refuses it when group or other have any
-// access, and reads it. The mode is checked on the opened file, so a rename
-// between check and read cannot swap it.
-func readPrivateFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("stat %s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (mode %s)", path, fi.Mode())
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("%s has mode %04o: it holds a secret and must not be accessible by group or other (chmod 600 %s)", path, perm, path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(b) > maxSecretFile {
-		return nil, errors.New(path + ": larger than 64 KiB")
-	}
-	return b, nil
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/shoaldb/shoal/internal/fsutil"
 )
 
 // ClientOptions are the connection settings of a MySQL client option file's
@@ -52,7 +54,7 @@ func (o ClientOptions) Fill(cfg Config) Config {
 // (as used with mysql --defaults-file). Like a password file, it must not be
 // accessible by group or other.
 func LoadOptionFile(path string) (ClientOptions, error) {
-	b, err := readPrivateFile(path)
+	b, err := fsutil.ReadPrivateFile(path)
 	if err != nil {
 		return ClientOptions{}, fmt.Errorf("read option file: %w", err)
 	}

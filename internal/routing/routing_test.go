@@ -588,6 +588,36 @@ func TestDampingHoldsAFlappingReader(t *testing.T) {
 	}
 }
 
+// TestMaintenanceIsNotAFlap is issue 14's report through the router: one
+// removal because b's agent stopped (SIGSTOP), then maintenance enabled and
+// disabled twice within 4 s. b is back as a reader each time maintenance
+// ends; before, the third removal held it out as damped for 84 s.
+func TestMaintenanceIsNotAFlap(t *testing.T) {
+	w := &world{}
+	r, _ := newTestRouter(Config{}, w.view, w, nil)
+	inMaint := func(m *pool.Member) { m.Tags[tags.KeyMaint] = "kernel upgrade" }
+	failed := func(m *pool.Member) { m.Status = pool.StatusFailed }
+	steps := []struct {
+		sec  float64
+		b    pool.Member
+		want string
+	}{
+		{0, replica("b", 0), "reader:"},
+		{1, replica("b", 0, failed), "out:agent-failed"},
+		{10, replica("b", 0), "reader:"},
+		{11, replica("b", 0, inMaint), "out:maintenance"},
+		{12, replica("b", 0), "reader:"},
+		{13, replica("b", 0, inMaint), "out:maintenance"},
+		{14, replica("b", 0), "reader:"},
+	}
+	for _, s := range steps {
+		stepAt(r, w, s.sec, writer("a"), s.b, replica("c", 0))
+		if got := placeOf(r.Current().Pool, "b"); got != s.want {
+			t.Fatalf("t=%gs: b is %s, want %s", s.sec, got, s.want)
+		}
+	}
+}
+
 func TestDampingHoldIsReportedAsAChange(t *testing.T) {
 	w := &world{}
 	r, rec := newTestRouter(Config{}, w.view, w, nil)

@@ -93,14 +93,32 @@ func cleanText(s string, max int) string {
 	return b.String()
 }
 
-// validCluster reports whether c is a valid cluster name: 1 to MaxClusterLen
-// bytes of [A-Za-z0-9._-].
-func validCluster(c string) bool {
+// ValidCluster reports whether c is a valid cluster name: 1 to MaxClusterLen
+// bytes of [A-Za-z0-9._-]. Only such a name is ever part of a file name.
+func ValidCluster(c string) bool {
 	if c == "" || len(c) > MaxClusterLen {
 		return false
 	}
 	for i := 0; i < len(c); i++ {
 		if !isClusterByte(c[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxKeyLen is the longest tag key, in bytes.
+const MaxKeyLen = 64
+
+// ValidKey reports whether k is a valid tag key: 1 to MaxKeyLen bytes of
+// [A-Za-z0-9_.-]. Keys set locally (config, API) and keys gossiped by other
+// members follow this one rule.
+func ValidKey(k string) bool {
+	if k == "" || len(k) > MaxKeyLen {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if !isClusterByte(k[i]) {
 			return false
 		}
 	}

@@ -29,15 +29,20 @@ func (e *BudgetError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tags encode to %d bytes, %d over the %d-byte memberlist metadata limit",
 		e.Size, e.Size-MetaMaxSize, MetaMaxSize)
-	for i, w := range e.Largest {
+	writeLargest(&b, "; largest user tags: ", e.Largest)
+	return b.String()
+}
+
+// writeLargest appends the largest tags after prefix.
+func writeLargest(b *strings.Builder, prefix string, ws []TagWeight) {
+	for i, w := range ws {
 		if i == 0 {
-			b.WriteString("; largest user tags: ")
+			b.WriteString(prefix)
 		} else {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%q (%d bytes)", short(w.Key), w.Bytes)
+		fmt.Fprintf(b, "%q (%d bytes)", short(w.Key), w.Bytes)
 	}
-	return b.String()
 }
 
 // Is makes errors.Is(err, ErrTooLarge) true for a BudgetError.
@@ -100,7 +105,7 @@ func checkMerge(user map[string]string, role, cluster string, h *Health, maint s
 	default:
 		return fmt.Errorf("role %q: want %q or %q", role, RoleDB, RoleApp)
 	}
-	if cluster != "" && !validCluster(cluster) {
+	if cluster != "" && !ValidCluster(cluster) {
 		return fmt.Errorf("cluster %q: want 1 to %d bytes of [A-Za-z0-9._-]", short(cluster), MaxClusterLen)
 	}
 	if len(maint) > MaxMaintLen {

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,21 +17,57 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
 // DefaultAddr is the agent's default HTTP address.
 const DefaultAddr = "127.0.0.1:8946"
 
-// Client talks to one agent.
+// TokenHeader is the header that carries the API token.
+const TokenHeader = "X-Shoal-Token"
+
+// Client talks to one agent. It is safe for concurrent use.
 type Client struct {
 	addr string
 	base string
 	http *http.Client
+
+	mu     sync.Mutex
+	token  string
+	finder TokenFinder
+	found  bool // the finder ran (it runs at most once)
 }
 
-// New returns a client for the agent at addr ("host:port" or a URL).
-func New(addr string) *Client {
+// TokenFinder finds the API token when the agent asks for one (answers
+// 401) and the client has none; c is the client asking. Its error is
+// returned in place of the 401.
+type TokenFinder func(ctx context.Context, c *Client) (string, error)
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithToken sends tok as the API token with every request.
+func WithToken(tok string) Option { return func(c *Client) { c.token = tok } }
+
+// WithTokenFinder sets how to find the token on the first 401 answer; the
+// request is then sent again, once, with it. Unused when WithToken gave
+// one.
+func WithTokenFinder(f TokenFinder) Option { return func(c *Client) { c.finder = f } }
+
+// WithTLSConfig sets the TLS configuration for an https:// address (for
+// example RootCAs holding the CA that signed the agent's certificate).
+func WithTLSConfig(cfg *tls.Config) Option {
+	return func(c *Client) {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = cfg
+		c.http = &http.Client{Transport: tr}
+	}
+}
+
+// New returns a client for the agent at addr: "host:port" (HTTP),
+// "http://host:port" or "https://host:port".
+func New(addr string, opts ...Option) *Client {
 	if addr == "" {
 		addr = DefaultAddr
 	}
@@ -38,19 +75,95 @@ func New(addr string) *Client {
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
 	}
-	return &Client{addr: addr, base: strings.TrimRight(base, "/"), http: &http.Client{}}
+	c := &Client{addr: addr, base: strings.TrimRight(base, "/"), http: &http.Client{}}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// currentToken is the token to send, "" for none.
+func (c *Client) currentToken() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.token
+}
+
+// findToken runs the finder after a 401, once. retry reports whether the
+// request should be sent again with the token found.
+func (c *Client) findToken(ctx context.Context) (retry bool, err error) {
+	c.mu.Lock()
+	if c.finder == nil || c.found || c.token != "" {
+		c.mu.Unlock()
+		return false, nil
+	}
+	c.found = true
+	f := c.finder
+	c.mu.Unlock()
+	tok, err := f(ctx, c)
+	if err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	c.token = tok
+	c.mu.Unlock()
+	return true, nil
+}
+
+// sendAuthed sends a request; when the agent answers 401 and the client
+// has a token finder, it finds the token once and sends the request again.
+func (c *Client) sendAuthed(ctx context.Context, method, u string, body []byte) (*http.Response, error) {
+	resp, err := c.send(ctx, method, u, body)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		return resp, err
+	}
+	retry, ferr := c.findToken(ctx)
+	if ferr != nil {
+		resp.Body.Close()
+		return nil, ferr
+	}
+	if !retry {
+		return resp, nil
+	}
+	resp.Body.Close()
+	return c.send(ctx, method, u, body)
+}
+
+// send sends one request, with the token if there is one.
+func (c *Client) send(ctx context.Context, method, u string, body []byte) (*http.Response, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, r)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if tok := c.currentToken(); tok != "" {
+		req.Header.Set(TokenHeader, tok)
+	}
+	return c.http.Do(req)
 }
 
 // Addr is the address this client talks to.
 func (c *Client) Addr() string { return c.addr }
 
-// APIError is an error answered by the agent.
+// APIError is an error answered by the agent. Its text is the agent's
+// message; Status is the HTTP status, for code that needs it.
 type APIError struct {
 	Status  int
 	Message string
 }
 
-func (e *APIError) Error() string { return fmt.Sprintf("agent answered %d: %s", e.Status, e.Message) }
+func (e *APIError) Error() string {
+	if e.Message == "" {
+		return fmt.Sprintf("the agent answered HTTP %d", e.Status)
+	}
+	return e.Message
+}
 
 // UnreachableError means no agent answered at the address.
 type UnreachableError struct {
@@ -65,33 +178,21 @@ func (e *UnreachableError) Error() string {
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
-	var body io.Reader
+	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return err
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
 	u := c.base + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	resp, err := c.sendAuthed(ctx, method, u, body)
 	if err != nil {
-		return err
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		var ne net.Error
-		var oe *net.OpError
-		if errors.As(err, &oe) || (errors.As(err, &ne) && !errors.Is(err, context.Canceled)) {
-			return &UnreachableError{Addr: c.addr, Err: err}
-		}
-		return err
+		return c.transportError(err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -115,6 +216,17 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 		return fmt.Errorf("decode answer from %s%s: %w", c.addr, path, err)
 	}
 	return nil
+}
+
+// transportError turns a failed round trip into an UnreachableError when
+// no agent answered.
+func (c *Client) transportError(err error) error {
+	var ne net.Error
+	var oe *net.OpError
+	if errors.As(err, &oe) || (errors.As(err, &ne) && !errors.Is(err, context.Canceled)) {
+		return &UnreachableError{Addr: c.addr, Err: err}
+	}
+	return err
 }
 
 // Members lists members matching f.
@@ -171,9 +283,19 @@ func (c *Client) Leave(ctx context.Context) error {
 	return c.do(ctx, http.MethodPost, "/v1/agent/leave", nil, struct{}{}, nil)
 }
 
-// ForceLeave marks a failed node as left (prune: forget it entirely).
+// ForceLeave marks a failed node as left (prune: forget it entirely). An
+// unknown node is an *APIError with Status 404; an alive node is left
+// alone (see ForceLeaveNode for what was done).
 func (c *Client) ForceLeave(ctx context.Context, node string, prune bool) error {
-	return c.do(ctx, http.MethodPost, "/v1/agent/force-leave", nil, ForceLeaveRequest{Node: node, Prune: prune}, nil)
+	_, err := c.ForceLeaveNode(ctx, node, prune)
+	return err
+}
+
+// ForceLeaveNode is ForceLeave, saying what was done.
+func (c *Client) ForceLeaveNode(ctx context.Context, node string, prune bool) (ForceLeaveResponse, error) {
+	var out ForceLeaveResponse
+	err := c.do(ctx, http.MethodPost, "/v1/agent/force-leave", nil, ForceLeaveRequest{Node: node, Prune: prune}, &out)
+	return out, err
 }
 
 // Event sends a user event.
@@ -217,11 +339,8 @@ func (c *Client) KeyOp(ctx context.Context, op, key string) (*KeyResponse, error
 // agent closes the stream.
 func (c *Client) Monitor(ctx context.Context, level string, fn func(line string)) error {
 	q := url.Values{"level": {level}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/monitor?"+q.Encode(), nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.http.Do(req)
+	u := c.base + "/v1/monitor?" + q.Encode()
+	resp, err := c.sendAuthed(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -315,12 +434,25 @@ func (c *Client) History(ctx context.Context, f HistoryFilter) (*HistoryResponse
 }
 
 // Hooks lists the agent's event handlers with their queues and last runs.
+// Without the token the agent hides each handler's arguments; the client
+// then tries its token finder once and asks again, and returns the hidden
+// view if no token can be found.
 func (c *Client) Hooks(ctx context.Context) (*HooksResponse, error) {
 	var r HooksResponse
 	if err := c.do(ctx, http.MethodGet, "/v1/hooks", nil, nil, &r); err != nil {
 		return nil, err
 	}
-	return &r, nil
+	if !r.Redacted {
+		return &r, nil
+	}
+	if retry, err := c.findToken(ctx); err != nil || !retry {
+		return &r, nil
+	}
+	var full HooksResponse
+	if err := c.do(ctx, http.MethodGet, "/v1/hooks", nil, nil, &full); err != nil {
+		return nil, err
+	}
+	return &full, nil
 }
 
 // TestHook runs the handlers matching a synthetic event once and waits for

@@ -12,6 +12,16 @@ type Member struct {
 	// Protocol versions, as serf reports them.
 	Protocol [3]uint8 `json:"protocol"`
 	Delegate [3]uint8 `json:"delegate"`
+	// Invalid is set when the member's gossiped name or tags break shoal's
+	// rules: it is never routed to, and Name and Tags are escaped display
+	// forms (Name is what force-leave accepts).
+	Invalid *MemberProblem `json:"invalid,omitempty"`
+}
+
+// MemberProblem says which rule a member's name or tags break.
+type MemberProblem struct {
+	Reason string `json:"reason"` // bad-name or bad-tags, as in the pool
+	Detail string `json:"detail"`
 }
 
 // MembersResponse is GET /v1/members.
@@ -69,10 +79,16 @@ type Info struct {
 	Snapshot    string            `json:"snapshot,omitempty"`
 	HTTPAddr    string            `json:"http_addr,omitempty"`
 	RPCAddr     string            `json:"rpc_addr,omitempty"`
-	Join        JoinStatus        `json:"join"`
-	HealthScore int               `json:"health_score"`
-	EventsDrop  uint64            `json:"events_dropped"`
-	Serf        map[string]string `json:"serf"`
+	// APITokenFile is where the agent keeps its API token (the path only):
+	// the CLI reads it there when it runs as root or the agent's user.
+	APITokenFile string     `json:"api_token_file,omitempty"`
+	Join         JoinStatus `json:"join"`
+	HealthScore  int        `json:"health_score"`
+	EventsDrop   uint64     `json:"events_dropped"`
+	// Publish is the state of this agent's tag publishing (its health
+	// above all).
+	Publish PublishStatus     `json:"publish"`
+	Serf    map[string]string `json:"serf"`
 }
 
 // JoinRequest is POST /v1/agent/join.
@@ -91,6 +107,25 @@ type ForceLeaveRequest struct {
 	Node  string `json:"node"`
 	Prune bool   `json:"prune,omitempty"`
 }
+
+// ForceLeaveResponse is the answer to POST /v1/agent/force-leave.
+type ForceLeaveResponse struct {
+	Node string `json:"node"`
+	// Before is the member's status when the request came: alive,
+	// leaving, left or failed.
+	Before string `json:"before"`
+	// Result is what was done: "left" (a failed member marked left),
+	// "pruned" (removed from the member list), or "unchanged" (an alive
+	// member is never touched; a left or leaving one without prune).
+	Result string `json:"result"`
+}
+
+// Force-leave results.
+const (
+	ForceLeaveLeft      = "left"
+	ForceLeavePruned    = "pruned"
+	ForceLeaveUnchanged = "unchanged"
+)
 
 // EventRequest is POST /v1/event. Payload is raw bytes (base64 in JSON).
 type EventRequest struct {
@@ -148,6 +183,22 @@ type HealthResponse struct {
 	Gossip string       `json:"gossip"`
 	Role   string       `json:"role"`
 	MySQL  *LocalHealth `json:"mysql,omitempty"`
+	// Publish is the state of this agent's tag publishing.
+	Publish *PublishStatus `json:"publish,omitempty"`
+}
+
+// PublishStatus says whether the agent's own tags, its health above all,
+// reach the cluster. When the tags do not fit in memberlist's 512 bytes, the
+// health tag has priority: user tags are withheld, and when even that is not
+// enough the node publishes a minimal critical health (reason
+// cannot-publish) so that no agent keeps routing to it on stale health.
+type PublishStatus struct {
+	OK            bool      `json:"ok"`
+	Error         string    `json:"error,omitempty"`
+	WithheldTags  []string  `json:"withheld_tags,omitempty"`
+	MinimalHealth bool      `json:"minimal_health,omitempty"`
+	Failures      uint64    `json:"failures"`
+	Since         time.Time `json:"since,omitzero"`
 }
 
 // ErrorResponse is the body of every non-2xx answer.
@@ -162,6 +213,9 @@ type PoolNode struct {
 	Addr    string `json:"addr"`
 	Reason  string `json:"reason,omitempty"` // why it is out (or "floor" when kept in)
 	Detail  string `json:"detail,omitempty"`
+	// Until is, for a node out with reason damped, when the hold ends if
+	// the node stays healthy.
+	Until time.Time `json:"until,omitzero"`
 }
 
 // ClusterPool is the pool of one cluster.
@@ -242,6 +296,13 @@ type MaintStatus struct {
 	// Persisted is true when the state survives an agent restart (the agent
 	// has a tags file).
 	Persisted bool `json:"persisted"`
+	// Damped is set while this agent's pool holds the node out with reason
+	// damped (flap damping, after repeated health removals), whatever the
+	// maintenance state: DampedUntil is when the hold ends if the node
+	// stays healthy, DampDetail the pool's detail (the penalty).
+	Damped      bool      `json:"damped,omitempty"`
+	DampedUntil time.Time `json:"damped_until,omitzero"`
+	DampDetail  string    `json:"damp_detail,omitempty"`
 }
 
 // HistoryEntry is one pool or health transition.
@@ -289,16 +350,21 @@ type HookStats struct {
 	Coalesced       uint64            `json:"coalesced"`
 	Dropped         uint64            `json:"dropped"`
 	DroppedByReason map[string]uint64 `json:"dropped_by_reason,omitempty"`
-	Running         bool              `json:"running"`
-	LastStart       time.Time         `json:"last_start,omitzero"`
-	LastExitCode    int               `json:"last_exit_code"`
-	LastDuration    string            `json:"last_duration,omitempty"`
-	LastError       string            `json:"last_error,omitempty"`
+	// DroppedByClass: event class (member, shoal, user, query) → reason → events.
+	DroppedByClass map[string]map[string]uint64 `json:"dropped_by_class,omitempty"`
+	Running        bool                         `json:"running"`
+	LastStart      time.Time                    `json:"last_start,omitzero"`
+	LastExitCode   int                          `json:"last_exit_code"`
+	LastDuration   string                       `json:"last_duration,omitempty"`
+	LastError      string                       `json:"last_error,omitempty"`
 }
 
 // HooksResponse lists the agent's event handlers.
 type HooksResponse struct {
 	Handlers []HookStats `json:"handlers"`
+	// Redacted: asked without the API token, so each spec shows its
+	// filter and program only (arguments may hold secrets).
+	Redacted bool `json:"redacted,omitempty"`
 }
 
 // HookTestRequest runs the handlers matching a synthetic event once.

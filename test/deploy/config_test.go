@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"regexp"
@@ -52,8 +53,23 @@ func TestExampleConfigsCheck(t *testing.T) {
 			if err := os.WriteFile(path, []byte(relocate(t, readFile(t, rel), tmp)), 0o640); err != nil {
 				t.Fatal(err)
 			}
-			out, err := run(t, tmp, bin, "agent", "--config-check", path)
-			if err != nil || !strings.Contains(out, "is valid") {
+			// What the deploy README has the operator create: the probe's
+			// option file (mode 0600), and SHOAL_ENCRYPT in shoal.env, from
+			// which the first start creates the keyring file.
+			// --config-check checks both, as the agent's start does.
+			cnf := filepath.Join(tmp, "etc/shoal/my.cnf")
+			if err := os.WriteFile(cnf, []byte("[client]\nuser = shoal_probe\npassword = secret\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			key, err := run(t, tmp, bin, "keygen")
+			if err != nil {
+				t.Fatalf("shoal keygen: %v\n%s", err, key)
+			}
+			cmd := exec.CommandContext(t.Context(), bin, "agent", "--config-check", path)
+			cmd.Dir = tmp
+			cmd.Env = append(cleanEnv(), "SHOAL_ENCRYPT="+strings.TrimSpace(key))
+			outb, err := cmd.CombinedOutput()
+			if out := string(outb); err != nil || !strings.Contains(out, "is valid") {
 				t.Fatalf("shoal agent --config-check %s: %v\n%s", rel, err, out)
 			}
 		})

@@ -54,7 +54,7 @@ func parseDockerfile(text string) []instruction {
 // with CGO_ENABLED=0, a runtime stage running as a non-root user, the ports,
 // a health check through `shoal health`, and sources that exist.
 func TestDockerfile(t *testing.T) {
-	var froms, users, runs []string
+	var froms, users, runs, envs, volumes []string
 	var expose, healthcheck, entrypoint string
 	var copyFromBuild bool
 	for _, in := range parseDockerfile(readFile(t, dockerfile)) {
@@ -69,6 +69,10 @@ func TestDockerfile(t *testing.T) {
 			expose += " " + in.args
 		case "HEALTHCHECK":
 			healthcheck = in.args
+		case "ENV":
+			envs = append(envs, in.args)
+		case "VOLUME":
+			volumes = append(volumes, in.args)
 		case "ENTRYPOINT":
 			entrypoint = in.args
 		case "COPY":
@@ -123,6 +127,20 @@ func TestDockerfile(t *testing.T) {
 	}
 	if !strings.Contains(healthcheck, `["shoal", "health"]`) {
 		t.Errorf("HEALTHCHECK %q: want CMD [\"shoal\", \"health\"]", healthcheck)
+	}
+	// The API token is created at the first start: on the volume, where
+	// the agent's user can write and where it survives a restart.
+	var tokenFile string
+	for _, e := range envs {
+		if v, ok := strings.CutPrefix(e, "SHOAL_API_TOKEN_FILE="); ok {
+			tokenFile = v
+		}
+	}
+	if tokenFile == "" || !slices.ContainsFunc(volumes, func(v string) bool {
+		var vs []string
+		return json.Unmarshal([]byte(v), &vs) == nil && slices.ContainsFunc(vs, func(d string) bool { return strings.HasPrefix(tokenFile, d+"/") })
+	}) {
+		t.Errorf("ENV SHOAL_API_TOKEN_FILE=%q: want a file on a VOLUME %q", tokenFile, volumes)
 	}
 	var ep []string
 	if err := json.Unmarshal([]byte(entrypoint), &ep); err != nil || !slices.Equal(ep, []string{"shoal", "agent"}) {
@@ -317,6 +335,14 @@ func TestKubernetes(t *testing.T) {
 	httpAddr := env["SHOAL_HTTP_ADDR"].Value
 	if host, _, _ := strings.Cut(httpAddr, ":"); host == "" || host == "127.0.0.1" {
 		t.Errorf("shoal env SHOAL_HTTP_ADDR %q: the kubelet probes the pod IP, not loopback", httpAddr)
+	}
+	// Beyond loopback the agent refuses to start without TLS or the
+	// explicit opt-in.
+	if env["SHOAL_INSECURE_HTTP"].Value != "true" && (env["SHOAL_HTTP_TLS_CERT_FILE"].Value == "" || env["SHOAL_HTTP_TLS_KEY_FILE"].Value == "") {
+		t.Errorf("shoal env: SHOAL_HTTP_ADDR %q is not loopback, so it needs SHOAL_HTTP_TLS_CERT_FILE and SHOAL_HTTP_TLS_KEY_FILE, or SHOAL_INSECURE_HTTP=true", httpAddr)
+	}
+	if tf := env["SHOAL_API_TOKEN_FILE"].Value; !strings.HasPrefix(tf, "/var/lib/shoal/") {
+		t.Errorf("shoal env SHOAL_API_TOKEN_FILE %q: want it on the state volume /var/lib/shoal (the root file system is read-only)", tf)
 	}
 
 	// Probes: readiness is /v1/health; liveness an endpoint that answers

@@ -76,8 +76,15 @@ func NewAgent(t testing.TB, h *Host, dir string, spec AgentSpec) *Agent {
 		// which it would (rightly) damp. It has its own tests.
 		"--damping=false",
 	}
+	// Each agent keeps its API token in its own directory (the harness
+	// only reads the API, which needs no token).
+	a.args = append(a.args, "--api-token-file", filepath.Join(a.Dir, "api-token"))
 	if http > 0 {
-		a.args = append(a.args, "--http-addr", fmt.Sprintf("%s:%d", h.IP, http), "--rpc-addr", fmt.Sprintf("127.0.0.1:%d", 7373+gossip-GossipPort))
+		// The API listens on the namespace's address so that the harness
+		// can read it from outside: plain HTTP beyond loopback is an
+		// explicit opt-in.
+		a.args = append(a.args, "--http-addr", fmt.Sprintf("%s:%d", h.IP, http), "--insecure-http",
+			"--rpc-addr", fmt.Sprintf("127.0.0.1:%d", 7373+gossip-GossipPort))
 	} else {
 		a.args = append(a.args, "--http-addr", "", "--rpc-addr", "")
 	}

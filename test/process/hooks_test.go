@@ -38,7 +38,7 @@ func TestHooksCLI(t *testing.T) {
 	if out, _, code := shoal(t, "hooks", "test", "user", "--name", "nobody", "--http-addr", a.http); code != 0 || !strings.Contains(out, "no handler matches") {
 		t.Errorf("hooks test with no match: exit %d:\n%s", code, out)
 	}
-	if _, errOut, code := shoal(t, "hooks", "test", "member-joined", "--http-addr", a.http); code != 1 || !strings.Contains(errOut, "event must be one of") {
+	if _, errOut, code := shoal(t, "hooks", "test", "member-joined", "--http-addr", a.http); code != 2 || !strings.Contains(errOut, `unknown event "member-joined"`) {
 		t.Errorf("hooks test bad event: exit %d: %s", code, errOut)
 	}
 	if !strings.Contains(a.log.String(), `msg="hook ran"`) {

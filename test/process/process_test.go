@@ -34,6 +34,11 @@ func shoalBin(t *testing.T) string {
 			buildErr = err
 			return
 		}
+		// Traversable by other users: a test runs the CLI as nobody.
+		if err := os.Chmod(dir, 0o755); err != nil {
+			buildErr = err
+			return
+		}
 		binPath = filepath.Join(dir, "shoal")
 		cmd := exec.Command("go", "build", "-o", binPath, "../../cmd/shoal")
 		out, err := cmd.CombinedOutput()
@@ -69,8 +74,12 @@ type proc struct {
 	log  *lockedBuf
 	http string
 	bind string
-	done chan struct{}
-	err  error
+	rpc  string // the Serf RPC address
+	// tokenFile holds the agent's API token (in a directory of the
+	// test's, mode 0700); the CLI run as the same user finds it.
+	tokenFile string
+	done      chan struct{}
+	err       error
 }
 
 func startAgent(t *testing.T, name, key string, extra ...string) *proc {
@@ -81,9 +90,10 @@ func startAgent(t *testing.T, name, key string, extra ...string) *proc {
 // startAgentAt starts an agent gossiping on bind.
 func startAgentAt(t *testing.T, name, key, bind string, extra ...string) *proc {
 	t.Helper()
-	p := &proc{log: &lockedBuf{}, http: ports.Free(t), bind: bind, done: make(chan struct{})}
+	p := &proc{log: &lockedBuf{}, http: ports.Free(t), bind: bind, rpc: ports.Free(t), done: make(chan struct{}),
+		tokenFile: filepath.Join(t.TempDir(), "api-token")}
 	args := append([]string{"agent", "--node", name, "--bind", p.bind, "--http-addr", p.http,
-		"--rpc-addr", ports.Free(t), "--encrypt", key, "--profile", "fast"}, extra...)
+		"--rpc-addr", p.rpc, "--encrypt", key, "--profile", "fast", "--api-token-file", p.tokenFile}, extra...)
 	p.cmd = exec.Command(shoalBin(t), args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
@@ -106,9 +116,26 @@ func startAgentAt(t *testing.T, name, key, bind string, extra ...string) *proc {
 
 func shoal(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return shoalEnv(t, nil, args...)
+}
+
+// shoalEnv runs the CLI with env added to the test's environment.
+func shoalEnv(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	bin := shoalBin(t) // the build (first call) is not the command's time
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, shoalBin(t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	return run(t, cmd)
+}
+
+// run runs cmd and returns its stdout, stderr and exit status; a command
+// that could not run at all fails the test.
+func run(t *testing.T, cmd *exec.Cmd) (string, string, int) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

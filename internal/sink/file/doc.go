@@ -20,8 +20,19 @@
 // keeps one that already has the content (and the mode). A file removed
 // behind the sink's back is written again at the next apply.
 //
-// When a cluster leaves the pool, its list files are kept as last written
-// (a tool reading them keeps its last view); this is logged once.
+// Cluster names come from other machines' tags. Only a valid cluster name
+// (tags.ValidCluster: 1 to 64 bytes of [A-Za-z0-9._-]) is ever part of a
+// file name; the lists of any other cluster (one that only an invalid
+// member can name, see package member) are not written, which Status.NoLists
+// says. That is not a failure: the sink stays healthy and the JSON file
+// still has the cluster.
+//
+// When a cluster leaves the pool (its last member is reaped or pruned), its
+// two list files are removed, and this is logged. The sink removes only
+// regular files of its own naming pattern in ListsDir that it wrote, or
+// found with its content, since it started, and nothing while frozen (the
+// files go once it is unfrozen). Lists left by an earlier run for a cluster
+// that no longer exists are not touched.
 //
 // # JSON schema, version 1
 //

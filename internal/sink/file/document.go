@@ -164,9 +164,3 @@ func nameOf(c *pool.Cluster, addr string) string {
 	}
 	return addr
 }
-
-// validListName reports whether a cluster name can be part of a list file's
-// name: not empty, no path separator and no NUL.
-func validListName(name string) bool {
-	return name != "" && !strings.ContainsAny(name, "/\\\x00")
-}

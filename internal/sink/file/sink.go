@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -16,8 +17,10 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/fsutil"
+	"github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/sink/driver"
+	"github.com/shoaldb/shoal/internal/tags"
 )
 
 // Ticker is the part of *time.Ticker the sink uses, so tests can drive it.
@@ -49,7 +52,7 @@ type Sink struct {
 
 	applyMu sync.Mutex           // one apply at a time; guards the fields below
 	files   map[string]fileState // by path; absent until read from disk once
-	listed  map[string]bool      // clusters whose lists were written or kept
+	listed  map[string]bool      // clusters whose lists were written or kept, until removed
 
 	drv *driver.Driver
 
@@ -58,6 +61,7 @@ type Sink struct {
 	st       Status
 	errLog   string // last logged error, to log repeats at debug
 	heldLog  string // last logged held nodes
+	skipLog  string // last logged skipped clusters
 	frozeLog bool   // last logged frozen state
 }
 
@@ -98,17 +102,18 @@ func New(cfg Config, node string, opts Options) (*Sink, error) {
 func (s *Sink) Apply(p *pool.Pool, frozen bool) error {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
-	wrote, held, err := s.apply(p, frozen)
-	s.report(frozen, held)
+	wrote, held, skipped, err := s.apply(p, frozen)
+	s.report(frozen, held, skipped)
 	s.record(wrote, err)
 	return err
 }
 
 // apply writes the lists, then the JSON file, each only if its content
-// changed. A failed file does not stop the others. It returns how many
-// files it wrote and the held nodes as "cluster/node". s.applyMu must be
-// held.
-func (s *Sink) apply(p *pool.Pool, frozen bool) (wrote int, held []string, err error) {
+// changed, and removes the lists of clusters gone from the pool. A failed
+// file does not stop the others. It returns how many files it wrote, the
+// held nodes as "cluster/node" and the clusters whose lists it skipped, with
+// the reason. s.applyMu must be held.
+func (s *Sink) apply(p *pool.Pool, frozen bool) (wrote int, held, skipped []string, err error) {
 	if p == nil {
 		p = &pool.Pool{}
 	}
@@ -128,8 +133,9 @@ func (s *Sink) apply(p *pool.Pool, frozen bool) (wrote int, held []string, err e
 		present := map[string]bool{}
 		for i := range p.Clusters {
 			c := &p.Clusters[i]
-			if !validListName(c.Name) {
-				errs = append(errs, fmt.Errorf("cluster %q: name cannot be part of a file name; no lists written", c.Name))
+			if !tags.ValidCluster(c.Name) {
+				skipped = append(skipped, fmt.Sprintf("cluster %s: not a valid cluster name (1-%d bytes of [A-Za-z0-9._-]); no list files",
+					member.Safe(c.Name), tags.MaxClusterLen))
 				continue
 			}
 			present[c.Name] = true
@@ -161,29 +167,50 @@ func (s *Sink) apply(p *pool.Pool, frozen bool) (wrote int, held []string, err e
 				held = append(held, c.Name+"/"+n)
 			}
 		}
-		s.noteClusters(present)
+		errs = append(errs, s.removeStale(present, frozen)...)
 	}
 
 	doc := newDocument(p, s.node, frozen, heldNames)
 	key := contentKey(doc)
 	doc.UpdatedAt = s.now().UTC()
 	write(s.cfg.Path, key, encode(doc), fileKey)
-	return wrote, held, errors.Join(errs...)
+	return wrote, held, skipped, errors.Join(errs...)
 }
 
-// noteClusters logs once each cluster whose lists were written before and
-// that left the pool; its list files stay as they are. s.applyMu must be
-// held.
-func (s *Sink) noteClusters(present map[string]bool) {
-	for name := range s.listed {
-		if !present[name] {
-			s.log.Info("cluster left the pool; its list files are kept as last written", "cluster", name)
+// removeStale removes the list files of each cluster whose lists this sink
+// wrote or kept and that is no longer in the pool (present), then records
+// the present clusters as listed. It removes only regular files named by the
+// sink's own pattern, <cluster>-writers.txt and <cluster>-readers.txt, in
+// lists_dir, and nothing while frozen (a frozen sink never drops a node; the
+// files go once it is unfrozen). s.applyMu must be held.
+func (s *Sink) removeStale(present map[string]bool, frozen bool) (errs []error) {
+	for _, name := range slices.Sorted(maps.Keys(s.listed)) {
+		if present[name] || frozen {
+			continue
+		}
+		done := true
+		for _, suffix := range []string{writersSuffix, readersSuffix} {
+			path := filepath.Join(s.cfg.ListsDir, name+suffix)
+			if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+				delete(s.files, path) // gone already, or not a file of ours
+				continue
+			}
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("remove list of a cluster gone from the pool: %w", err))
+				done = false
+				continue
+			}
+			delete(s.files, path)
+		}
+		if done {
+			s.log.Info("cluster left the pool; its list files were removed", "cluster", name)
 			delete(s.listed, name)
 		}
 	}
 	for name := range present {
 		s.listed[name] = true
 	}
+	return errs
 }
 
 // writeIfChanged writes data to path unless the file already holds key, and

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/pool"
 )
 
@@ -461,34 +462,100 @@ func TestFrozenAtStart(t *testing.T) {
 	}
 }
 
-func TestStaleClusterListsKept(t *testing.T) {
+// The lists of a cluster gone from the pool are removed; only the sink's
+// own files: another file in lists_dir, and a list file of a cluster this
+// sink never listed, stay.
+func TestStaleClusterListsRemoved(t *testing.T) {
 	s := newTestSink(t, "")
+	lists := filepath.Join(s.dir, "lists")
+	for _, name := range []string{"other.txt", "old-writers.txt"} {
+		if err := os.WriteFile(filepath.Join(lists, name), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	mustApply(t, s, testPool(cluster("c1", []string{"db1"}, nil), cluster("c2", []string{"db5"}, nil)), false)
+	if got := s.list(t, "c2-writers.txt"); got != "db5.db:3306\n" {
+		t.Errorf("c2 list %q", got)
+	}
 	for range 2 {
 		mustApply(t, s, testPool(cluster("c1", []string{"db1"}, nil)), false)
 	}
-	if got := s.list(t, "c2-writers.txt"); got != "db5.db:3306\n" {
-		t.Errorf("stale list %q", got)
+	if got := listNames(t, lists); got != "c1-readers.txt c1-writers.txt old-writers.txt other.txt" {
+		t.Errorf("lists_dir holds %s", got)
 	}
 	if d := s.doc(t); len(d.Clusters) != 1 {
 		t.Errorf("document clusters %+v", d.Clusters)
 	}
-	if n := strings.Count(s.logs.String(), "cluster left the pool"); n != 1 {
+	if n := strings.Count(s.logs.String(), "cluster left the pool; its list files were removed"); n != 1 {
 		t.Errorf("logged %d times:\n%s", n, s.logs)
+	}
+	// A cluster that comes back gets its lists again.
+	mustApply(t, s, testPool(cluster("c1", []string{"db1"}, nil), cluster("c2", []string{"db5"}, nil)), false)
+	if got := s.list(t, "c2-writers.txt"); got != "db5.db:3306\n" {
+		t.Errorf("c2 list back %q", got)
 	}
 }
 
+// A frozen sink never removes a list; it does once unfrozen.
+func TestStaleClusterListsKeptWhileFrozen(t *testing.T) {
+	s := newTestSink(t, "")
+	lists := filepath.Join(s.dir, "lists")
+	mustApply(t, s, testPool(cluster("c1", []string{"db1"}, nil), cluster("c2", []string{"db5"}, nil)), false)
+	mustApply(t, s, testPool(cluster("c1", []string{"db1"}, nil)), true)
+	if got := s.list(t, "c2-writers.txt"); got != "db5.db:3306\n" {
+		t.Errorf("frozen: c2 list %q", got)
+	}
+	mustApply(t, s, testPool(cluster("c1", []string{"db1"}, nil)), false)
+	if got := listNames(t, lists); got != "c1-readers.txt c1-writers.txt" {
+		t.Errorf("unfrozen: lists_dir holds %s", got)
+	}
+}
+
+func listNames(t *testing.T, dir string) string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return strings.Join(names, " ")
+}
+
+// A cluster name that is not a valid cluster name (newline and ESC, a
+// path, 300 bytes, invalid UTF-8) never becomes a file name: its lists are
+// skipped, said in the status, and the sink stays healthy. The JSON file
+// still has the cluster.
 func TestBadClusterName(t *testing.T) {
 	s := newTestSink(t, "")
-	err := s.Apply(testPool(cluster("../x", []string{"db1"}, nil), cluster("ok", []string{"db1"}, nil)), false)
-	if err == nil || !strings.Contains(err.Error(), `cluster "../x": name cannot be part of a file name`) {
-		t.Fatalf("err = %v", err)
+	bad := []string{"../x", "main\n\x1b[31mX", strings.Repeat("c", 300), "c\xff", `c\xff`, ""}
+	var cs []pool.Cluster
+	for _, name := range bad {
+		cs = append(cs, cluster(name, []string{"db1"}, nil))
 	}
-	// The rest is written.
-	if got := s.list(t, "ok-writers.txt"); got != "db1.db:3306\n" {
-		t.Errorf("list %q", got)
+	cs = append(cs, cluster("ok", []string{"db1"}, nil))
+	slices.SortFunc(cs, func(a, b pool.Cluster) int { return strings.Compare(a.Name, b.Name) })
+	if err := s.Apply(testPool(cs...), false); err != nil {
+		t.Fatalf("apply: %v", err)
 	}
-	if d := s.doc(t); len(d.Clusters) != 2 {
+	st := s.Status()
+	if st.Failures != 0 || st.LastSuccess.IsZero() || len(st.NoLists) != len(bad) {
+		t.Fatalf("status %+v", st)
+	}
+	for _, n := range st.NoLists {
+		if !strings.Contains(n, "not a valid cluster name") || !member.Printable(n) {
+			t.Errorf("note %q", n)
+		}
+	}
+	if !slices.Contains(st.NoLists, `cluster main\n\x1b[31mX: not a valid cluster name (1-64 bytes of [A-Za-z0-9._-]); no list files`) {
+		t.Errorf("notes %q", st.NoLists)
+	}
+	if got := listNames(t, filepath.Join(s.dir, "lists")); got != "ok-readers.txt ok-writers.txt" {
+		t.Errorf("lists_dir holds %s", got)
+	}
+	if d := s.doc(t); len(d.Clusters) != len(bad)+1 {
 		t.Errorf("document %+v", d)
 	}
 	if _, err := os.Stat(filepath.Join(s.dir, "x-writers.txt")); err == nil {

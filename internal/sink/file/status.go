@@ -20,6 +20,9 @@ type Status struct {
 	// From the last apply:
 	Frozen bool
 	Held   []string // "cluster/node" kept in a list while frozen
+	// NoLists says, for each cluster whose lists were not written because
+	// its name cannot be part of a file name, why. This is not a failure.
+	NoLists []string
 }
 
 // Status returns a copy of the sink's status.
@@ -28,6 +31,7 @@ func (s *Sink) Status() Status {
 	defer s.mu.Unlock()
 	st := s.st
 	st.Held = slices.Clone(st.Held)
+	st.NoLists = slices.Clone(st.NoLists)
 	return st
 }
 
@@ -61,11 +65,18 @@ func (s *Sink) record(wrote int, err error) {
 	s.log.Error("file sink apply failed", "err", err)
 }
 
-// report stores the frozen state and the held nodes in the status, and logs
-// each change.
-func (s *Sink) report(frozen bool, held []string) {
+// report stores the frozen state, the held nodes and the skipped clusters in
+// the status, and logs each change.
+func (s *Sink) report(frozen bool, held, skipped []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.st.NoLists = skipped
+	if key := strings.Join(skipped, "\n"); key != s.skipLog {
+		s.skipLog = key
+		if len(skipped) > 0 {
+			s.log.Warn("clusters without list files", "count", len(skipped), "clusters", skipped)
+		}
+	}
 	if frozen != s.frozeLog {
 		s.frozeLog = frozen
 		if frozen {

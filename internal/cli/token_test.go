@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/agent"
+	"github.com/shoaldb/shoal/internal/api"
+	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/logging"
+	"github.com/shoaldb/shoal/internal/testutil/ports"
+	"github.com/shoaldb/shoal/pkg/client"
+)
+
+// startTestAgent starts an in-process agent with gossip encryption and its
+// token in a temporary api_token_file.
+func startTestAgent(t *testing.T) (*agent.Agent, *config.Config) {
+	t.Helper()
+	key, err := agent.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := config.Default()
+	c.Node, c.Bind, c.RPCAddr, c.HTTPAddr, c.Profile, c.Encrypt = "cli1", ports.Free(t), "", "", "fast", key
+	c.APITokenFile = filepath.Join(t.TempDir(), "api-token")
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(c, logging.New(io.Discard, "text", slog.LevelInfo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Shutdown)
+	return a, c
+}
+
+// serveOn serves a's API on ln (as runAgent does) and returns its address.
+func serveOn(t *testing.T, a *agent.Agent, ln net.Listener) string {
+	t.Helper()
+	srv := api.NewHTTPServer(api.New(a, slog.New(slog.DiscardHandler), ln.Addr().String(), nil), api.DefaultLimits())
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().String()
+}
+
+// run runs the CLI with args and returns its exit code, stdout, stderr.
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Execute(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestCLIFindsTheToken: without --token the CLI reads the agent's
+// api_token_file after a 401 (same user here); --token and
+// SHOAL_HTTP_TOKEN take precedence; a wrong one is refused; a token file
+// it cannot use gives one clear line and exit 1.
+func TestCLIFindsTheToken(t *testing.T) {
+	t.Setenv("SHOAL_HTTP_TOKEN", "")
+	a, cfg := startTestAgent(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serveOn(t, a, ln)
+
+	code, out, errOut := run(t, "keys", "list", "--http-addr", addr)
+	if code != ExitOK || !strings.Contains(out, cfg.Encrypt) {
+		t.Fatalf("keys list finding the token: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = run(t, "keys", "list", "--http-addr", addr, "--token", a.APIToken())
+	if code != ExitOK || !strings.Contains(out, cfg.Encrypt) {
+		t.Fatalf("keys list --token: exit %d\n%s%s", code, out, errOut)
+	}
+	code, _, errOut = run(t, "keys", "list", "--http-addr", addr, "--token", "wrong-token-0123456789")
+	if code != ExitError || strings.Contains(errOut, "agent answered") || !strings.Contains(errOut, "wrong API token") || strings.Contains(errOut, a.APIToken()) {
+		t.Fatalf("keys list with a wrong --token: exit %d: %s", code, errOut)
+	}
+	t.Setenv("SHOAL_HTTP_TOKEN", "wrong-from-env-0123456789")
+	if code, _, errOut = run(t, "keys", "list", "--http-addr", addr); code != ExitError || !strings.Contains(errOut, "wrong API token") {
+		t.Fatalf("keys list with a wrong SHOAL_HTTP_TOKEN: exit %d: %s", code, errOut)
+	}
+	t.Setenv("SHOAL_HTTP_TOKEN", a.APIToken())
+	if code, out, errOut = run(t, "keys", "list", "--http-addr", addr); code != ExitOK {
+		t.Fatalf("keys list with SHOAL_HTTP_TOKEN: exit %d\n%s%s", code, out, errOut)
+	}
+	// Help never shows the token, even when it is in the environment.
+	if _, out, _ = run(t, "keys", "list", "--help"); strings.Contains(out, a.APIToken()) || !strings.Contains(out, "--token") {
+		t.Fatalf("help shows the token or lacks --token:\n%s", out)
+	}
+	t.Setenv("SHOAL_HTTP_TOKEN", "")
+
+	// A token file open to others is refused by the reader: one line, exit 1.
+	if err := os.Chmod(cfg.APITokenFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = run(t, "leave", "--http-addr", addr)
+	if code != ExitError || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, cfg.APITokenFile) || !strings.Contains(errOut, "--token") {
+		t.Fatalf("leave with an unusable token file: exit %d: %q", code, errOut)
+	}
+	select {
+	case <-a.LeaveRequested():
+		t.Fatal("the agent was asked to leave without the token")
+	default:
+	}
+	// Reads need no token at all.
+	if code, out, errOut = run(t, "members", "--http-addr", addr); code != ExitOK {
+		t.Fatalf("members: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestFindTokenOnlyForLocalAgents: a remote agent's token file path names
+// a file of another host; the CLI never reads a local file for it.
+func TestFindTokenOnlyForLocalAgents(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8946": true, "localhost:8946": true, "[::1]:8946": true, "https://127.0.0.2:1": true,
+		"http://LOCALHOST:8946": true, "10.0.0.1:8946": false, "https://db1.example:8946": false, "0.0.0.0:8946": false,
+	} {
+		if got := localAddr(addr); got != want {
+			t.Errorf("localAddr(%q) = %v, want %v", addr, got, want)
+		}
+	}
+	_, err := findToken(context.Background(), client.New("10.0.0.1:8946"))
+	if err == nil || !strings.Contains(err.Error(), "pass --token or set SHOAL_HTTP_TOKEN") {
+		t.Fatalf("findToken for a remote agent: %v", err)
+	}
+}
+
+// writeSelfSigned writes a self-signed certificate for 127.0.0.1 and its
+// key to dir, and returns their paths.
+func writeSelfSigned(t *testing.T, dir string) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "shoal test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "api.crt"), filepath.Join(dir, "api.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// TestTLSListenerAndCLI: with http_tls_cert_file/key_file the agent's
+// listener speaks TLS 1.2+ only; the CLI talks to https://ADDR verifying
+// the certificate with --ca-file (or SHOAL_HTTP_CA_FILE), and refuses an
+// unknown one.
+func TestTLSListenerAndCLI(t *testing.T) {
+	t.Setenv("SHOAL_HTTP_TOKEN", "")
+	t.Setenv("SHOAL_HTTP_CA_FILE", "")
+	a, cfg := startTestAgent(t)
+	certFile, keyFile := writeSelfSigned(t, t.TempDir())
+	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.HTTPTLSCertFile, cfg.HTTPTLSKeyFile = certFile, keyFile
+	ln, err := listenHTTP(cfg, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serveOn(t, a, ln)
+	url := "https://" + addr
+
+	code, out, errOut := run(t, "keys", "list", "--http-addr", url, "--ca-file", certFile)
+	if code != ExitOK || !strings.Contains(out, cfg.Encrypt) {
+		t.Fatalf("keys list over TLS: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Setenv("SHOAL_HTTP_CA_FILE", certFile)
+	if code, out, errOut = run(t, "info", "--http-addr", url); code != ExitOK || !strings.Contains(out, "api token file") {
+		t.Fatalf("info over TLS with SHOAL_HTTP_CA_FILE: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Setenv("SHOAL_HTTP_CA_FILE", "")
+	if code, _, errOut = run(t, "info", "--http-addr", url); code != ExitError || !strings.Contains(errOut, "certificate") {
+		t.Fatalf("info over TLS without the CA: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut = run(t, "info", "--http-addr", url, "--ca-file", keyFile); code != ExitUsage || !strings.Contains(errOut, "no PEM certificate") {
+		t.Fatalf("--ca-file without a certificate: exit %d: %s", code, errOut)
+	}
+	// Plain HTTP to the TLS port gets nothing useful.
+	if code, _, _ = run(t, "info", "--http-addr", addr); code == ExitOK {
+		t.Fatal("plain HTTP answered on the TLS listener")
+	}
+	// TLS 1.1 is refused.
+	pool := x509.NewCertPool()
+	pem, _ := os.ReadFile(certFile)
+	pool.AppendCertsFromPEM(pem)
+	old := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MaxVersion: tls.VersionTLS11}}}
+	if resp, err := old.Get(url + "/v1/health"); err == nil {
+		resp.Body.Close()
+		t.Fatal("a TLS 1.1 client was served")
+	}
+
+	// A missing certificate file is an error naming the keys.
+	cfg.HTTPTLSCertFile = filepath.Join(t.TempDir(), "missing.crt")
+	if _, err := listenHTTP(cfg, 16); err == nil || !strings.Contains(err.Error(), "http_tls_cert_file") {
+		t.Fatalf("missing certificate: %v", err)
+	}
+}

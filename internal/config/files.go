@@ -1,0 +1,353 @@
+package config
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/shoaldb/shoal/internal/apitoken"
+	"github.com/shoaldb/shoal/internal/fsutil"
+	"github.com/shoaldb/shoal/internal/probe"
+	"github.com/shoaldb/shoal/internal/tags"
+)
+
+// Files is what the files a configuration names hold, read and checked
+// without changing anything and without the network. The agent starts from
+// it and `shoal agent --config-check` runs the very same checks
+// (CheckFiles), so that a configuration the check accepts is one the agent
+// starts with.
+type Files struct {
+	// Keys is the keyring file's content, primary first; nil when no
+	// keyring_file is set or it does not exist yet (the agent then creates
+	// it from encrypt).
+	Keys []string
+	// Tags is the tags file's content (user tags, and the maintenance
+	// reason under tags.KeyMaint); nil when no tags_file is set or it does
+	// not exist yet.
+	Tags map[string]string
+	// APITokenFile is the absolute path of the API token file.
+	APITokenFile string
+	// Probe is the MySQL probe's configuration, password included; zero on
+	// an app agent.
+	Probe probe.Config
+	// Warnings are problems the agent logs at start but does not refuse.
+	Warnings []string
+}
+
+// CheckFiles reads and checks every file the configuration names, and
+// everything else the agent checks at start that needs no network: the
+// keyring file, the tags file, the API token file, the MySQL probe's
+// credentials (password file, option file, user), the HTTPS certificate,
+// the history file and the event handlers' programs. It creates and changes
+// nothing. Every error names its config key and flag; the errors are joined.
+func (c *Config) CheckFiles(getenv func(string) string, euid int) (*Files, error) {
+	f := &Files{}
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	keys, warn, err := c.checkKeyring()
+	f.Keys = keys
+	add(err)
+	if warn != "" {
+		f.Warnings = append(f.Warnings, warn)
+	}
+	f.Tags, err = c.checkTagsFile()
+	add(err)
+	f.APITokenFile, err = c.checkAPITokenFile(getenv, euid)
+	add(err)
+	if c.EffectiveRole() == tags.RoleDB {
+		f.Probe, err = c.ProbeConfig(getenv)
+		add(err)
+	}
+	add(c.checkTLSFiles())
+	add(c.checkHistoryFile())
+	f.Warnings = append(f.Warnings, c.checkHandlerPrograms()...)
+	return f, c.annotate(errors.Join(errs...))
+}
+
+// ReadKeyringFile reads a keyring file (the serf format, a JSON array of
+// base64 keys, primary first) and checks every key. Like a password file, it
+// must not be accessible by group or other: it holds the cluster's keys.
+func ReadKeyringFile(path string) ([]string, error) {
+	data, err := fsutil.ReadPrivateFile(path)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := DecodeKeyring(data, path)
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range keys {
+		if err := CheckKey(k); err != nil {
+			return nil, fmt.Errorf("keyring file %s: key %d: %w", path, i+1, err)
+		}
+	}
+	return keys, nil
+}
+
+// checkKeyring reads keyring_file. A missing file is fine when encrypt
+// gives the key to create it with, in a directory that exists.
+func (c *Config) checkKeyring() (keys []string, warning string, err error) {
+	if c.KeyringFile == "" {
+		return nil, "", nil
+	}
+	keys, err = ReadKeyringFile(c.KeyringFile)
+	switch {
+	case err == nil:
+		if c.Encrypt != "" && !slices.Contains(keys, c.Encrypt) {
+			warning = fmt.Sprintf("keyring file %s exists and does not contain the --encrypt key; the keyring file wins (install the key with shoal keys install)", c.KeyringFile)
+		}
+		return keys, warning, nil
+	case errors.Is(err, fs.ErrNotExist):
+		if c.Encrypt == "" {
+			return nil, "", fieldErr("keyring_file", c.KeyringFile, "does not exist, and no encrypt key (--encrypt, $SHOAL_ENCRYPT) was given to create it with")
+		}
+		if err := dirExists(c.KeyringFile); err != nil {
+			return nil, "", fieldErr("keyring_file", c.KeyringFile, "cannot be created from encrypt: %v", err)
+		}
+		return nil, "", nil
+	}
+	return nil, "", fieldErr("keyring_file", c.KeyringFile, "%v", err)
+}
+
+// ReadTagsFile reads a tags file and checks it against the rules the agent
+// applies to tags set at runtime: a JSON object of string values, user tags
+// that pass tags.CheckUserTags, and of the reserved keys only
+// tags.KeyMaint, with a valid maintenance reason. A missing file is an
+// error wrapping fs.ErrNotExist; the other errors do not name the file.
+func ReadTagsFile(path string) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	fileTags, err := tags.DecodeFile(data)
+	if err != nil {
+		return nil, err
+	}
+	if reason, ok := fileTags[tags.KeyMaint]; ok {
+		if err := CheckMaintReason(reason); err != nil {
+			return nil, fmt.Errorf("%q: %w", tags.KeyMaint, err)
+		}
+	}
+	user := make(map[string]string, len(fileTags))
+	for k, v := range fileTags {
+		if tags.IsReserved(k) {
+			if k != tags.KeyMaint {
+				return nil, fmt.Errorf("tag %q is reserved by shoal; only %q may appear in the file", k, tags.KeyMaint)
+			}
+			continue
+		}
+		user[k] = v
+	}
+	if err := tags.CheckUserTags(user); err != nil {
+		return nil, fmt.Errorf("%w (fix or delete the file; it holds the tags set at runtime)", err)
+	}
+	return fileTags, nil
+}
+
+func (c *Config) checkTagsFile() (map[string]string, error) {
+	if c.TagsFile == "" {
+		return nil, nil
+	}
+	t, err := ReadTagsFile(c.TagsFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := dirExists(c.TagsFile); err != nil {
+			return nil, fieldErr("tags_file", c.TagsFile, "cannot be created: %v", err)
+		}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fieldErr("tags_file", c.TagsFile, "%v", err)
+	}
+	return t, nil
+}
+
+// CheckMaintReason rejects maintenance reasons that the tag would not carry
+// as given.
+func CheckMaintReason(r string) error {
+	if len(r) > tags.MaxMaintLen {
+		return fmt.Errorf("maintenance reason is %d bytes; the most is %d", len(r), tags.MaxMaintLen)
+	}
+	if !utf8.ValidString(r) {
+		return errors.New("maintenance reason is not valid UTF-8")
+	}
+	for _, ch := range r {
+		if !unicode.IsPrint(ch) {
+			return fmt.Errorf("maintenance reason has the non-printable character %q", ch)
+		}
+	}
+	return nil
+}
+
+// APITokenPath is the absolute path of the API token file: api_token_file,
+// else apitoken.DefaultPath.
+func (c *Config) APITokenPath(getenv func(string) string, euid int) string {
+	p := c.APITokenFile
+	if p == "" {
+		p = apitoken.DefaultPath(getenv, euid)
+	}
+	// The CLI reads the path the agent reports, from any directory.
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	return p
+}
+
+// checkAPITokenFile checks an existing token file (mode, content); a
+// missing one is created at start, with its directories, under the nearest
+// existing directory.
+func (c *Config) checkAPITokenFile(getenv func(string) string, euid int) (string, error) {
+	p := c.APITokenPath(getenv, euid)
+	_, err := apitoken.Read(p)
+	switch {
+	case err == nil:
+	case errors.Is(err, fs.ErrNotExist):
+		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+			st, serr := os.Stat(d)
+			if serr == nil {
+				if !st.IsDir() {
+					return p, fieldErr("api_token_file", p, "cannot be created: %s is not a directory", d)
+				}
+				break
+			}
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+	default:
+		return p, fieldErr("api_token_file", p, "%v", err)
+	}
+	return p, nil
+}
+
+// ProbeConfig turns the mysql settings into the probe's, reading the
+// password from mysql.password_file, the environment variable
+// SHOAL_MYSQL_PASSWORD or the option file's [client] section.
+func (c *Config) ProbeConfig(getenv func(string) string) (probe.Config, error) {
+	pc := probe.DefaultConfig()
+	if c.MySQL.OptionFile != "" {
+		opts, err := probe.LoadOptionFile(c.MySQL.OptionFile)
+		if err != nil {
+			return pc, fieldErr("mysql.option_file", c.MySQL.OptionFile, "%v", err)
+		}
+		pc = opts.Fill(pc)
+	}
+	if c.MySQL.Addr != "" {
+		host, port, _ := net.SplitHostPort(c.MySQL.Addr)
+		pc.Host = host
+		pc.Port, _ = strconv.Atoi(port)
+		pc.Socket = ""
+	}
+	if c.MySQL.Socket != "" {
+		pc.Socket, pc.Host = c.MySQL.Socket, ""
+	}
+	if c.MySQL.User != "" {
+		pc.User = c.MySQL.User
+	}
+	switch {
+	case c.MySQL.PasswordFile != "":
+		pw, err := probe.PasswordFromFile(c.MySQL.PasswordFile)
+		if err != nil {
+			return pc, fieldErr("mysql.password_file", c.MySQL.PasswordFile, "%v", err)
+		}
+		pc.Password = pw
+	case getenv("SHOAL_MYSQL_PASSWORD") != "":
+		pc.Password = getenv("SHOAL_MYSQL_PASSWORD")
+	}
+	pc.Interval, pc.Timeout, pc.Rise, pc.Fall = c.MySQL.Interval, c.MySQL.Timeout, c.MySQL.Rise, c.MySQL.Fall
+	pc = pc.WithDefaults()
+	if pc.User == "" {
+		return pc, fieldErr("mysql.user", "", "required on a db agent: set mysql.user, or user= in the [client] section of mysql.option_file")
+	}
+	if err := pc.Validate(); err != nil {
+		return pc, fmt.Errorf("mysql: %w", err)
+	}
+	return pc, nil
+}
+
+// checkTLSFiles loads the HTTPS certificate and key, as the API listener does.
+func (c *Config) checkTLSFiles() error {
+	if !c.HTTPTLS() {
+		return nil
+	}
+	if _, err := tls.LoadX509KeyPair(c.HTTPTLSCertFile, c.HTTPTLSKeyFile); err != nil {
+		return fieldErr("http_tls_cert_file", c.HTTPTLSCertFile, "with http_tls_key_file %s: %v", c.HTTPTLSKeyFile, err)
+	}
+	return nil
+}
+
+// checkHistoryFile checks that the history file can be appended to: an
+// existing one is a regular file the agent may write.
+func (c *Config) checkHistoryFile() error {
+	p := c.History.File
+	if p == "" {
+		return nil
+	}
+	st, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // history.Validate checks the directory
+	}
+	if err != nil {
+		return fieldErr("history.file", p, "%v", err)
+	}
+	if !st.Mode().IsRegular() {
+		return fieldErr("history.file", p, "is not a regular file (mode %s)", st.Mode())
+	}
+	fh, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return fieldErr("history.file", p, "cannot be appended to: %v", err)
+	}
+	return fh.Close()
+}
+
+// checkHandlerPrograms reports every event handler whose program cannot be
+// run now: missing, or not executable. The agent starts anyway (the program
+// may be installed later), so these are warnings.
+func (c *Config) checkHandlerPrograms() []string {
+	specs, err := c.HookSpecs()
+	if err != nil {
+		return nil // Validate reports it
+	}
+	var out []string
+	for i, s := range specs {
+		prog := s.Argv[0]
+		if c.Hooks.Dir != "" && strings.Contains(prog, "/") && !filepath.IsAbs(prog) {
+			prog = filepath.Join(c.Hooks.Dir, prog)
+		}
+		if _, err := exec.LookPath(prog); err != nil {
+			src := c.sourceOf("event_handlers")
+			if src != "" {
+				src += ": "
+			}
+			out = append(out, fmt.Sprintf("%sevent_handlers[%d] (--event-handler) %q: program %s cannot be run (%v): the handler fails on every event until it can",
+				src, i, s.Raw, prog, err))
+		}
+	}
+	return out
+}
+
+// dirExists checks that the directory of path exists.
+func dirExists(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("directory %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return nil
+}
