@@ -88,11 +88,16 @@ fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+## vet, staticcheck: once without build tags and once with every tag the
+## tree uses (the e2e and bench suites), so no test code goes unchecked.
+LINT_TAGS := e2e bench
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags '$(LINT_TAGS)' $(PKGS)
 
 staticcheck:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags '$(LINT_TAGS)' $(PKGS)
 
 ## demo: build and start a 3-agent cluster on 127.0.0.1, then show `shoal members`.
 demo: build

@@ -400,11 +400,11 @@ Command: %s. Trials per size: %d. This run took %s. Code measured: %s.
 		if c.formCPU.machineOK {
 			mach = fmt.Sprintf("%.2f", c.formCPU.machineCores)
 		}
-		formWall := c.joinedIn
+		// Suspect messages per second over the time the cluster spent
+		// forming: until it formed, or the whole formation limit.
+		formWall := formLimit(r.size)
 		if c.formed {
 			formWall = c.formedIn
-		} else {
-			formWall = formLimit(r.size)
 		}
 		rows = append(rows, []string{r.label(), strconv.Itoa(r.size), formed, fmt.Sprintf("%.1f s", c.joinedIn.Seconds()), all,
 			strconv.Itoa(c.batches), strconv.Itoa(c.startFails), fmt.Sprintf("%.2f", c.formCPU.procCores), mach,
