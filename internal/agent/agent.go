@@ -1,8 +1,11 @@
-// Package agent runs a shoal agent: serf gossip membership (through serf's
-// own agent package, so that the Serf RPC protocol is served unchanged), the
-// start-up join with retries, tags and keyring persistence, and the
-// Serf-compatible RPC listener. The HTTP API is served by package api on top
-// of the methods here.
+// Package agent runs a shoal agent and wires its parts together: serf gossip
+// membership (through serf's own agent package, so that the Serf RPC
+// protocol is served unchanged) with failure confirmation and name-conflict
+// handling, the start-up join with retries, tags, keyring and API token
+// persistence, the local MySQL probe and the health it publishes, the
+// routing pool and its sinks (HAProxy, pool file), event hooks, history,
+// maintenance, metrics and the Serf-compatible RPC gate. The HTTP API is
+// served by package api on top of the methods here.
 package agent
 
 import (
@@ -551,8 +554,9 @@ func (a *Agent) Shutdown() {
 	})
 }
 
-// Reload applies what can change at runtime: tags (from the configuration,
-// unless a tags file holds runtime changes) and the log level.
+// Reload applies what can change at runtime: tags from the configuration
+// (only when no tags file is configured: the tags file then owns the
+// tags, runtime changes included), the event handlers and the log level.
 func (a *Agent) Reload(cfg *config.Config) {
 	if lv, err := logging.ParseLevel(cfg.LogLevel); err == nil {
 		a.logs.Level.Set(lv)

@@ -39,7 +39,8 @@ func (a *Agent) retryJoin(ctx context.Context) {
 			a.fail(fmt.Errorf("join %v: giving up after %d attempts (retry_max): %w", addrs, attempt, err))
 			return
 		}
-		// Full jitter over the upper half keeps many restarting agents apart.
+		// Equal jitter (half fixed, half random) keeps many restarting
+		// agents apart without ever retrying at once.
 		sleep := wait/2 + rand.N(wait/2+1)
 		a.log.Warn("join failed, retrying", "addrs", addrs, "attempt", attempt, "retry_in", sleep.Round(time.Millisecond).String(), "err", err)
 		select {

@@ -227,8 +227,8 @@ type ClusterPool struct {
 	Conflict []string   `json:"conflict,omitempty"`
 }
 
-// PoolResponse is GET /v1/pool. Writers, Readers and Out repeat the single
-// cluster's lists when exactly one cluster is shown.
+// PoolResponse is GET /v1/pool: one entry in Clusters per cluster shown,
+// and Writers, Readers and Out flattened over all of them.
 type PoolResponse struct {
 	Clusters []ClusterPool `json:"clusters"`
 	// Writers, Readers and Out list every cluster's nodes (each naming its

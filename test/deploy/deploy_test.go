@@ -115,39 +115,31 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// knownMetrics are the metric names shoal exports. Rules and dashboards may
-// use only these (histograms also with _bucket, _sum and _count).
-var knownMetrics = map[string]bool{
-	"shoal_build_info":                          true,
-	"shoal_members":                             true,
-	"shoal_gossip_health_score":                 true,
-	"shoal_member_events_total":                 true,
-	"shoal_member_flaps_total":                  true,
-	"shoal_pool_nodes":                          true,
-	"shoal_pool_in":                             true,
-	"shoal_pool_out":                            true,
-	"shoal_pool_writer_conflict":                true,
-	"shoal_pool_isolated":                       true,
-	"shoal_pool_transitions_total":              true,
-	"shoal_sink_up":                             true,
-	"shoal_sink_last_success_timestamp_seconds": true,
-	"shoal_sink_failures_total":                 true,
-	"shoal_mysql_up":                            true,
-	"shoal_mysql_check_duration_seconds":        true,
-	"shoal_mysql_check_failures_total":          true,
-	"shoal_mysql_health":                        true,
-	"shoal_mysql_replication_lag_seconds":       true,
-	"shoal_mysql_read_only":                     true,
-	"shoal_hook_runs_total":                     true,
-	"shoal_hook_run_duration_seconds":           true,
-	"shoal_hook_queue_depth":                    true,
-	"shoal_hook_dropped_total":                  true,
-}
+// knownMetrics are the metric names shoal exports, read from the table in
+// docs/observability.md (internal/agent's TestMetricsDocumented checks that
+// table against what a running agent exports, both ways). Rules and
+// dashboards may use only these (histograms also with _bucket, _sum and
+// _count).
+var knownMetrics, histograms = documentedMetrics()
 
-// histograms are the known metrics that are histograms.
-var histograms = map[string]bool{
-	"shoal_mysql_check_duration_seconds": true,
-	"shoal_hook_run_duration_seconds":    true,
+// documentedMetrics returns every name in the table's rows, and those whose
+// type column says histogram.
+func documentedMetrics() (names, histograms map[string]bool) {
+	b, err := os.ReadFile(filepath.Join(root, "docs", "observability.md"))
+	if err != nil {
+		panic(err)
+	}
+	names, histograms = map[string]bool{}, map[string]bool{}
+	for _, row := range regexp.MustCompile("(?m)^\\| `[^|]*\\|[^|]*\\|").FindAllString(string(b), -1) {
+		cols := strings.Split(row, "|")
+		for _, n := range regexp.MustCompile("`(shoal_[a-z_]+)[`{]").FindAllStringSubmatch(cols[1], -1) {
+			names[n[1]] = true
+			if strings.TrimSpace(cols[2]) == "histogram" {
+				histograms[n[1]] = true
+			}
+		}
+	}
+	return names, histograms
 }
 
 var metricRe = regexp.MustCompile(`shoal_[a-z_]+`)
@@ -188,5 +180,16 @@ func TestMetricsIn(t *testing.T) {
 		if _, unknown := metricsIn(tc.expr); !slices.Equal(unknown, tc.unknown) {
 			t.Errorf("metricsIn(%q) unknown = %q, want %q", tc.expr, unknown, tc.unknown)
 		}
+	}
+}
+
+func TestDocumentedMetricsParsed(t *testing.T) {
+	for _, n := range []string{"shoal_build_info", "shoal_pool_out", "shoal_member_failure_checks_total", "shoal_mysql_check_duration_seconds"} {
+		if !knownMetrics[n] {
+			t.Errorf("%s not read from docs/observability.md", n)
+		}
+	}
+	if !histograms["shoal_hook_run_duration_seconds"] || histograms["shoal_pool_out"] {
+		t.Errorf("histogram column misread: %v", histograms)
 	}
 }
