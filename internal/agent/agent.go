@@ -263,41 +263,44 @@ func (a *Agent) Start(ctx context.Context) error {
 			}
 			return confirmWait(rtt, known, probeTimeout)
 		}
-		a.gate = newFailureGate(func(m serf.Member) bool {
-			return getPinger().ping(m, confirmPings, waitFor(sa.Serf(), m.Name), true)
-		},
-			func(e serf.Event) {
+		a.gate = newFailureGate(gateConfig{
+			Ping: func(m serf.Member) bool {
+				return getPinger().ping(m, confirmPings, waitFor(sa.Serf(), m.Name), true)
+			},
+			Emit: func(e serf.Event) {
 				a.events.HandleEvent(e)
 				a.hooks.HandleEvent(e)
-			}, retry, confirmMaxHold, a.logs.Logger.With("component", "gossip"))
-		a.gate.pingCareful = func(m serf.Member) bool {
-			return getPinger().ping(m, confirmPings, max(waitFor(sa.Serf(), m.Name), carefulWait), true)
-		}
-		a.gate.heard = func(m serf.Member) (<-chan struct{}, func()) {
-			ap, ok := memberAddr(m)
-			if !ok {
-				return nil, func() {}
-			}
-			return tr.Watch(ap)
-		}
-		a.gate.heardSince = func(m serf.Member) (time.Duration, bool) {
-			ap, ok := memberAddr(m)
-			if !ok {
-				return 0, false
-			}
-			return tr.HeardSince(ap)
-		}
-		a.gate.revivePing = func(m serf.Member) bool {
-			return getPinger().ping(m, 1, waitFor(sa.Serf(), m.Name), false)
-		}
-		a.gate.size = func() int { return sa.Serf().NumNodes() }
-		a.gate.reviveEvery = func() time.Duration { return reviveInterval(sa.Serf().Memberlist().NumMembers()) }
-		a.gate.rejoin = func(m serf.Member) {
-			addr := net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port)))
-			if _, err := sa.Serf().Join([]string{addr}, false); err != nil {
-				a.log.Debug("rejoin a member that answers again", "member", m.Name, "addr", addr, "err", err)
-			}
-		}
+			},
+			Retry: retry, MaxHold: confirmMaxHold, Log: a.logs.Logger.With("component", "gossip"),
+			PingCareful: func(m serf.Member) bool {
+				return getPinger().ping(m, confirmPings, max(waitFor(sa.Serf(), m.Name), carefulWait), true)
+			},
+			Heard: func(m serf.Member) (<-chan struct{}, func()) {
+				ap, ok := memberAddr(m)
+				if !ok {
+					return nil, func() {}
+				}
+				return tr.Watch(ap)
+			},
+			HeardSince: func(m serf.Member) (time.Duration, bool) {
+				ap, ok := memberAddr(m)
+				if !ok {
+					return 0, false
+				}
+				return tr.HeardSince(ap)
+			},
+			RevivePing: func(m serf.Member) bool {
+				return getPinger().ping(m, 1, waitFor(sa.Serf(), m.Name), false)
+			},
+			Size:        func() int { return sa.Serf().NumNodes() },
+			ReviveEvery: func() time.Duration { return reviveInterval(sa.Serf().Memberlist().NumMembers()) },
+			Rejoin: func(m serf.Member) {
+				addr := net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port)))
+				if _, err := sa.Serf().Join([]string{addr}, false); err != nil {
+					a.log.Debug("rejoin a member that answers again", "member", m.Name, "addr", addr, "err", err)
+				}
+			},
+		})
 		sa.RegisterEventHandler(a.gate)
 	} else {
 		sa.RegisterEventHandler(a.events)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/serf/serf"
+	"github.com/jonboulle/clockwork"
 )
 
 // Failure confirmation.
@@ -58,6 +59,7 @@ type failureGate struct {
 	retry   time.Duration    // re-check interval while the member answers
 	maxHold time.Duration
 	log     *slog.Logger
+	clock   clockwork.Clock
 
 	mu        sync.Mutex
 	pending   map[string]*pendingFailure
@@ -76,10 +78,47 @@ type pendingFailure struct {
 	done   chan struct{} // closed when resolved by a later event
 }
 
-func newFailureGate(ping func(serf.Member) bool, emit func(serf.Event), retry, maxHold time.Duration, log *slog.Logger) *failureGate {
-	return &failureGate{ping: ping, emit: emit, retry: retry, maxHold: maxHold, log: log,
-		revivePing: ping, reviveEvery: func() time.Duration { return reviveEvery },
+// gateConfig is what a failureGate needs. Ping and Emit are required; the
+// rest has defaults.
+type gateConfig struct {
+	Ping    func(serf.Member) bool // direct pings; true when the member answered
+	Emit    func(serf.Event)       // downstream; called with the gate's lock held, in order
+	Retry   time.Duration          // re-check interval while the member answers
+	MaxHold time.Duration          // how long an answering member is kept against gossip
+	Log     *slog.Logger
+	Clock   clockwork.Clock // nil: the real clock
+
+	// Revival (see watchRevival): Rejoin nil turns it off; RevivePing
+	// defaults to Ping, ReviveEvery to reviveEvery.
+	Rejoin      func(serf.Member)
+	RevivePing  func(serf.Member) bool
+	ReviveEvery func() time.Duration
+	// The second check (see recentlyHeard and heardFromFailed); each nil
+	// turns its part off.
+	PingCareful func(serf.Member) bool
+	HeardSince  func(serf.Member) (time.Duration, bool)
+	Heard       func(serf.Member) (<-chan struct{}, func())
+	Size        func() int
+}
+
+func newFailureGate(c gateConfig) *failureGate {
+	g := &failureGate{ping: c.Ping, emit: c.Emit, retry: c.Retry, maxHold: c.MaxHold, log: c.Log, clock: c.Clock,
+		rejoin: c.Rejoin, revivePing: c.RevivePing, reviveEvery: c.ReviveEvery,
+		pingCareful: c.PingCareful, heardSince: c.HeardSince, heard: c.Heard, size: c.Size,
 		pending: map[string]*pendingFailure{}, confirmed: map[string]uint64{}, stop: make(chan struct{})}
+	if g.clock == nil {
+		g.clock = clockwork.NewRealClock()
+	}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	if g.revivePing == nil {
+		g.revivePing = g.ping
+	}
+	if g.reviveEvery == nil {
+		g.reviveEvery = func() time.Duration { return reviveEvery }
+	}
+	return g
 }
 
 // HandleEvent implements serf's agent.EventHandler. It runs in serf's event
@@ -104,7 +143,7 @@ func (g *failureGate) HandleEvent(e serf.Event) {
 			if p != nil {
 				continue
 			}
-			p = &pendingFailure{member: m, since: time.Now(), done: make(chan struct{})}
+			p = &pendingFailure{member: m, since: g.clock.Now(), done: make(chan struct{})}
 			g.pending[m.Name] = p
 			go g.check(p)
 		case serf.EventMemberJoin:
@@ -113,7 +152,7 @@ func (g *failureGate) HandleEvent(e serf.Event) {
 				// it join either.
 				g.resolve(m.Name, p)
 				g.Refuted.Add(1)
-				g.log.Info("member reported failed by gossip was answering pings and is alive again; failure not acted on", "member", m.Name, "withheld", time.Since(p.since).Round(time.Millisecond).String())
+				g.log.Info("member reported failed by gossip was answering pings and is alive again; failure not acted on", "member", m.Name, "withheld", g.clock.Since(p.since).Round(time.Millisecond).String())
 				continue
 			}
 			delete(g.confirmed, m.Name)
@@ -155,7 +194,7 @@ func (g *failureGate) check(p *pendingFailure) {
 			g.mu.Unlock()
 			return
 		}
-		expired := answered && time.Since(p.since) >= g.maxHold
+		expired := answered && g.clock.Since(p.since) >= g.maxHold
 		if !answered || expired || g.closed {
 			delete(g.pending, name)
 			g.gen++
@@ -183,7 +222,7 @@ func (g *failureGate) check(p *pendingFailure) {
 			return
 		case <-g.stop:
 			return
-		case <-time.After(g.retry):
+		case <-g.clock.After(g.retry):
 		}
 	}
 }
@@ -196,7 +235,7 @@ func (g *failureGate) check(p *pendingFailure) {
 // every agent sees it alive within a gossip round or two. A random pause
 // before the rejoin lets one agent's rejoin make the others' unnecessary.
 func (g *failureGate) watchRevival(m serf.Member, gen uint64) {
-	started := time.Now()
+	started := g.clock.Now()
 	// The first packet from the member is the first sign that it (or the
 	// link to it) is back: it is asked right away, not at the next tick.
 	var heard <-chan struct{}
@@ -212,7 +251,7 @@ func (g *failureGate) watchRevival(m serf.Member, gen uint64) {
 	first := true
 	for {
 		every := g.reviveEvery()
-		if time.Since(started) > reviveFastFor {
+		if g.clock.Since(started) > reviveFastFor {
 			every = max(every, reviveSlowEvery)
 		}
 		wait := every
@@ -225,7 +264,7 @@ func (g *failureGate) watchRevival(m serf.Member, gen uint64) {
 		case <-heard:
 			heard = nil
 			g.heardFromFailed()
-		case <-time.After(wait):
+		case <-g.clock.After(wait):
 		}
 		if !g.stillConfirmed(m.Name, gen) {
 			return
@@ -237,7 +276,7 @@ func (g *failureGate) watchRevival(m serf.Member, gen uint64) {
 		select {
 		case <-g.stop:
 			return
-		case <-time.After(time.Duration(rand.Int64N(int64(reviveJitter)))):
+		case <-g.clock.After(time.Duration(rand.Int64N(int64(reviveJitter)))):
 		}
 		if !g.stillConfirmed(m.Name, gen) {
 			return
@@ -260,7 +299,7 @@ func (g *failureGate) recentlyHeard(p *pendingFailure) bool {
 		return false
 	}
 	ago, ok := g.heardSince(p.member)
-	return ok && time.Now().Add(-ago).After(p.since.Add(-carefulRecent))
+	return ok && g.clock.Now().Add(-ago).After(p.since.Add(-carefulRecent))
 }
 
 // heardFromFailed notes a packet from a confirmed-failed member. When this
@@ -276,7 +315,7 @@ func (g *failureGate) heardFromFailed() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if n > 1 && 2*len(g.confirmed) >= n-1 {
-		g.cutUntil = time.Now().Add(carefulFor)
+		g.cutUntil = g.clock.Now().Add(carefulFor)
 	}
 }
 
@@ -285,7 +324,7 @@ func (g *failureGate) heardFromFailed() {
 func (g *failureGate) rejoining() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return time.Now().Before(g.cutUntil)
+	return g.clock.Now().Before(g.cutUntil)
 }
 
 func (g *failureGate) stillConfirmed(name string, gen uint64) bool {

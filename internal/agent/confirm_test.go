@@ -1,10 +1,9 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/serf/serf"
+	"github.com/jonboulle/clockwork"
 )
 
 type gateRecorder struct {
@@ -38,6 +38,60 @@ func member(name string, st serf.MemberStatus) serf.Member {
 	return serf.Member{Name: name, Addr: net.IPv4(127, 0, 0, 1), Port: 7946, Status: st}
 }
 
+// fakeGate is a gate on a fake clock: time moves only when a test
+// advances it, so no assertion depends on how fast the machine is.
+func fakeGate(ping func(serf.Member) bool, emit func(serf.Event), retry, maxHold time.Duration, more ...func(*gateConfig)) (*failureGate, *clockwork.FakeClock) {
+	clk := clockwork.NewFakeClock()
+	c := gateConfig{Ping: ping, Emit: emit, Retry: retry, MaxHold: maxHold, Clock: clk}
+	for _, f := range more {
+		f(&c)
+	}
+	return newFailureGate(c), clk
+}
+
+// advanceUntil moves the fake clock by step until cond holds. The real-time
+// bound only decides when to give up: a goroutine may not be waiting on the
+// clock yet when it is advanced, so the loop tries again.
+func advanceUntil(t *testing.T, clk *clockwork.FakeClock, step time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	var moved time.Duration
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		if cond() {
+			return moved
+		}
+		clk.Advance(step)
+		moved += step
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("%s: not after advancing the clock by %s", what, moved)
+	return 0
+}
+
+// blockUntil waits until n goroutines wait on the fake clock.
+func blockUntil(t *testing.T, clk *clockwork.FakeClock, n int) {
+	t.Helper()
+	if !blockUntilOr(clk, n, func() bool { return false }) {
+		t.Fatalf("%d goroutines never waited on the clock", n)
+	}
+}
+
+// blockUntilOr waits until n goroutines wait on the fake clock (true) or
+// done holds (false), for at most 10 s of real time (false).
+func blockUntilOr(clk *clockwork.FakeClock, n int, done func() bool) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+		err := clk.BlockUntilContext(ctx, n)
+		cancel()
+		if err == nil {
+			return true
+		}
+		if done() {
+			return false
+		}
+	}
+	return false
+}
+
 func waitEvents(t *testing.T, r *gateRecorder, n int) []serf.MemberEvent {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -53,7 +107,7 @@ func waitEvents(t *testing.T, r *gateRecorder, n int) []serf.MemberEvent {
 
 func TestFailureGateConfirmsUnansweredMember(t *testing.T) {
 	r := &gateRecorder{}
-	g := newFailureGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	g, _ := fakeGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute)
 	defer g.Close()
 	// Until confirmed, the member is shown alive.
 	if got := g.Overlay([]serf.Member{member("db2", serf.StatusFailed)}); got[0].Status != serf.StatusAlive {
@@ -83,21 +137,28 @@ func TestFailureGateConfirmsUnansweredMember(t *testing.T) {
 func TestFailureGateDropsRefutedFailure(t *testing.T) {
 	r := &gateRecorder{}
 	var pings atomic.Int32
-	g := newFailureGate(func(serf.Member) bool { pings.Add(1); return true }, r.emit, 10*time.Millisecond, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	g, clk := fakeGate(func(serf.Member) bool { pings.Add(1); return true }, r.emit, 10*time.Millisecond, time.Minute)
 	defer g.Close()
 	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("app1", serf.StatusFailed)}})
 	// A second failed for the same member while pending starts no second check.
 	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("app1", serf.StatusFailed)}})
-	for pings.Load() < 3 {
-		time.Sleep(5 * time.Millisecond)
+	// One ping per retry interval, from one check.
+	for want := int32(1); want <= 3; want++ {
+		blockUntil(t, clk, 1)
+		if got := pings.Load(); got != want {
+			t.Fatalf("%d pings after %d retry intervals, want %d", got, want-1, want)
+		}
+		clk.Advance(10 * time.Millisecond)
 	}
+	blockUntil(t, clk, 1)
 	if g.Pending() != 1 {
 		t.Fatalf("pending %d, want 1", g.Pending())
 	}
 	// Other events flow while the failure is withheld.
 	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberUpdate, Members: []serf.Member{member("db1", serf.StatusAlive)}})
 	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberJoin, Members: []serf.Member{member("app1", serf.StatusAlive), member("db3", serf.StatusAlive)}})
-	time.Sleep(50 * time.Millisecond)
+	// HandleEvent emits synchronously: nothing else can arrive later, as
+	// the check ended with the refutation.
 	ev := r.get()
 	if len(ev) != 2 || ev[0].Type != serf.EventMemberUpdate || ev[1].Type != serf.EventMemberJoin ||
 		len(ev[1].Members) != 1 || ev[1].Members[0].Name != "db3" {
@@ -110,13 +171,22 @@ func TestFailureGateDropsRefutedFailure(t *testing.T) {
 
 func TestFailureGateHoldIsBounded(t *testing.T) {
 	r := &gateRecorder{}
-	g := newFailureGate(func(serf.Member) bool { return true }, r.emit, 10*time.Millisecond, 100*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	g, clk := fakeGate(func(serf.Member) bool { return true }, r.emit, 10*time.Millisecond, 100*time.Millisecond)
 	defer g.Close()
-	start := time.Now()
 	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("db2", serf.StatusFailed)}})
+	// Advance one retry interval at a time, each once the check waits.
+	var held time.Duration
+	emitted := func() bool { return len(r.get()) > 0 }
+	for blockUntilOr(clk, 1, emitted) && !emitted() {
+		if held > time.Second {
+			t.Fatalf("no member-failed after holding %s (bound 100ms)", held)
+		}
+		clk.Advance(10 * time.Millisecond)
+		held += 10 * time.Millisecond
+	}
 	ev := waitEvents(t, r, 1)
-	if ev[0].Type != serf.EventMemberFailed || time.Since(start) < 100*time.Millisecond {
-		t.Fatalf("want member-failed after the 100ms hold, got %v after %s", ev, time.Since(start))
+	if ev[0].Type != serf.EventMemberFailed || held < 100*time.Millisecond || held > 110*time.Millisecond {
+		t.Fatalf("want member-failed after the 100ms hold, got %v after %s", ev, held)
 	}
 	if g.Expired.Load() != 1 {
 		t.Fatalf("expired %d", g.Expired.Load())
@@ -125,12 +195,13 @@ func TestFailureGateHoldIsBounded(t *testing.T) {
 
 func TestFailureGateLeaveEndsCheck(t *testing.T) {
 	r := &gateRecorder{}
-	g := newFailureGate(func(serf.Member) bool { return true }, r.emit, 10*time.Millisecond, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	g, clk := fakeGate(func(serf.Member) bool { return true }, r.emit, 10*time.Millisecond, time.Minute)
 	defer g.Close()
 	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("db2", serf.StatusFailed)}})
+	blockUntil(t, clk, 1) // the check answered once and waits to ask again
 	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberLeave, Members: []serf.Member{member("db2", serf.StatusLeft)}})
 	ev := waitEvents(t, r, 1)
-	time.Sleep(50 * time.Millisecond)
+	clk.Advance(time.Hour) // past every retry and the hold: the check has ended
 	if len(r.get()) != 1 || ev[0].Type != serf.EventMemberLeave || g.Pending() != 0 {
 		t.Fatalf("want only the leave, got %v (pending %d)", r.get(), g.Pending())
 	}
@@ -139,34 +210,36 @@ func TestFailureGateLeaveEndsCheck(t *testing.T) {
 func TestFailureGateRejoinsMemberThatAnswersAgain(t *testing.T) {
 	r := &gateRecorder{}
 	var up atomic.Bool
+	var asked atomic.Int32
 	rejoined := make(chan string, 10)
-	g := newFailureGate(func(serf.Member) bool { return up.Load() }, r.emit, 10*time.Millisecond, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	g.rejoin = func(m serf.Member) { rejoined <- m.Name }
+	g, clk := fakeGate(func(serf.Member) bool { asked.Add(1); return up.Load() }, r.emit, 10*time.Millisecond, time.Minute,
+		func(c *gateConfig) { c.Rejoin = func(m serf.Member) { rejoined <- m.Name } })
 	defer g.Close()
 	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("db2", serf.StatusFailed)}})
 	waitEvents(t, r, 1)
-	select {
-	case n := <-rejoined:
-		t.Fatalf("rejoined %s while it does not answer", n)
-	case <-time.After(2 * reviveEvery):
+	// It is asked every reviveEvery while it does not answer, and not rejoined.
+	before := asked.Load()
+	advanceUntil(t, clk, reviveEvery, "three revival pings", func() bool { return asked.Load() >= before+3 })
+	if len(rejoined) != 0 {
+		t.Fatalf("rejoined %s while it does not answer", <-rejoined)
 	}
 	up.Store(true)
-	select {
-	case n := <-rejoined:
-		if n != "db2" {
-			t.Fatalf("rejoined %s", n)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a confirmed-failed member that answers again was not rejoined")
+	advanceUntil(t, clk, reviveJitter, "rejoin once it answers", func() bool { return len(rejoined) > 0 })
+	if n := <-rejoined; n != "db2" {
+		t.Fatalf("rejoined %s", n)
 	}
 	// Once it is alive again the watcher stops.
 	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberJoin, Members: []serf.Member{member("db2", serf.StatusAlive)}})
 	for len(rejoined) > 0 {
 		<-rejoined
 	}
-	time.Sleep(2*reviveEvery + reviveJitter)
-	if len(rejoined) != 0 {
-		t.Fatal("rejoin continued after the member was alive again")
+	asked.Store(0)
+	for range 20 {
+		clk.Advance(reviveEvery)
+		time.Sleep(time.Millisecond)
+	}
+	if len(rejoined) != 0 || asked.Load() > 1 {
+		t.Fatalf("revival went on after the member was alive again: %d rejoins, %d pings", len(rejoined), asked.Load())
 	}
 }
 
@@ -207,8 +280,9 @@ func (s *slowML) Ping(string, net.Addr) (time.Duration, error) {
 	}
 	s.calls.Add(1)
 	time.Sleep(s.delay)
+	answer := s.answer
 	s.inFlight.Add(-1)
-	if s.answer {
+	if answer {
 		return time.Millisecond, nil
 	}
 	return 0, errors.New("no ack")
@@ -245,8 +319,14 @@ func TestPingerBoundsPingsInFlight(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		<-p.slots
 	}
+	// The slow pings still hold their slots: wait until memberlist returned
+	// them all.
+	for deadline := time.Now().Add(10 * time.Second); ml.inFlight.Load() > 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pings still in flight", ml.inFlight.Load())
+		}
+	}
 	ml.answer = true
-	time.Sleep(300 * time.Millisecond)
 	if !p.ping(member("db2", serf.StatusFailed), 3, time.Second, true) {
 		t.Fatal("an answered ping was reported unanswered")
 	}
@@ -308,17 +388,18 @@ func TestPingerCountsLateAnswers(t *testing.T) {
 func TestFailureGateAsksAgainWhenRecentlyHeard(t *testing.T) {
 	r := &gateRecorder{}
 	var careful atomic.Int32
-	g := newFailureGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	g.pingCareful = func(serf.Member) bool { careful.Add(1); return true }
-	g.heardSince = func(m serf.Member) (time.Duration, bool) {
-		switch m.Name {
-		case "silent":
-			return 2 * time.Second, true
-		case "chatty":
-			return 50 * time.Millisecond, true
+	g, clk := fakeGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute, func(c *gateConfig) {
+		c.PingCareful = func(serf.Member) bool { careful.Add(1); return true }
+		c.HeardSince = func(m serf.Member) (time.Duration, bool) {
+			switch m.Name {
+			case "silent":
+				return 2 * time.Second, true
+			case "chatty":
+				return 50 * time.Millisecond, true
+			}
+			return 0, false
 		}
-		return 0, false
-	}
+	})
 	defer g.Close()
 	for _, name := range []string{"silent", "never"} {
 		g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member(name, serf.StatusFailed)}})
@@ -329,16 +410,13 @@ func TestFailureGateAsksAgainWhenRecentlyHeard(t *testing.T) {
 	if careful.Load() != 0 || g.Careful.Load() != 0 {
 		t.Fatal("second check for a member silent for long")
 	}
-	// Heard 50ms ago: the second check, which it answers: withheld.
+	// Heard 50ms ago: the second check, which it answers: withheld, and
+	// the check waits to ask again.
 	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("chatty", serf.StatusFailed)}})
-	deadline := time.Now().Add(5 * time.Second)
-	for careful.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	blockUntil(t, clk, 1)
+	if careful.Load() != 1 {
+		t.Fatalf("%d second checks for a member heard from just before, want 1", careful.Load())
 	}
-	if careful.Load() == 0 {
-		t.Fatal("no second check for a member heard from just before")
-	}
-	time.Sleep(50 * time.Millisecond)
 	if ev := r.get(); len(ev) != 2 || g.Pending() != 1 {
 		t.Fatalf("chatty not withheld while answering the second check: events %v, pending %d", ev, g.Pending())
 	}
@@ -348,28 +426,43 @@ func TestFailureGateAsksAgainWhenRecentlyHeard(t *testing.T) {
 // not at the next revival tick.
 func TestFailureGateAsksOnFirstPacket(t *testing.T) {
 	r := &gateRecorder{}
-	g := newFailureGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	packet := make(chan struct{})
-	g.heard = func(serf.Member) (<-chan struct{}, func()) { return packet, func() {} }
 	var up atomic.Bool
+	var asked atomic.Int32
 	rejoined := make(chan struct{}, 1)
-	g.revivePing = func(serf.Member) bool { return up.Load() }
-	g.rejoin = func(serf.Member) {
-		select {
-		case rejoined <- struct{}{}:
-		default:
+	g, clk := fakeGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute, func(c *gateConfig) {
+		var watches atomic.Int32
+		c.Heard = func(serf.Member) (<-chan struct{}, func()) {
+			if watches.Add(1) == 1 {
+				return packet, func() {}
+			}
+			return make(chan struct{}), func() {} // like the transport: a new watch per packet
 		}
-	}
-	g.reviveEvery = func() time.Duration { return time.Hour }
+		c.RevivePing = func(serf.Member) bool { asked.Add(1); return up.Load() }
+		c.Rejoin = func(serf.Member) {
+			select {
+			case rejoined <- struct{}{}:
+			default:
+			}
+		}
+		c.ReviveEvery = func() time.Duration { return time.Hour }
+	})
 	defer g.Close()
 	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("db2", serf.StatusFailed)}})
 	waitEvents(t, r, 1)
+	blockUntil(t, clk, 1) // the watcher waits for its tick (up to an hour) or a packet
 	up.Store(true)
 	close(packet)
-	select {
-	case <-rejoined:
-	case <-time.After(5 * time.Second):
-		t.Fatal("a packet from a failed member did not get it asked")
+	// Asked at once, without the clock moving; then rejoined after the
+	// random pause of at most reviveJitter (never the hour).
+	for deadline := time.Now().Add(10 * time.Second); asked.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a packet from a failed member did not get it asked")
+		}
+	}
+	moved := advanceUntil(t, clk, reviveJitter/10, "rejoin after the packet", func() bool { return len(rejoined) > 0 })
+	if moved > 2*reviveJitter {
+		t.Fatalf("rejoined only after %s of clock time (pause at most %s)", moved, reviveJitter)
 	}
 }
 
@@ -383,43 +476,57 @@ func TestFailureGateCarefulAfterItsOwnIsolation(t *testing.T) {
 		failedNum int
 	}{{size: 4, careful: true, failedNum: 2}, {size: 15, careful: false, failedNum: 2}} {
 		r := &gateRecorder{}
-		g := newFailureGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		packets := map[string]chan struct{}{}
 		var mu sync.Mutex
-		g.heard = func(m serf.Member) (<-chan struct{}, func()) {
-			mu.Lock()
-			defer mu.Unlock()
-			if packets[m.Name] == nil {
-				packets[m.Name] = make(chan struct{})
+		var heardFrom atomic.Int32
+		g, clk := fakeGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute, func(gc *gateConfig) {
+			gc.Heard = func(m serf.Member) (<-chan struct{}, func()) {
+				mu.Lock()
+				defer mu.Unlock()
+				ch := packets[m.Name]
+				if ch != nil {
+					select {
+					case <-ch: // it reported its packet: watch for the next one
+						ch = nil
+					default:
+					}
+				}
+				if ch == nil {
+					ch = make(chan struct{})
+					packets[m.Name] = ch
+				}
+				return ch, func() {}
 			}
-			return packets[m.Name], func() {}
-		}
-		g.size = func() int { return c.size }
-		g.rejoin = func(serf.Member) {}
-		g.reviveEvery = func() time.Duration { return time.Hour }
+			gc.Size = func() int { return c.size }
+			gc.Rejoin = func(serf.Member) {}
+			gc.RevivePing = func(serf.Member) bool { heardFrom.Add(1); return false }
+			gc.ReviveEvery = func() time.Duration { return time.Hour }
+		})
 		for i := 0; i < c.failedNum; i++ {
 			g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member(fmt.Sprintf("db%d", i), serf.StatusFailed)}})
 		}
 		waitEvents(t, r, c.failedNum)
+		blockUntil(t, clk, c.failedNum) // every watcher waits, its packet channel made
 		if g.rejoining() {
 			t.Fatal("careful before any packet")
 		}
-		for {
-			mu.Lock()
-			ch := packets["db0"]
-			mu.Unlock()
-			if ch != nil {
-				close(ch)
-				break
+		mu.Lock()
+		close(packets["db0"])
+		mu.Unlock()
+		// The watcher notes the packet (heardFromFailed), then asks.
+		for deadline := time.Now().Add(10 * time.Second); heardFrom.Load() == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the packet was not seen")
 			}
-			time.Sleep(time.Millisecond)
-		}
-		deadline := time.Now().Add(time.Second)
-		for !g.rejoining() && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
 		}
 		if g.rejoining() != c.careful {
 			t.Errorf("size %d, %d failed: rejoining = %v, want %v", c.size, c.failedNum, g.rejoining(), c.careful)
+		}
+		if c.careful {
+			clk.Advance(carefulFor)
+			if g.rejoining() {
+				t.Errorf("still careful %s after the packet", carefulFor)
+			}
 		}
 		g.Close()
 	}
