@@ -17,7 +17,7 @@ func (p *Probe) safeCheck(ctx context.Context, start time.Time) (res Result) {
 			p.log.Error("check panic", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			p.dropSession() // its state is unknown
 			res = Result{Outcome: OutcomeFail, Reason: ReasonPanic, Message: fmt.Sprintf("check panicked: %v", r),
-				Start: start, Duration: time.Since(start)}
+				Start: start, Duration: p.clock.Since(start)}
 		}
 	}()
 	if p.beforeCheck != nil {
@@ -25,7 +25,7 @@ func (p *Probe) safeCheck(ctx context.Context, start time.Time) (res Result) {
 	}
 	res = p.check(ctx)
 	res.Start = start
-	res.Duration = time.Since(start)
+	res.Duration = p.clock.Since(start)
 	if res.Outcome == OutcomePass && res.Duration > p.cfg.Timeout/2 {
 		res.Outcome, res.Reason = OutcomeWarn, ReasonSlow
 		res.Message = fmt.Sprintf("check took %s, over half the %s timeout", res.Duration.Round(time.Millisecond), p.cfg.Timeout)

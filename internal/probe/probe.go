@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // Probe checks the local MySQL/MariaDB server in a loop over one persistent
@@ -18,6 +20,7 @@ type Probe struct {
 	log      *slog.Logger
 	notifier Notifier
 	conn     *connector
+	clock    clockwork.Clock // the check schedule, back-off and hysteresis
 
 	// noIdleWatch disables the dead-connection watch between checks (for
 	// measurements that compare against waiting for the next tick).
@@ -47,9 +50,17 @@ type Probe struct {
 	closeOnce sync.Once
 }
 
+// Option changes how a Probe is built.
+type Option func(*Probe)
+
+// WithClock runs the probe's schedule (check times, back-off, hysteresis
+// durations) on c instead of the real clock. Check timeouts and the idle
+// connection's read deadline stay on real time: they bound network I/O.
+func WithClock(c clockwork.Clock) Option { return func(p *Probe) { p.clock = c } }
+
 // New validates cfg (after defaults) and returns a Probe that is not yet
 // running. logger may be nil (discard); notifier may be nil.
-func New(cfg Config, logger *slog.Logger, notifier Notifier) (*Probe, error) {
+func New(cfg Config, logger *slog.Logger, notifier Notifier, opts ...Option) (*Probe, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid probe config: %w", err)
@@ -62,15 +73,19 @@ func New(cfg Config, logger *slog.Logger, notifier Notifier) (*Probe, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
 	p := &Probe{
 		cfg:      cfg,
 		log:      logger,
 		notifier: notifier,
 		conn:     conn,
-		h:        newHysteresis(cfg.Rise, cfg.Fall, cfg.Interval, now),
+		clock:    clockwork.NewRealClock(),
 		done:     make(chan struct{}),
 	}
+	for _, o := range opts {
+		o(p)
+	}
+	now := p.clock.Now()
+	p.h = newHysteresis(cfg.Rise, cfg.Fall, cfg.Interval, now)
 	p.status = Status{State: StateCritical, Reason: ReasonStarting, Message: "no check completed yet", Since: now}
 	return p, nil
 }
@@ -142,26 +157,26 @@ func (p *Probe) loop(ctx context.Context) {
 		if r := recover(); r != nil {
 			p.log.Error("probe loop panic; restarting", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			p.dropSession()
-			t := time.NewTimer(p.cfg.Interval)
+			t := p.clock.NewTimer(p.cfg.Interval)
 			defer t.Stop()
 			select {
 			case <-ctx.Done():
-			case <-t.C:
+			case <-t.Chan():
 			}
 		}
 	}()
 	// Checks are due on a fixed schedule (late wake-ups on a busy machine
 	// do not accumulate), never overlap, and never burst to catch up.
-	next := time.Now()
+	next := p.clock.Now()
 	for {
-		start := time.Now()
+		start := p.clock.Now()
 		res := p.safeCheck(ctx, start)
 		if ctx.Err() != nil {
 			return // closed during the check: not a verdict on the server
 		}
 		p.record(res)
 		next = next.Add(p.cfg.Interval)
-		if now := time.Now(); next.Before(now) {
+		if now := p.clock.Now(); next.Before(now) {
 			next = now
 		}
 		due, early := p.idle(ctx, next)
@@ -169,7 +184,7 @@ func (p *Probe) loop(ctx context.Context) {
 			return
 		}
 		if early {
-			next = time.Now()
+			next = p.clock.Now()
 		}
 	}
 }
@@ -182,20 +197,22 @@ func (p *Probe) idle(ctx context.Context, until time.Time) (due, early bool) {
 		if ctx.Err() != nil {
 			return false, false
 		}
-		if !time.Now().Before(until) {
+		left := until.Sub(p.clock.Now())
+		if left <= 0 {
 			return true, false
 		}
 		if p.sess == nil || p.sess.nc == nil || p.noIdleWatch {
-			t := time.NewTimer(time.Until(until))
+			t := p.clock.NewTimer(left)
 			select {
 			case <-ctx.Done():
 				t.Stop()
 				return false, false
-			case <-t.C:
+			case <-t.Chan():
 				return true, false
 			}
 		}
-		switch err := watchIdle(ctx, p.sess.nc, until); {
+		// The read deadline is the kernel's: real time.
+		switch err := watchIdle(ctx, p.sess.nc, time.Now().Add(left)); {
 		case err == nil:
 			continue // deadline reached or ctx done: re-evaluate
 		case errors.Is(err, errNoWatch):

@@ -1,6 +1,8 @@
 package probe
 
 import (
+	"github.com/jonboulle/clockwork"
+
 	"context"
 	"net"
 	"strconv"
@@ -36,11 +38,15 @@ func closedPort(t *testing.T) int {
 
 func TestRefusedIsCriticalAtOnceWithBackoff(t *testing.T) {
 	rec := newRecorder()
-	p := newTestProbe(t, closedPort(t), rec)
+	clk := clockwork.NewFakeClock()
+	p, err := New(Config{Host: "127.0.0.1", Port: closedPort(t), User: "u", Password: "p"}, testLogger(t), rec, WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
 	if st := p.Status(); st.State != StateCritical || st.Reason != ReasonStarting {
 		t.Fatalf("before start: %+v", st)
 	}
-	t0 := time.Now()
 	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -51,16 +57,28 @@ func TestRefusedIsCriticalAtOnceWithBackoff(t *testing.T) {
 	if e.Status.Last.Outcome != OutcomeHardFail || e.Status.Reason != ReasonRefused || e.Status.Last.Facts.Reachable {
 		t.Errorf("first check: %+v", e.Status)
 	}
-	time.Sleep(3*time.Second - time.Since(t0))
+	// 3 s of probe time, one interval at a time, each once the loop waits
+	// for its next check: checks at 0, 250 ms, ..., 3 s.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for range 12 {
+		if err := clk.BlockUntilContext(ctx, 1); err != nil {
+			t.Fatalf("the probe loop never waited for its next check: %v", err)
+		}
+		clk.Advance(p.cfg.Interval)
+	}
+	if err := clk.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
 	st := p.Status()
 	// Attempts at 0, 250 ms, 750 ms, 1.75 s, 2.75 s: back-off doubles up to
-	// ReconnectMax (1 s), so a dead server is not stormed.
-	t.Logf("3 s against a closed port: %d checks, %d connection attempts", st.Checks, st.Attempts)
-	if st.Attempts > 6 || st.Attempts < 3 {
-		t.Errorf("%d connection attempts in 3 s, want 3-6", st.Attempts)
+	// ReconnectMax (1 s), so a dead server is not stormed; the checks in
+	// between repeat the last failure.
+	if st.Attempts != 5 {
+		t.Errorf("%d connection attempts in 3 s, want 5", st.Attempts)
 	}
-	if st.Checks < 10 {
-		t.Errorf("only %d checks in 3 s", st.Checks)
+	if st.Checks != 13 {
+		t.Errorf("%d checks in 3 s, want 13", st.Checks)
 	}
 	if st.State != StateCritical || st.Connects != 0 {
 		t.Errorf("status: %+v", st)
