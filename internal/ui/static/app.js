@@ -59,7 +59,7 @@
 
   function toneOf(value) {
     switch (value) {
-      case 'alive': case 'passing': case 'ok': case 'reader': case 'connected': case 'off': case 'none':
+      case 'alive': case 'passing': case 'ok': case 'reader': case 'connected': case 'off':
         return 'ok';
       case 'writer':
         return 'info';
@@ -278,6 +278,8 @@
   function facts(h) {
     if (!h) return muted('—');
     if (h.error) return el('span', 'error-text', h.error);
+    // A probe that cannot reach its server publishes no facts (zeros).
+    if (h.state === 'critical' && !h.server_id) return muted('no facts: the probe cannot reach its server');
     const parts = [];
     parts.push(h.read_only ? (h.super_read_only ? 'super_read_only' : 'read_only') : 'writable');
     if (h.replica) {
@@ -314,7 +316,7 @@
         td('c-addr mono', hostPort(m.addr, m.port)),
         td('c-rtt num', m.name === self ? muted('self') : rtt(m.rtt_seconds)),
         td('c-health', healthCell),
-        td('c-facts', h ? facts(h) : userTags(tags)));
+        td('c-facts', h ? facts(h) : null, userTags(tags, !h)));
       tr.setAttribute('data-status', toneOf(m.status));
       return tr;
     });
@@ -324,11 +326,12 @@
     setKids('members', [table(['node', 'status', 'role', 'cluster', 'gossip address', 'RTT', 'health', 'probe facts / tags'], rows, 'members-table'), summary]);
   }
 
-  // userTags shows a member's own tags (not shoal's reserved ones).
-  function userTags(tags) {
+  // userTags shows a member's own tags (not shoal's reserved ones), or a
+  // dash when it has none and nothing else fills the cell.
+  function userTags(tags, dash) {
     const keys = Object.keys(tags).filter(function (k) { return ['role', 'cluster', 'maint', 'sh'].indexOf(k) < 0; }).sort();
-    if (keys.length === 0) return muted('—');
-    return el('span', 'tags', keys.map(function (k) { return k + '=' + tags[k]; }).join(' '));
+    if (keys.length === 0) return dash ? muted('—') : null;
+    return el('div', 'tags', keys.map(function (k) { return k + '=' + tags[k]; }).join(' '));
   }
 
   function renderLocal(d) {
