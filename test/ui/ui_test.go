@@ -46,7 +46,8 @@ const hostileTag = `"'><script>window.__pwned=2</script>&amp;`
 // TestStatusPageInBrowser loads the app agent's /ui in headless chromium and
 // checks what a person would see: the pool with 1 writer and 2 readers; a
 // replica whose mariadbd is killed shown out (with its reason) within 2 s,
-// and back after a restart; a member named with markup shown as literal
+// and back after a restart; a db agent's own server facts; a writer
+// conflict banner; no sideways scrolling at 700 px; a member named with markup shown as literal
 // text with nothing injected or run; a "disconnected" state when the agent
 // stops answering; no CSP violation and no script error. Screenshots go to
 // build/ui/ (and, with SHOAL_UI_DOCS_SCREENSHOT=1, docs/status-page.png).
@@ -154,6 +155,18 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	pageWait(t, ctx, 10*time.Second, "the app agent's page again", func(p pageState) bool { return p.Conn == "live" && p.Local == "" })
+
+	// A second writable server: the conflict banner, one writer kept.
+	r1.MustExec("SET GLOBAL read_only=OFF")
+	pageWait(t, ctx, 15*time.Second, "the conflict banner", func(p pageState) bool {
+		return strings.Contains(p.Banners, "Writer conflict in cluster default: db1, db2 are writable") &&
+			strings.Count(p.places(), "writer:") == 1
+	})
+	screenshot(t, ctx, filepath.Join(shots, "conflict.png"))
+	r1.MustExec("SET GLOBAL read_only=ON")
+	pageWait(t, ctx, 15*time.Second, "the conflict over", func(p pageState) bool {
+		return !strings.Contains(p.Banners, "conflict") && p.places() == "writer:db1 reader:db2 reader:db3"
+	})
 
 	// A narrow (~80-column) window: nothing overflows the page sideways.
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(700, 1000)); err != nil {

@@ -386,7 +386,16 @@
     }
     const items = entries.map(function (e) {
       const t = parseTime(e.time);
-      const where = [e.cluster ? el('span', 'muted', e.cluster + ' / ') : null, el('span', 'node', e.node || (e.kind === 'isolation' ? 'this agent' : '—'))];
+      // A node's change names cluster / node; a cluster's (conflict) the
+      // cluster; isolation is this agent's own state.
+      let where;
+      if (e.node) {
+        where = [e.cluster ? el('span', 'muted', e.cluster + ' / ') : null, el('span', 'node', e.node)];
+      } else if (e.cluster) {
+        where = [el('span', 'muted', 'cluster '), el('span', 'node', e.cluster)];
+      } else {
+        where = el('span', 'muted', 'this agent');
+      }
       const li = el('li', 'event',
         el('span', 'ev-time mono', dayAndClock(t)),
         el('span', 'ev-kind', chip(e.kind, 'idle')),
