@@ -404,7 +404,7 @@
         el('span', 'ev-why', e.reason ? el('span', 'reason', e.reason) : null, e.detail ? el('span', 'muted', (e.reason ? ' · ' : '') + e.detail) : null));
       return li;
     });
-    const note = el('p', 'muted small', 'last ' + entries.length + ' of ' + h.total + ' transitions since the agent started' + (h.file ? '' : ''));
+    const note = el('p', 'muted small', 'last ' + entries.length + ' of ' + h.total + ' transitions since the agent started');
     setKids('history', [el('ol', 'timeline', items), note]);
   }
 
@@ -476,9 +476,6 @@
       setTimeout(loop, Math.max(100, POLL_MS - (Date.now() - start)));
     });
   }
-
-  // Exposed for the browser test: the time of the last successful poll.
-  window.shoalUI = { lastOK: function () { return state.lastOK ? state.lastOK.getTime() : 0; } };
 
   if (document.readyState === 'loading') {
     document.addEventListener('DOMContentLoaded', loop);
