@@ -5,7 +5,7 @@
 #   install-deps.sh [--check] [test|all]
 #
 # test: what `make test` needs (real MariaDB, HAProxy, promtool, shellcheck,
-#       jq, socat, gcc for -race, ...); `make test` calls this.
+#       jq, socat, chromium, gcc for -race, ...); `make test` calls this.
 # all:  that plus the fault suite and benchmarks (network namespaces,
 #       iptables, stress-ng); the default, used by .ci/run and `make bench`.
 # --check: install nothing; list what is missing and exit 1 if anything is.
@@ -36,6 +36,7 @@ command -v socat >/dev/null || missing socat                 # deploy/hooks/hapr
 command -v shellcheck >/dev/null || missing shellcheck       # lint of deploy/hooks scripts
 command -v promtool >/dev/null || missing prometheus         # promtool checks and a real Prometheus scrape
 command -v setpriv >/dev/null || missing util-linux          # the unprivileged-user test (as root)
+command -v chromium >/dev/null || missing chromium           # test/ui: the status page in a real browser
 if [ "$set_name" = all ]; then
   command -v ip >/dev/null || missing iproute2               # e2e: network namespaces
   command -v iptables-legacy >/dev/null || missing iptables  # e2e: loss and partitions

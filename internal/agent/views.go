@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/tags"
@@ -77,4 +78,23 @@ func withCluster(cluster string, ns []client.PoolNode) []client.PoolNode {
 		out[i] = n
 	}
 	return out
+}
+
+// MemberRTT is the round trip to the member name that serf's network
+// coordinates estimate; false for this agent itself and for a member
+// without a coordinate yet.
+func (a *Agent) MemberRTT(name string) (time.Duration, bool) {
+	s := a.Serf()
+	if name == s.LocalMember().Name {
+		return 0, false
+	}
+	me, err := s.GetCoordinate()
+	if err != nil {
+		return 0, false
+	}
+	them, ok := s.GetCachedCoordinate(name)
+	if !ok {
+		return 0, false
+	}
+	return me.DistanceTo(them), true
 }

@@ -22,6 +22,8 @@ import (
 	"github.com/shoaldb/shoal/internal/history"
 	"github.com/shoaldb/shoal/internal/hooks"
 	"github.com/shoaldb/shoal/internal/member"
+	"github.com/shoaldb/shoal/internal/tags"
+	"github.com/shoaldb/shoal/internal/ui"
 	"github.com/shoaldb/shoal/pkg/client"
 )
 
@@ -44,6 +46,9 @@ type Backend interface {
 	Maint() client.MaintStatus
 	SetMaint(enable bool, reason string) (client.MaintStatus, error)
 	History(f client.HistoryFilter) client.HistoryResponse
+	// MemberRTT is the round trip to a member estimated from serf's
+	// network coordinates; false when unknown (and for the agent itself).
+	MemberRTT(name string) (time.Duration, bool)
 	HookStats() []client.HookStats
 	TestHook(ctx context.Context, req client.HookTestRequest) (client.HookTestResponse, error)
 	// APIToken is the token the closed routes need; APITokenFile where
@@ -95,6 +100,10 @@ func New(b Backend, log *slog.Logger, httpAddr string, metrics http.Handler) *Se
 		{method: "GET", path: "/v1/agent/maint", open: true, h: s.maint},
 		{method: "PUT", path: "/v1/agent/maint", h: s.setMaint},
 		{method: "GET", path: "/v1/history", open: true, h: s.history},
+		// The status page (internal/ui): static files that read the open
+		// routes above; no write is possible from it.
+		{method: "GET", path: "/ui", open: true, h: ui.Page},
+		{method: "GET", path: "/ui/{asset}", open: true, h: ui.Asset},
 		// Open, with each handler's arguments hidden unless the request
 		// carries the token (see hooks).
 		{method: "GET", path: "/v1/hooks", open: true, h: s.hooks},
@@ -184,23 +193,46 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 // errTrailingData: a body with more after its JSON value ({}{}, {}xxxx).
 var errTrailingData = errors.New("trailing data after the JSON body")
 
-// ToMember converts a serf member to the API type.
 // ToMember converts a serf member to the API type. The member is admitted
 // first (member.Admit): one that breaks the rules for gossiped names and tags
 // gets Invalid and escaped Name and Tags.
 func ToMember(m serf.Member) client.Member {
 	v := member.Admit(m.Name, m.Tags)
-	tags := v.Tags
-	if tags == nil {
-		tags = map[string]string{}
+	tg := v.Tags
+	if tg == nil {
+		tg = map[string]string{}
 	}
 	out := client.Member{
-		Name: v.Name, Addr: m.Addr.String(), Port: m.Port, Status: m.Status.String(), Tags: tags,
+		Name: v.Name, Addr: m.Addr.String(), Port: m.Port, Status: m.Status.String(), Tags: tg,
 		Protocol: [3]uint8{m.ProtocolMin, m.ProtocolMax, m.ProtocolCur},
 		Delegate: [3]uint8{m.DelegateMin, m.DelegateMax, m.DelegateCur},
 	}
 	if !v.Problem.OK() {
 		out.Invalid = &client.MemberProblem{Reason: string(v.Problem.Reason), Detail: v.Problem.Detail}
+	} else if v.Tags[tags.KeyRole] == tags.RoleDB {
+		out.Health = memberHealth(v.Tags)
+	}
+	return out
+}
+
+// memberHealth decodes a valid db member's health tag for display.
+func memberHealth(t map[string]string) *client.MemberHealth {
+	raw, ok := t[tags.KeyHealth]
+	if !ok {
+		return &client.MemberHealth{Error: "no health tag published"}
+	}
+	h, err := tags.Decode(raw)
+	if err != nil {
+		return &client.MemberHealth{Error: err.Error()}
+	}
+	out := &client.MemberHealth{
+		State: h.State.String(), Reason: h.Reason, ReadOnly: h.ReadOnly, SuperReadOnly: h.SuperReadOnly,
+		Replica: h.Replica, IORunning: h.IORunning, SQLRunning: h.SQLRunning, ServerID: h.ServerID,
+		Galera: h.Galera, GaleraSynced: h.GaleraSynced, Port: h.Port,
+	}
+	if h.LagKnown {
+		lag := int64(h.LagSeconds)
+		out.LagSeconds = &lag
 	}
 	return out
 }
@@ -244,6 +276,10 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request) {
 	out := []client.Member{}
 	for _, sm := range s.b.Members() {
 		m := ToMember(sm)
+		if rtt, ok := s.b.MemberRTT(sm.Name); ok {
+			sec := rtt.Seconds()
+			m.RTTSeconds = &sec
+		}
 		if statusRe != nil && !statusRe.MatchString(m.Status) {
 			continue
 		}

@@ -33,6 +33,8 @@ var wantRoutes = map[string]bool{
 	"GET /v1/history":            true,
 	"GET /v1/hooks":              true, // arguments hidden without the token
 	"GET /metrics":               true,
+	"GET /ui":                    true, // the status page: static, reads the open routes
+	"GET /ui/{asset}":            true, // its script and style sheet
 	"POST /v1/agent/join":        false,
 	"POST /v1/agent/leave":       false,
 	"POST /v1/agent/force-leave": false,

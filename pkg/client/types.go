@@ -16,6 +16,32 @@ type Member struct {
 	// rules: it is never routed to, and Name and Tags are escaped display
 	// forms (Name is what force-leave accepts).
 	Invalid *MemberProblem `json:"invalid,omitempty"`
+	// RTTSeconds is the round trip to the member that serf's network
+	// coordinates estimate, from the agent answering; absent for the agent
+	// itself and for a member with no coordinate yet.
+	RTTSeconds *float64 `json:"rtt_seconds,omitempty"`
+	// Health is a valid db member's health tag, decoded: what its own
+	// agent's probe found and published (every agent sees the same).
+	Health *MemberHealth `json:"health,omitempty"`
+}
+
+// MemberHealth is a db member's published health tag, decoded.
+type MemberHealth struct {
+	State         string `json:"state,omitempty"` // passing, warning, critical; empty when Error is set
+	Reason        string `json:"reason,omitempty"`
+	ReadOnly      bool   `json:"read_only"`
+	SuperReadOnly bool   `json:"super_read_only"`
+	Replica       bool   `json:"replica"`
+	IORunning     bool   `json:"io_running"`
+	SQLRunning    bool   `json:"sql_running"`
+	LagSeconds    *int64 `json:"lag_seconds,omitempty"` // absent when unknown (NULL)
+	ServerID      uint32 `json:"server_id"`
+	Galera        bool   `json:"galera,omitempty"`
+	GaleraSynced  bool   `json:"galera_synced,omitempty"`
+	Port          uint16 `json:"port,omitempty"` // the MySQL port; 0: not published
+	// Error says why the tag does not decode (the pool has the member out
+	// with reason no-health or bad-health-tag).
+	Error string `json:"error,omitempty"`
 }
 
 // MemberProblem says which rule a member's name or tags break.

@@ -1,0 +1,485 @@
+// shoal status page. Reads the agent's open JSON endpoints (same origin, no
+// token) about once a second and renders them.
+//
+// Every string from the API may come from another machine (node names,
+// tags, reasons, errors): it is hostile. It is only ever put in the page as
+// a text node (document.createTextNode). Element classes and data
+// attributes are set from this file's own constants only. No string is ever
+// parsed as markup or code (internal/ui's tests check the source for it).
+'use strict';
+
+(function () {
+  const POLL_MS = 1000;
+  const TIMEOUT_MS = 2500;
+  const HISTORY_LIMIT = 50;
+  const ENDPOINTS = {
+    self: 'v1/agent/self',
+    health: 'v1/health',
+    pool: 'v1/pool',
+    members: 'v1/members',
+    history: 'v1/history?limit=' + HISTORY_LIMIT,
+  };
+
+  const state = {
+    data: null, // the last complete answer set
+    lastOK: null, // Date of the last complete answer set
+    failingSince: null, // Date of the first failed poll since the last success
+    error: '',
+  };
+
+  // ---- DOM helpers: text nodes only -------------------------------------
+
+  // el builds an element; cls is one of this file's class names, kids are
+  // nodes or strings (added as text nodes), arrays are flattened, null and
+  // false skipped.
+  function el(tag, cls) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    for (let i = 2; i < arguments.length; i++) add(e, arguments[i]);
+    return e;
+  }
+
+  function add(parent, kid) {
+    if (kid === null || kid === undefined || kid === false) return;
+    if (Array.isArray(kid)) {
+      kid.forEach(function (k) { add(parent, k); });
+    } else if (kid instanceof Node) {
+      parent.appendChild(kid);
+    } else {
+      parent.appendChild(document.createTextNode(String(kid)));
+    }
+  }
+
+  // TONES are the only status classes: a colour, always next to a text label.
+  const TONES = { ok: 'tone-ok', info: 'tone-info', warn: 'tone-warn', bad: 'tone-bad', idle: 'tone-idle' };
+
+  function chip(label, tone) {
+    return el('span', 'chip ' + (TONES[tone] || TONES.idle), label);
+  }
+
+  function toneOf(value) {
+    switch (value) {
+      case 'alive': case 'passing': case 'ok': case 'reader': case 'connected': case 'off':
+        return 'ok';
+      case 'writer':
+        return 'info';
+      case 'leaving': case 'warning': case 'pending': case 'floor': case 'on':
+        return 'warn';
+      case 'failed': case 'critical': case 'failing': case 'out': case 'isolated':
+        return 'bad';
+    }
+    return 'idle';
+  }
+
+  function setKids(id, kids) {
+    const node = document.getElementById(id);
+    node.replaceChildren();
+    add(node, kids);
+  }
+
+  function table(head, rows, cls) {
+    const thead = el('thead', null, el('tr', null, head.map(function (h) { return el('th', null, h); })));
+    const wrap = el('div', 'table-wrap', el('table', cls || null, thead, el('tbody', null, rows)));
+    return wrap;
+  }
+
+  function td(cls) {
+    const args = Array.prototype.slice.call(arguments, 1);
+    return el.apply(null, ['td', cls].concat(args));
+  }
+
+  function muted(text) { return el('span', 'muted', text); }
+
+  // ---- formatting -------------------------------------------------------
+
+  function pad(n, w) { return String(n).padStart(w || 2, '0'); }
+
+  function parseTime(s) {
+    if (!s) return null;
+    const d = new Date(s);
+    return isNaN(d.getTime()) ? null : d;
+  }
+
+  function clock(d) {
+    if (!d) return '—';
+    return pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
+  }
+
+  function clockMs(d) {
+    if (!d) return '—';
+    return clock(d) + '.' + pad(d.getMilliseconds(), 3);
+  }
+
+  function dayAndClock(d) {
+    if (!d) return '—';
+    const now = new Date();
+    if (d.toDateString() === now.toDateString()) return clockMs(d);
+    return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + ' ' + clockMs(d);
+  }
+
+  function span(ms) {
+    const s = Math.max(0, Math.round(ms / 1000));
+    if (s < 60) return s + ' s';
+    const m = Math.floor(s / 60);
+    if (m < 60) return m + ' min ' + (s % 60) + ' s';
+    const h = Math.floor(m / 60);
+    if (h < 48) return h + ' h ' + (m % 60) + ' min';
+    return Math.floor(h / 24) + ' d ' + (h % 24) + ' h';
+  }
+
+  function ago(d) {
+    if (!d) return '';
+    return span(Date.now() - d.getTime()) + ' ago';
+  }
+
+  function hostPort(addr, port) {
+    if (!addr) return '—';
+    if (!port) return addr;
+    return (addr.indexOf(':') >= 0 ? '[' + addr + ']' : addr) + ':' + port;
+  }
+
+  function rtt(sec) {
+    if (typeof sec !== 'number' || !isFinite(sec)) return '—';
+    const ms = sec * 1000;
+    if (ms < 10) return ms.toFixed(2) + ' ms';
+    if (ms < 100) return ms.toFixed(1) + ' ms';
+    return Math.round(ms) + ' ms';
+  }
+
+  function yesNo(b, yes, no) { return b ? yes : no; }
+
+  // ---- sections ---------------------------------------------------------
+
+  function renderIdentity(d) {
+    const info = d.self || {};
+    const health = d.health || {};
+    const tags = info.tags || {};
+    const role = health.role || tags.role || '—';
+    const items = [
+      el('span', 'id-node', info.node || '?'),
+      chip(role, 'idle'),
+      field('cluster', tags.cluster || 'default'),
+      field('version', info.version || '?'),
+      field('gossip', info.addr || '—'),
+      field('http', info.http_addr || location.host),
+      field('profile', info.profile || '—'),
+      field('up', info.started ? span(Date.now() - parseTime(info.started).getTime()) : '—'),
+      chip(health.status === 'ok' ? 'healthy' : 'not healthy', health.status === 'ok' ? 'ok' : 'bad'),
+      info.encrypted ? chip('encrypted', 'ok') : chip('gossip not encrypted', 'warn'),
+    ];
+    setKids('identity', items);
+    document.title = 'shoal · ' + (info.node || 'status');
+  }
+
+  function field(name, value) {
+    return el('span', 'field', el('span', 'field-name', name), ' ', el('span', 'field-value', value));
+  }
+
+  function renderConn() {
+    const kids = [];
+    if (state.failingSince) {
+      kids.push(chip('disconnected', 'bad'), ' since ', clock(state.failingSince));
+    } else if (state.lastOK) {
+      kids.push(chip('live', 'ok'), ' updated ', clock(state.lastOK));
+    } else {
+      kids.push(chip('connecting', 'idle'));
+    }
+    setKids('conn', kids);
+  }
+
+  function banner(tone, title, text) {
+    return el('div', 'banner ' + (TONES[tone] || TONES.idle), el('strong', null, title), ' ', text || '');
+  }
+
+  function renderBanners(d) {
+    const out = [];
+    if (state.failingSince) {
+      out.push(el('div', 'banner tone-bad', el('strong', null, 'Disconnected since ' + clock(state.failingSince) + '.'),
+        ' The agent stopped answering (' + (state.error || 'no answer') + '). ',
+        state.lastOK ? 'Everything below is the last data received at ' + clock(state.lastOK) + ', ' + ago(state.lastOK) + ': it is not live.' :
+          'No data has been received yet.'));
+    }
+    if (!d) {
+      setKids('banners', out);
+      return;
+    }
+    const pool = d.pool || {};
+    if (pool.isolated) {
+      out.push(banner('bad', 'Isolated:', pool.isolation || 'this agent assumes it is cut off; removals are frozen in its local sinks.'));
+    }
+    (pool.clusters || []).forEach(function (c) {
+      if (c.conflict && c.conflict.length) {
+        out.push(banner('bad', 'Writer conflict in cluster ' + c.name + ':', c.conflict.join(', ') + ' are writable; at most one is kept as writer.'));
+      }
+      if (!c.writers || c.writers.length === 0) {
+        out.push(banner('bad', 'No writer in cluster ' + c.name + '.', ''));
+      }
+    });
+    (pool.sinks || []).forEach(function (s) {
+      if (s.frozen) {
+        out.push(banner('warn', 'Frozen:', 'sink ' + s.name + ' withholds removals (this agent looks isolated).'));
+      }
+      if (s.state === 'failing') {
+        out.push(banner('bad', 'Sink ' + s.name + ' failing:', s.last_error || ''));
+      }
+    });
+    const h = d.health || {};
+    if (h.status && h.status !== 'ok') {
+      out.push(banner('warn', 'This agent is not healthy:', h.status));
+    }
+    setKids('banners', out);
+  }
+
+  function placeChip(place, reason) {
+    if (place === 'reader' && reason === 'floor') return chip('reader (floor)', 'warn');
+    return chip(place, toneOf(place));
+  }
+
+  function renderPool(d) {
+    const pool = d.pool || {};
+    const clusters = pool.clusters || [];
+    if (clusters.length === 0) {
+      setKids('pool', el('p', 'empty', 'No database members in the pool.'));
+      return;
+    }
+    const cards = clusters.map(function (c) {
+      const rows = [];
+      const row = function (place, n) {
+        const tr = el('tr', 'place-' + place,
+          td('c-place', placeChip(place, n.reason)),
+          td('c-node node', n.name),
+          td('c-addr mono', n.addr || '—'),
+          td('c-reason', n.reason ? el('span', 'reason', n.reason) : muted('—')),
+          td('c-detail', n.detail || '', n.until ? ' (until ' + clock(parseTime(n.until)) + ')' : ''));
+        tr.setAttribute('data-place', place);
+        rows.push(tr);
+      };
+      (c.writers || []).forEach(function (n) { row('writer', n); });
+      (c.readers || []).forEach(function (n) { row('reader', n); });
+      (c.out || []).forEach(function (n) { row('out', n); });
+      if (rows.length === 0) rows.push(el('tr', null, el('td', 'empty', 'no nodes')));
+      const nw = (c.writers || []).length, nr = (c.readers || []).length, no = (c.out || []).length;
+      const head = el('div', 'card-head',
+        el('h3', null, el('span', 'muted', 'cluster '), c.name),
+        el('span', 'counts',
+          chip(nw + (nw === 1 ? ' writer' : ' writers'), nw === 1 ? 'info' : 'bad'), ' ',
+          chip(nr + (nr === 1 ? ' reader' : ' readers'), nr > 0 ? 'ok' : 'warn'), ' ',
+          chip(no + ' out', no > 0 ? 'bad' : 'idle')));
+      const card = el('div', 'card', head,
+        c.conflict && c.conflict.length ? el('p', 'inline-banner tone-bad', 'conflict: ' + c.conflict.join(', ') + ' writable') : null,
+        table(['place', 'node', 'address', 'reason', 'detail'], rows, 'pool-table'));
+      card.setAttribute('data-cluster-card', '');
+      return card;
+    });
+    const updated = parseTime(pool.updated_at);
+    setKids('pool', [cards, el('p', 'muted small', 'pool computed ' + (updated ? clockMs(updated) + ' (' + ago(updated) + ')' : '—'))]);
+  }
+
+  function facts(h) {
+    if (!h) return muted('—');
+    if (h.error) return el('span', 'error-text', h.error);
+    // A probe that cannot reach its server publishes no facts (zeros).
+    if (h.state === 'critical' && !h.server_id) return muted('no facts: the probe cannot reach its server');
+    const parts = [];
+    parts.push(h.read_only ? (h.super_read_only ? 'super_read_only' : 'read_only') : 'writable');
+    if (h.replica) {
+      parts.push('io ' + yesNo(h.io_running, 'on', 'OFF'));
+      parts.push('sql ' + yesNo(h.sql_running, 'on', 'OFF'));
+      parts.push('lag ' + (typeof h.lag_seconds === 'number' ? h.lag_seconds + ' s' : 'unknown'));
+    } else if (!h.galera) {
+      parts.push('no replication');
+    }
+    if (h.galera) parts.push('galera ' + yesNo(h.galera_synced, 'synced', 'NOT synced'));
+    parts.push('server_id ' + h.server_id);
+    return el('span', 'facts', parts.join(' · '));
+  }
+
+  function renderMembers(d) {
+    const self = (d.self || {}).node;
+    const ms = ((d.members || {}).members || []).slice();
+    if (ms.length === 0) {
+      setKids('members', el('p', 'empty', 'No members.'));
+      return;
+    }
+    const rows = ms.map(function (m) {
+      const tags = m.tags || {};
+      const h = m.health;
+      const nameCell = td('c-node', el('span', 'node', m.name),
+        m.name === self ? el('span', 'muted small', ' (this agent)') : null,
+        m.invalid ? el('div', 'small', chip('invalid: ' + m.invalid.reason, 'bad'), ' ', el('span', 'muted', m.invalid.detail)) : null);
+      const healthCell = h ? (h.error ? chip('bad tag', 'bad') : [chip(h.state, toneOf(h.state)), h.reason ? el('span', 'reason', ' ' + h.reason) : null]) : muted('—');
+      const tr = el('tr', null,
+        nameCell,
+        td('c-status', chip(m.status, toneOf(m.status))),
+        td('c-role', tags.role || '—'),
+        td('c-cluster', tags.role === 'db' ? (tags.cluster || 'default') : (tags.cluster || '—')),
+        td('c-addr mono', hostPort(m.addr, m.port)),
+        td('c-rtt num', m.name === self ? muted('self') : rtt(m.rtt_seconds)),
+        td('c-health', healthCell),
+        td('c-facts', h ? facts(h) : null, userTags(tags, !h)));
+      tr.setAttribute('data-status', toneOf(m.status));
+      return tr;
+    });
+    const counts = {};
+    ms.forEach(function (m) { counts[m.status] = (counts[m.status] || 0) + 1; });
+    const summary = el('p', 'muted small', Object.keys(counts).sort().map(function (k) { return counts[k] + ' ' + k; }).join(' · '));
+    setKids('members', [table(['node', 'status', 'role', 'cluster', 'gossip address', 'RTT', 'health', 'probe facts / tags'], rows, 'members-table'), summary]);
+  }
+
+  // userTags shows a member's own tags (not shoal's reserved ones), or a
+  // dash when it has none and nothing else fills the cell.
+  function userTags(tags, dash) {
+    const keys = Object.keys(tags).filter(function (k) { return ['role', 'cluster', 'maint', 'sh'].indexOf(k) < 0; }).sort();
+    if (keys.length === 0) return dash ? muted('—') : null;
+    return el('div', 'tags', keys.map(function (k) { return k + '=' + tags[k]; }).join(' '));
+  }
+
+  function renderLocal(d) {
+    const mysql = (d.health || {}).mysql;
+    const section = document.getElementById('local-section');
+    section.hidden = !mysql;
+    if (!mysql) return;
+    const lag = typeof mysql.lag_seconds === 'number' ? mysql.lag_seconds + ' s' : (mysql.replica ? 'unknown' : '—');
+    const rows = [
+      ['state', [chip(mysql.state, toneOf(mysql.state)), mysql.reason ? ' ' + mysql.reason : '', mysql.since ? el('span', 'muted', ' since ' + clock(parseTime(mysql.since))) : null]],
+      ['message', mysql.message || '—'],
+      ['target', el('span', 'mono', mysql.target || '—')],
+      ['server version', mysql.version || '—'],
+      ['server_id', String(mysql.server_id)],
+      ['read_only', yesNo(mysql.read_only, 'ON', 'OFF')],
+      ['replication', mysql.replica ? 'io ' + yesNo(mysql.io_running, 'running', 'STOPPED') + ' · sql ' + yesNo(mysql.sql_running, 'running', 'STOPPED') : 'not a replica'],
+      ['lag', lag],
+      ['last io / sql error', [mysql.last_io_error || '', mysql.last_sql_error ? ' ' + mysql.last_sql_error : ''].join('') || '—'],
+      ['last check', (mysql.last_check ? clockMs(parseTime(mysql.last_check)) : '—') + (mysql.last_duration ? ' in ' + mysql.last_duration : '') + ' · ' + mysql.checks + ' checks, ' + mysql.connects + ' connects'],
+      ['published tag', el('span', 'mono', mysql.published_tag || '—')],
+    ];
+    setKids('local', el('dl', 'kv', rows.map(function (r) { return [el('dt', null, r[0]), el('dd', null, r[1])]; })));
+  }
+
+  function renderSinks(d) {
+    const sinks = (d.pool || {}).sinks || [];
+    if (sinks.length === 0) {
+      setKids('sinks', el('p', 'empty', 'This agent drives no sink (db hosts usually drive none).'));
+      return;
+    }
+    const rows = sinks.map(function (s) {
+      const tr = el('tr', null,
+        td('c-node', s.name),
+        td('c-status', chip(s.state, toneOf(s.state)), s.frozen ? [' ', chip('frozen', 'warn')] : null),
+        td('c-target mono', s.target),
+        td('c-time', s.last_success ? clock(parseTime(s.last_success)) : '—'),
+        td('num', String(s.failures)),
+        td('c-detail', s.last_error ? [el('span', 'error-text', s.last_error), s.last_error_at ? el('span', 'muted', ' at ' + clock(parseTime(s.last_error_at))) : null] : muted('—'),
+          (s.notes || []).map(function (n) { return el('div', 'note', n); })));
+      tr.setAttribute('data-sink-state', toneOf(s.state));
+      return tr;
+    });
+    setKids('sinks', table(['sink', 'state', 'target', 'last success', 'failures', 'last error / notes'], rows, 'sinks-table'));
+  }
+
+  function renderHistory(d) {
+    const h = d.history || {};
+    const entries = (h.entries || []).slice().reverse();
+    if (entries.length === 0) {
+      setKids('history', el('p', 'empty', 'No transitions recorded yet.'));
+      return;
+    }
+    const items = entries.map(function (e) {
+      const t = parseTime(e.time);
+      // A node's change names cluster / node; a cluster's (conflict) the
+      // cluster; isolation is this agent's own state.
+      let where;
+      if (e.node) {
+        where = [e.cluster ? el('span', 'muted', e.cluster + ' / ') : null, el('span', 'node', e.node)];
+      } else if (e.cluster) {
+        where = [el('span', 'muted', 'cluster '), el('span', 'node', e.cluster)];
+      } else {
+        where = el('span', 'muted', 'this agent');
+      }
+      const li = el('li', 'event',
+        el('span', 'ev-time mono', dayAndClock(t)),
+        el('span', 'ev-kind', chip(e.kind, 'idle')),
+        el('span', 'ev-node', where),
+        el('span', 'ev-move', chip(e.from, toneOf(e.from)), el('span', 'arrow', ' → '), chip(e.to, toneOf(e.to))),
+        el('span', 'ev-why', e.reason ? el('span', 'reason', e.reason) : null, e.detail ? el('span', 'muted', (e.reason ? ' · ' : '') + e.detail) : null));
+      return li;
+    });
+    const note = el('p', 'muted small', 'last ' + entries.length + ' of ' + h.total + ' transitions since the agent started');
+    setKids('history', [el('ol', 'timeline', items), note]);
+  }
+
+  function render() {
+    const d = state.data;
+    document.body.classList.toggle('stale', !!state.failingSince);
+    renderConn();
+    renderBanners(d);
+    if (!d) return;
+    renderIdentity(d);
+    renderPool(d);
+    renderMembers(d);
+    renderLocal(d);
+    renderSinks(d);
+    renderHistory(d);
+  }
+
+  // ---- polling ----------------------------------------------------------
+
+  // getJSON fetches one endpoint. /v1/health answers 503 with its normal
+  // body when the agent is not healthy: any JSON body that is not an error
+  // counts.
+  function getJSON(path) {
+    const ctl = new AbortController();
+    const timer = setTimeout(function () { ctl.abort(); }, TIMEOUT_MS);
+    return fetch(path, { cache: 'no-store', credentials: 'omit', signal: ctl.signal, headers: { Accept: 'application/json' } })
+      .then(function (resp) {
+        return resp.json().then(function (body) {
+          if (!resp.ok && !(path === ENDPOINTS.health && resp.status === 503)) {
+            throw new Error(path + ': HTTP ' + resp.status + (body && body.error ? ' ' + body.error : ''));
+          }
+          return body;
+        });
+      })
+      .catch(function (err) {
+        throw new Error(err && err.name === 'AbortError' ? path + ': no answer within ' + TIMEOUT_MS / 1000 + ' s' : String(err && err.message || err));
+      })
+      .finally(function () { clearTimeout(timer); });
+  }
+
+  function poll() {
+    const keys = Object.keys(ENDPOINTS);
+    return Promise.all(keys.map(function (k) { return getJSON(ENDPOINTS[k]); }))
+      .then(function (bodies) {
+        const d = {};
+        keys.forEach(function (k, i) { d[k] = bodies[i]; });
+        state.data = d;
+        state.lastOK = new Date();
+        state.failingSince = null;
+        state.error = '';
+      })
+      .catch(function (err) {
+        if (!state.failingSince) state.failingSince = new Date();
+        state.error = String(err && err.message || err);
+      })
+      .then(function () {
+        try {
+          render();
+        } catch (err) {
+          // A render bug must not stop the polling; say so on the page.
+          setKids('banners', banner('bad', 'Page error:', String(err && err.message || err)));
+        }
+      });
+  }
+
+  function loop() {
+    const start = Date.now();
+    poll().then(function () {
+      setTimeout(loop, Math.max(100, POLL_MS - (Date.now() - start)));
+    });
+  }
+
+  if (document.readyState === 'loading') {
+    document.addEventListener('DOMContentLoaded', loop);
+  } else {
+    loop();
+  }
+})();

@@ -1,0 +1,612 @@
+// Package ui tests the agent's status page (/ui) in a real browser:
+// Debian's chromium, driven by chromedp, against a real cluster (three
+// MariaDB servers with replication, a db agent for each, an app agent
+// driving a real HAProxy).
+package ui
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/serf/serf"
+
+	"github.com/shoaldb/shoal/internal/agent"
+	"github.com/shoaldb/shoal/internal/api"
+	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/logging"
+	filesink "github.com/shoaldb/shoal/internal/sink/file"
+	"github.com/shoaldb/shoal/internal/sink/haproxy"
+	"github.com/shoaldb/shoal/internal/tags"
+	"github.com/shoaldb/shoal/internal/testutil/haproxytest"
+	"github.com/shoaldb/shoal/internal/testutil/mariadbtest"
+	"github.com/shoaldb/shoal/internal/testutil/ports"
+)
+
+// hostileName is a member name that is markup: the page must show it as
+// text and run nothing.
+const hostileName = `<img src=x onerror=window.__pwned=1>`
+
+// hostileTag is a user tag value that tries to break out of an attribute
+// and of a text node.
+const hostileTag = `"'><script>window.__pwned=2</script>&amp;`
+
+// TestStatusPageInBrowser loads the app agent's /ui in headless chromium and
+// checks what a person would see: the pool with 1 writer and 2 readers; a
+// replica whose mariadbd is killed shown out (with its reason) within 2 s,
+// and back after a restart; a db agent's own server facts; a writer
+// conflict banner; no sideways scrolling at 700 px; a member named with markup shown as literal
+// text with nothing injected or run; a "disconnected" state when the agent
+// stops answering; no CSP violation and no script error. Screenshots go to
+// build/ui/ (and, with SHOAL_UI_DOCS_SCREENSHOT=1, docs/status-page.png).
+func TestStatusPageInBrowser(t *testing.T) {
+	bin := chromiumBin(t)
+	mariadbtest.Require(t)
+	shots := shotDir(t)
+
+	primary, r1, r2 := replicatedServers(t)
+	hx := haproxytest.Start(t, func(p *haproxytest.Proc) string {
+		a, b, c := primary.Addr(), r1.Addr(), r2.Addr()
+		return fmt.Sprintf(hxConfig, p.Sock, a, b, c, a, b, c)
+	})
+	db1 := startAgent(t, dbConfig(t, "db1", primary))
+	db2 := startAgent(t, dbConfig(t, "db2", r1, db1.cfg.Bind))
+	startAgent(t, dbConfig(t, "db3", r2, db1.cfg.Bind))
+	appCfg := baseConfig(t, "app1", db1.cfg.Bind)
+	appCfg.Role = tags.RoleApp
+	appCfg.Sinks.HAProxy = haproxy.Config{
+		Address:  hx.Addr,
+		Interval: time.Second,
+		Backends: []haproxy.Mapping{
+			{Cluster: "default", Role: haproxy.RoleWriter, Backend: "db_rw"},
+			{Cluster: "default", Role: haproxy.RoleReader, Backend: "db_ro"},
+		},
+	}
+	out := t.TempDir()
+	appCfg.Sinks.File = filesink.Config{Path: filepath.Join(out, "pool.json"), ListsDir: out}
+	if err := appCfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	app := startAgent(t, appCfg)
+
+	srv := serveAPI(t, app.a)
+
+	waitFor(t, 60*time.Second, "the app agent's pool: 1 writer, 2 readers", func() bool {
+		return poolOf(app.a) == "db1|db2,db3|"
+	})
+
+	ctx, consoleMsgs := browser(t, bin)
+	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(1280, 860),
+		chromedp.Navigate(srv.URL+"/ui"),
+	); err != nil {
+		t.Fatalf("load %s/ui: %v", srv.URL, err)
+	}
+
+	pageWait(t, ctx, 10*time.Second, "the page shows 1 writer (db1) and 2 readers (db2, db3)", func(p pageState) bool {
+		return p.places() == "writer:db1 reader:db2 reader:db3" && p.Conn == "live"
+	})
+	p := readPage(t, ctx)
+	for _, want := range []string{"app1", "db1", "db2", "db3", "haproxy", "file"} {
+		if !strings.Contains(p.Text, want) {
+			t.Errorf("page text lacks %q", want)
+		}
+	}
+	// Probe facts of the db members, from their published health.
+	pageWait(t, ctx, 10*time.Second, "db members show their probe facts", func(p pageState) bool {
+		return strings.Contains(p.Members, "db1 alive db default") && strings.Contains(p.Members, "writable") &&
+			strings.Contains(p.Members, "read_only · io on · sql on · lag 0 s") && p.Sinks == "ok ok"
+	})
+	screenshot(t, ctx, filepath.Join(shots, "healthy.png"))
+
+	// kill -9 a replica's mariadbd: out, with its reason, within 2 s.
+	start := time.Now()
+	r2.Kill()
+	outBy := pageWait(t, ctx, 10*time.Second, "db3 shown out with reason critical", func(p pageState) bool {
+		return slices.Contains(p.Rows, "out:db3:critical") && p.places() == "writer:db1 reader:db2 out:db3"
+	})
+	shown := outBy.Sub(start)
+	t.Logf("kill -9 of db3's mariadbd → the page shows db3 out (critical): %s", shown.Round(time.Millisecond))
+	if shown > 2*time.Second {
+		t.Errorf("the page showed db3 out %s after the kill, want within 2s", shown.Round(time.Millisecond))
+	}
+	pageWait(t, ctx, 5*time.Second, "the timeline shows db3 reader → out", func(p pageState) bool {
+		return strings.Contains(p.History, "pool default / db3 reader → out critical")
+	})
+	screenshot(t, ctx, filepath.Join(shots, "replica-out.png"))
+	if os.Getenv("SHOAL_UI_DOCS_SCREENSHOT") == "1" {
+		docs := filepath.Join(repoRoot(t), "docs", "status-page.png")
+		screenshot(t, ctx, docs)
+		if fi, err := os.Stat(docs); err != nil || fi.Size() > 300<<10 {
+			t.Errorf("docs screenshot %s: %v, size %d bytes (limit 300 KB)", docs, err, fi.Size())
+		}
+	}
+
+	// Restart: back as a reader.
+	r2.Restart()
+	pageWait(t, ctx, 60*time.Second, "db3 back as a reader", func(p pageState) bool {
+		return p.places() == "writer:db1 reader:db2 reader:db3"
+	})
+
+	// A db agent's page: its own server's probe facts, version included.
+	dbSrv := serveAPI(t, db2.a)
+	if err := chromedp.Do(ctx, chromedp.Navigate(dbSrv.URL+"/ui")); err != nil {
+		t.Fatal(err)
+	}
+	pageWait(t, ctx, 10*time.Second, "db2's page shows its local database", func(p pageState) bool {
+		return p.Local != "" && strings.Contains(p.Local, "server version 10.") && strings.Contains(p.Local, "MariaDB") &&
+			strings.Contains(p.Local, "read_only ON") && strings.Contains(p.Local, "state passing") &&
+			p.places() == "writer:db1 reader:db2 reader:db3"
+	})
+	screenshot(t, ctx, filepath.Join(shots, "db-agent.png"))
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/ui")); err != nil {
+		t.Fatal(err)
+	}
+	pageWait(t, ctx, 10*time.Second, "the app agent's page again", func(p pageState) bool { return p.Conn == "live" && p.Local == "" })
+
+	// A second writable server: the conflict banner, one writer kept.
+	r1.MustExec("SET GLOBAL read_only=OFF")
+	pageWait(t, ctx, 15*time.Second, "the conflict banner", func(p pageState) bool {
+		return strings.Contains(p.Banners, "Writer conflict in cluster default: db1, db2 are writable") &&
+			strings.Count(p.places(), "writer:") == 1
+	})
+	screenshot(t, ctx, filepath.Join(shots, "conflict.png"))
+	r1.MustExec("SET GLOBAL read_only=ON")
+	pageWait(t, ctx, 15*time.Second, "the conflict over", func(p pageState) bool {
+		return !strings.Contains(p.Banners, "conflict") && p.places() == "writer:db1 reader:db2 reader:db3"
+	})
+
+	// A narrow (~80-column) window: nothing overflows the page sideways.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(700, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if w := readPage(t, ctx).ScrollWidth; w > 700 {
+		t.Errorf("at 700 px the page is %d px wide: it scrolls sideways", w)
+	}
+	screenshot(t, ctx, filepath.Join(shots, "narrow.png"))
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 860)); err != nil {
+		t.Fatal(err)
+	}
+
+	// A forged member named with markup, with markup in a tag.
+	hostileHealth := tags.Encode(tags.Health{State: tags.Critical, Reason: "probe-failed"})
+	startSerf(t, hostileName, map[string]string{"role": "db", "sh": hostileHealth, "note": hostileTag}, app.cfg.Bind)
+	pageWait(t, ctx, 20*time.Second, "the hostile member shown as literal text, in the pool and the members", func(p pageState) bool {
+		return slices.Contains(p.Rows, "out:"+hostileName+":critical") && slices.Contains(p.MemberNames, hostileName) &&
+			strings.Contains(p.Members, "note="+hostileTag)
+	})
+	p = readPage(t, ctx)
+	if p.Pwned != "undefined" {
+		t.Errorf("window.__pwned = %s: markup from a member ran", p.Pwned)
+	}
+	if p.Images != 0 || p.Scripts != 1 {
+		t.Errorf("the page has %d <img> and %d <script> elements, want 0 and 1: markup from a member was injected", p.Images, p.Scripts)
+	}
+	screenshot(t, ctx, filepath.Join(shots, "hostile.png"))
+
+	// The agent stops answering: the page says so, and dims its old data.
+	srv.CloseClientConnections()
+	srv.Close()
+	stopped := time.Now()
+	pageWait(t, ctx, 10*time.Second, "the page shows disconnected", func(p pageState) bool {
+		return p.Conn == "disconnected" && p.Stale && strings.Contains(p.Banners, "Disconnected since") &&
+			strings.Contains(p.Banners, "it is not live")
+	})
+	t.Logf("agent stopped answering → the page shows disconnected: %s", time.Since(stopped).Round(time.Millisecond))
+	screenshot(t, ctx, filepath.Join(shots, "disconnected.png"))
+
+	// No CSP violation, no script error, in the whole run.
+	for _, m := range consoleMsgs() {
+		low := strings.ToLower(m)
+		if strings.Contains(low, "content security policy") || strings.Contains(low, "exception") ||
+			strings.Contains(low, "uncaught") || strings.Contains(low, "refused to") {
+			t.Errorf("browser console: %s", m)
+		}
+	}
+}
+
+// serveAPI serves a's HTTP API on loopback, as `shoal agent` does.
+func serveAPI(t *testing.T, a *agent.Agent) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config.Handler = api.New(a, slog.New(slog.DiscardHandler), srv.Listener.Addr().String(), nil)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// pageState is what the page shows, read from its DOM.
+type pageState struct {
+	// Rows are the pool rows, "place:node:reason".
+	Rows        []string `json:"rows"`
+	Conn        string   `json:"conn"` // the connection chip: live, disconnected, connecting
+	Stale       bool     `json:"stale"`
+	Banners     string   `json:"banners"`
+	Members     string   `json:"members"` // the members table's text, cells joined by spaces
+	MemberNames []string `json:"memberNames"`
+	Sinks       string   `json:"sinks"` // sink states, space separated
+	Local       string   `json:"local"` // the local database section, "" when hidden
+	History     string   `json:"history"`
+	Text        string   `json:"text"`
+	Pwned       string   `json:"pwned"` // typeof window.__pwned
+	Images      int      `json:"images"`
+	Scripts     int      `json:"scripts"`
+	ScrollWidth int      `json:"scrollWidth"`
+}
+
+// places is "place:node ..." in page order.
+func (p pageState) places() string {
+	var out []string
+	for _, r := range p.Rows {
+		place, rest, _ := strings.Cut(r, ":")
+		if i := strings.LastIndex(rest, ":"); i >= 0 {
+			rest = rest[:i]
+		}
+		out = append(out, place+":"+rest)
+	}
+	return strings.Join(out, " ")
+}
+
+// readPageJS reads the page's state; textContent only.
+const readPageJS = `(() => {
+  const text = (el) => el ? el.textContent.replace(/\s+/g, ' ').trim() : '';
+  const cells = (tr) => Array.from(tr.children).map(text).filter(s => s !== '').join(' ');
+  return {
+    rows: Array.from(document.querySelectorAll('#pool tr[data-place]')).map(tr =>
+      tr.getAttribute('data-place') + ':' + text(tr.querySelector('.c-node')) + ':' + text(tr.querySelector('.c-reason')).replace('—', '')),
+    conn: text(document.querySelector('#conn .chip')),
+    stale: document.body.classList.contains('stale'),
+    banners: text(document.getElementById('banners')),
+    members: Array.from(document.querySelectorAll('#members tbody tr')).map(cells).join('\n'),
+    memberNames: Array.from(document.querySelectorAll('#members tbody .c-node .node')).map(text),
+    sinks: Array.from(document.querySelectorAll('#sinks tbody .c-status .chip:first-child')).map(text).join(' '),
+    local: document.getElementById('local-section').hidden ? '' :
+      Array.from(document.querySelectorAll('#local dt, #local dd')).map(text).join(' '),
+    history: Array.from(document.querySelectorAll('#history li')).map(cells).join('\n'),
+    text: text(document.body),
+    pwned: typeof window.__pwned,
+    images: document.getElementsByTagName('img').length,
+    scripts: document.getElementsByTagName('script').length,
+    scrollWidth: document.documentElement.scrollWidth,
+  };
+})()`
+
+func readPage(t *testing.T, ctx context.Context) pageState {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	p, err := chromedp.Run(c, chromedp.Evaluate[pageState](readPageJS))
+	if err != nil {
+		t.Fatalf("read the page: %v", err)
+	}
+	return p
+}
+
+// pageWait polls the page every 50 ms until cond holds and returns when it
+// first did; it fails after d with what the page showed last.
+func pageWait(t *testing.T, ctx context.Context, d time.Duration, what string, cond func(pageState) bool) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		p := readPage(t, ctx)
+		if cond(p) {
+			return time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s; the page shows pool %q, conn %q, banners %q\nmembers:\n%s\nhistory:\n%s",
+				what, d, p.Rows, p.Conn, p.Banners, p.Members, p.History)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func screenshot(t *testing.T, ctx context.Context, path string) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(c, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d KB)", path, len(png)>>10)
+}
+
+// chromiumBin finds Debian's chromium ($SHOAL_CHROMIUM overrides). Without
+// it the test skips, loudly, or fails under CI=true.
+func chromiumBin(t *testing.T) string {
+	t.Helper()
+	candidates := []string{"chromium", "chromium-browser", "/usr/bin/chromium"}
+	if env := os.Getenv("SHOAL_CHROMIUM"); env != "" {
+		candidates = []string{env}
+	}
+	for _, c := range candidates {
+		if p, err := exec.LookPath(c); err == nil {
+			return p
+		}
+	}
+	msg := fmt.Sprintf("chromium not found (%s): the status page's browser test did NOT run; apt-get install -y chromium", strings.Join(candidates, ", "))
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s (CI=true: the browser test must not be skipped)", msg)
+	}
+	fmt.Fprintln(os.Stderr, "SKIP: "+msg)
+	t.Skip(msg)
+	return ""
+}
+
+// browser starts headless chromium with the flags this closed network
+// needs and a fresh profile. consoleMsgs returns what the page logged.
+func browser(t *testing.T, bin string) (ctx context.Context, consoleMsgs func() []string) {
+	t.Helper()
+	profile, err := os.MkdirTemp("", "shoal-ui-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chromeOut syncBuf
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(bin),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox, // root in CI
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.Flag("mute-audio", true),
+		chromedp.Flag("font-render-hinting", "none"),
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(1280, 860),
+		chromedp.CombinedOutput(&chromeOut),
+	)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+		_ = os.RemoveAll(profile)
+		if t.Failed() {
+			t.Logf("--- chromium output ---\n%s", chromeOut.String())
+		}
+	})
+	// The first run starts the browser: no timeout on it, or the timeout
+	// would end the browser too.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start chromium %s: %v\n%s", bin, err, chromeOut.String())
+	}
+	var mu sync.Mutex
+	var msgs []string
+	it := chromedp.Console(ctx)
+	go func() {
+		for m, err := range it {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			msgs = append(msgs, m.String())
+			mu.Unlock()
+		}
+	}()
+	return ctx, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(msgs)
+	}
+}
+
+// shotDir is build/ui/ at the repository root, created.
+func shotDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(repoRoot(t), "build", "ui")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("repository root %s: %v", root, err)
+	}
+	return root
+}
+
+// ---- the cluster -----------------------------------------------------------
+
+// hxConfig is an HAProxy with a writer and a reader backend over the three
+// servers; only shoal changes server states.
+const hxConfig = `global
+    stats socket %s mode 600 level admin
+defaults
+    mode tcp
+    timeout connect 1s
+    timeout client 10s
+    timeout server 10s
+backend db_rw
+    server db1 %s disabled
+    server db2 %s disabled
+    server db3 %s disabled
+backend db_ro
+    server db1 %s
+    server db2 %s
+    server db3 %s
+`
+
+const probePW = "probe-pw"
+
+type node struct {
+	a   *agent.Agent
+	cfg *config.Config
+}
+
+func baseConfig(t *testing.T, name string, join ...string) *config.Config {
+	t.Helper()
+	c := config.Default()
+	c.Node, c.Bind, c.Profile = name, ports.Free(t), "fast"
+	c.RPCAddr, c.HTTPAddr = "", ""
+	c.Join = join
+	c.APITokenFile = filepath.Join(t.TempDir(), "api-token")
+	c.RetryInterval = 100 * time.Millisecond
+	c.RetryMaxWait = time.Second
+	c.InsecureNoEncryption = true
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func dbConfig(t *testing.T, name string, s *mariadbtest.Server, join ...string) *config.Config {
+	t.Helper()
+	c := baseConfig(t, name, join...)
+	c.MySQL.Addr = s.Addr()
+	c.MySQL.User = "shoal"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func startAgent(t *testing.T, c *config.Config) *node {
+	t.Helper()
+	var logs syncBuf
+	a, err := agent.New(c, logging.New(&logs, "text", slog.LevelInfo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = a.Start(context.Background())
+	// ports.Free cannot reserve the port: retry on a new one.
+	for try := 0; err != nil && strings.Contains(err.Error(), "address already in use") && try < 3; try++ {
+		a.Shutdown()
+		c.Bind = ports.Free(t)
+		if a, err = agent.New(c, logging.New(&logs, "text", slog.LevelInfo)); err != nil {
+			t.Fatal(err)
+		}
+		err = a.Start(context.Background())
+	}
+	if err != nil {
+		t.Fatalf("start %s: %v", c.Node, err)
+	}
+	t.Cleanup(func() {
+		a.Shutdown()
+		if t.Failed() {
+			t.Logf("--- log of %s ---\n%s", c.Node, logs.String())
+		}
+	})
+	return &node{a: a, cfg: c}
+}
+
+func replicatedServers(t *testing.T) (primary, r1, r2 *mariadbtest.Server) {
+	t.Helper()
+	t.Setenv("SHOAL_MYSQL_PASSWORD", probePW)
+	primary = mariadbtest.Start(t, mariadbtest.Options{})
+	r1 = mariadbtest.Start(t, mariadbtest.Options{ReadOnly: true})
+	r2 = mariadbtest.Start(t, mariadbtest.Options{ReadOnly: true})
+	for _, s := range []*mariadbtest.Server{primary, r1, r2} {
+		for _, host := range []string{"127.0.0.1", "localhost"} {
+			s.MustExec("SET SESSION sql_log_bin=0")
+			s.MustExec(fmt.Sprintf("CREATE USER 'shoal'@'%s' IDENTIFIED BY '%s'", host, probePW))
+			s.MustExec(fmt.Sprintf("GRANT SLAVE MONITOR ON *.* TO 'shoal'@'%s'", host))
+			s.MustExec("SET SESSION sql_log_bin=1")
+		}
+	}
+	r1.ReplicateFrom(primary)
+	r2.ReplicateFrom(primary)
+	r1.WaitReplicating(30 * time.Second)
+	r2.WaitReplicating(30 * time.Second)
+	return primary, r1, r2
+}
+
+// poolOf is "writers|readers|out" as a sees it.
+func poolOf(a *agent.Agent) string {
+	v, err := a.PoolView("")
+	if err != nil {
+		return err.Error()
+	}
+	var w, r, o []string
+	for _, n := range v.Writers {
+		w = append(w, n.Name)
+	}
+	for _, n := range v.Readers {
+		r = append(r, n.Name)
+	}
+	for _, n := range v.Out {
+		o = append(o, n.Name+"("+n.Reason+")")
+	}
+	slices.Sort(w)
+	slices.Sort(r)
+	slices.Sort(o)
+	return strings.Join(w, ",") + "|" + strings.Join(r, ",") + "|" + strings.Join(o, ",")
+}
+
+// startSerf starts a plain serf member (any holder of the gossip key can
+// run one) with the given name and tags, joined to join.
+func startSerf(t *testing.T, name string, tg map[string]string, join string) {
+	t.Helper()
+	mc := memberlist.DefaultLocalConfig()
+	mc.BindAddr, mc.BindPort, mc.AdvertisePort = "127.0.0.1", 0, 0
+	mc.LogOutput = io.Discard
+	sc := serf.DefaultConfig()
+	sc.NodeName = name
+	sc.Tags = tg
+	sc.MemberlistConfig = mc
+	sc.LogOutput = io.Discard
+	s, err := serf.Create(sc)
+	if err != nil {
+		t.Fatalf("serf.Create %q: %v", name, err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown() })
+	if _, err := s.Join([]string{join}, false); err != nil {
+		t.Fatalf("serf %q join %s: %v", name, join, err)
+	}
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for: %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
