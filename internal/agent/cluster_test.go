@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,30 +15,13 @@ import (
 	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/logging"
 	"github.com/shoaldb/shoal/internal/testutil/ports"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
-
-// syncBuf is a log sink shared by an agent's goroutines.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 type testNode struct {
 	a    *Agent
 	cfg  *config.Config
-	logs *syncBuf
+	logs *testkit.SyncBuffer
 }
 
 // testConfig returns a config for an in-process agent on loopback.
@@ -68,7 +50,7 @@ func testConfig(t testing.TB, name, profile, key string, join ...string) *config
 
 func startNode(t testing.TB, c *config.Config) *testNode {
 	t.Helper()
-	buf := &syncBuf{}
+	buf := &testkit.SyncBuffer{}
 	logs := logging.New(buf, "text", slog.LevelDebug)
 	a, err := New(c, logs)
 	if err != nil {
@@ -108,7 +90,7 @@ func startCluster(t testing.TB, n int, profile, key string) []*testNode {
 	}
 	// Join news spreads by gossip with few retransmits in the lan/local
 	// profiles; a member that misses it learns at the next push-pull (15-30 s).
-	waitFor(t, 75*time.Second, "cluster converges", func() bool {
+	testkit.WaitFor(t, 75*time.Second, "cluster converges", func() bool {
 		for _, nd := range nodes {
 			if countStatus(nd.a, serf.StatusAlive) != n {
 				return false
@@ -136,18 +118,6 @@ func statusOf(a *Agent, name string) serf.MemberStatus {
 		}
 	}
 	return serf.StatusNone
-}
-
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for: %s", d, what)
 }
 
 func TestClusterJoinConverges(t *testing.T) {
@@ -178,7 +148,7 @@ func TestFailureDetected(t *testing.T) {
 			victim := nodes[3]
 			start := time.Now()
 			victim.a.Shutdown()
-			waitFor(t, tc.bound, "all survivors see node3 failed", func() bool {
+			testkit.WaitFor(t, tc.bound, "all survivors see node3 failed", func() bool {
 				for _, n := range nodes[:3] {
 					if statusOf(n.a, "node3") != serf.StatusFailed {
 						return false
@@ -197,7 +167,7 @@ func TestGracefulLeaveSeenAsLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodes[2].a.Shutdown()
-	waitFor(t, 10*time.Second, "node2 left everywhere", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "node2 left everywhere", func() bool {
 		return statusOf(nodes[0].a, "node2") == serf.StatusLeft && statusOf(nodes[1].a, "node2") == serf.StatusLeft
 	})
 }
@@ -208,15 +178,15 @@ func TestSnapshotRejoinsAfterRestart(t *testing.T) {
 	c := testConfig(t, "snappy", "fast", "", nodes[0].cfg.Bind)
 	c.Snapshot = filepath.Join(dir, "snapshot")
 	n := startNode(t, c)
-	waitFor(t, 10*time.Second, "snappy joined", func() bool { return countStatus(nodes[0].a, serf.StatusAlive) == 4 })
+	testkit.WaitFor(t, 10*time.Second, "snappy joined", func() bool { return countStatus(nodes[0].a, serf.StatusAlive) == 4 })
 	// Crash it: no leave, so the snapshot still lists its peers as alive.
 	n.a.Shutdown()
-	waitFor(t, 10*time.Second, "snappy failed", func() bool { return statusOf(nodes[0].a, "snappy") == serf.StatusFailed })
+	testkit.WaitFor(t, 10*time.Second, "snappy failed", func() bool { return statusOf(nodes[0].a, "snappy") == serf.StatusFailed })
 
 	c2 := *c
 	c2.Join = nil // nothing but the snapshot tells it where the cluster is
 	startNode(t, &c2)
-	waitFor(t, 10*time.Second, "snappy alive again everywhere without a join address", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "snappy alive again everywhere without a join address", func() bool {
 		for _, nd := range nodes {
 			if statusOf(nd.a, "snappy") != serf.StatusAlive {
 				return false
@@ -285,7 +255,7 @@ func TestTagsPropagateAndPersist(t *testing.T) {
 	if _, err := n.a.UpdateTags(map[string]string{"dc": "eu1"}, []string{"team"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "tags seen by every member", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "tags seen by every member", func() bool {
 		for _, nd := range nodes {
 			for _, m := range nd.a.Members() {
 				if m.Name == "tagged" && (m.Tags["dc"] != "eu1" || m.Tags["team"] != "" || m.Tags["role"] != "app") {
@@ -343,7 +313,7 @@ func TestKeyRotation(t *testing.T) {
 		c.KeyringFile = filepath.Join(dir, fmt.Sprintf("keyring%d.json", i))
 		nodes = append(nodes, startNode(t, c))
 	}
-	waitFor(t, 10*time.Second, "converged", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "converged", func() bool {
 		for _, n := range nodes {
 			if countStatus(n.a, serf.StatusAlive) != 3 {
 				return false
@@ -381,5 +351,5 @@ func TestKeyRotation(t *testing.T) {
 	}
 	// And one with the new key is welcome.
 	startNode(t, testConfig(t, "fresh", "fast", k2, nodes[0].cfg.Bind))
-	waitFor(t, 10*time.Second, "fresh joined", func() bool { return statusOf(nodes[2].a, "fresh") == serf.StatusAlive })
+	testkit.WaitFor(t, 10*time.Second, "fresh joined", func() bool { return statusOf(nodes[2].a, "fresh") == serf.StatusAlive })
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/serf/serf"
 
 	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // TestDetectionTimes measures, per profile, the time from stopping an agent
@@ -60,7 +61,7 @@ func TestDetectionTimes(t *testing.T) {
 			// Replace the victim with a fresh member to keep the size.
 			name := fmt.Sprintf("%s-t%d", prof, trial)
 			nodes = append(survivors, startNode(t, testConfig(t, name, prof, "", nodes[0].cfg.Bind)))
-			waitFor(t, time.Minute, "replacement joined", func() bool {
+			testkit.WaitFor(t, time.Minute, "replacement joined", func() bool {
 				for _, n := range nodes {
 					if statusOf(n.a, name) != serf.StatusAlive {
 						return false

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/serf/serf"
+
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // TestHookDelay measures the time from a membership event reaching the
@@ -70,7 +72,7 @@ func TestHookDelay(t *testing.T) {
 		seen[key{"member-leave", name}] = waitEvent(serf.EventMemberLeave, name)
 		b.a.Shutdown()
 	}
-	waitFor(t, 30*time.Second, "every hook ran", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "every hook ran", func() bool {
 		data, _ := os.ReadFile(stamps)
 		return strings.Count(string(data), "\n") >= 2*trials+1 // +1: hd0's own join
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/serf/serf"
 	"github.com/shoaldb/shoal/internal/api"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 	"github.com/shoaldb/shoal/pkg/client"
 )
 
@@ -60,7 +61,7 @@ func TestHooksInAgent(t *testing.T) {
 			t.Logf("events.log:\n%q", read())
 		}
 	}()
-	waitFor(t, 20*time.Second, "member-join for hk2 recorded", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "member-join for hk2 recorded", func() bool {
 		return strings.Contains(read(), "EVENT=member-join SELF=hk1 ROLE=app UE= TEAM=db\n") &&
 			strings.Contains(read(), "hk2\t127.0.0.1\tapp\tcluster=default,role=app\n")
 	})
@@ -69,7 +70,7 @@ func TestHooksInAgent(t *testing.T) {
 	if err := b.a.UserEvent("deploy", []byte(hostile), false); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "user event recorded", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "user event recorded", func() bool {
 		return strings.Contains(read(), "EVENT=user SELF=hk1 ROLE=app UE=deploy TEAM=db\n"+hostile+"\n\n--\n") // serf adds the missing final newline
 	})
 	for _, f := range []string{"PWNED", "PWNED2"} {
@@ -112,7 +113,7 @@ func TestHooksInAgent(t *testing.T) {
 
 	// member-failed when hk2 dies without leaving.
 	b.a.Shutdown()
-	waitFor(t, 20*time.Second, "member-failed recorded", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "member-failed recorded", func() bool {
 		return strings.Contains(read(), "EVENT=member-failed SELF=hk1")
 	})
 	st := a.a.HookStats()

@@ -20,6 +20,7 @@ import (
 	gossiped "github.com/shoaldb/shoal/internal/member"
 	filesink "github.com/shoaldb/shoal/internal/sink/file"
 	"github.com/shoaldb/shoal/internal/tags"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 	"github.com/shoaldb/shoal/pkg/client"
 )
 
@@ -105,7 +106,7 @@ func TestHostileMembers(t *testing.T) {
 		}
 		return got
 	}
-	waitFor(t, 20*time.Second, "the pool places every member", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "the pool places every member", func() bool {
 		got := places()
 		for k, v := range want {
 			if got[k] != v {
@@ -147,12 +148,12 @@ func TestHostileMembers(t *testing.T) {
 	}
 
 	// Files: only the valid cluster's lists, printable names, sink ok.
-	waitFor(t, 10*time.Second, "the file sink is ok, with a note on the skipped clusters", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the file sink is ok, with a note on the skipped clusters", func() bool {
 		pv, err := app.a.PoolView("")
 		return err == nil && len(pv.Sinks) == 1 && pv.Sinks[0].State == "ok" &&
 			strings.Count(strings.Join(pv.Sinks[0].Notes, "\n"), "no list files") == 3
 	})
-	waitFor(t, 10*time.Second, "the file sink writes main's lists", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the file sink writes main's lists", func() bool {
 		b, err := os.ReadFile(filepath.Join(lists, "main-writers.txt"))
 		_, err2 := os.Stat(filepath.Join(lists, "main-readers.txt"))
 		return err == nil && err2 == nil && strings.HasSuffix(string(b), ":3306\n")
@@ -199,12 +200,12 @@ func TestHostileMembers(t *testing.T) {
 	if err := badUTF8.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "db\\xff failed", func() bool { return statusOf(app.a, "db\xff") == serf.StatusFailed })
+	testkit.WaitFor(t, 20*time.Second, "db\\xff failed", func() bool { return statusOf(app.a, "db\xff") == serf.StatusFailed })
 	if err := cl.ForceLeave(context.Background(), `db\xff`, true); err != nil {
 		t.Fatalf("force-leave by escaped name: %v", err)
 	}
-	waitFor(t, 10*time.Second, "db\\xff pruned", func() bool { return statusOf(app.a, "db\xff") == serf.StatusNone })
-	waitFor(t, 10*time.Second, "db\\xff gone from the pool", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "db\\xff pruned", func() bool { return statusOf(app.a, "db\xff") == serf.StatusNone })
+	testkit.WaitFor(t, 10*time.Second, "db\\xff gone from the pool", func() bool {
 		_, ok := places()[`c\xff/db\xff`]
 		return !ok
 	})

@@ -13,13 +13,14 @@ import (
 	"github.com/shoaldb/shoal/internal/metrics"
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/routing"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // A panic in one part of the agent's pool listener (here the history,
 // which has no log to write to) is recovered, logged and counted, and the
 // metrics and the pool-change hook still get that update.
 func TestPoolListenerPartsIndependent(t *testing.T) {
-	buf := &syncBuf{}
+	buf := &testkit.SyncBuffer{}
 	cfg := config.Default()
 	cfg.EventHandlers = []string{"pool-change=" + writeScript(t, t.TempDir(), "h.sh", "cat >/dev/null\n")}
 	a := &Agent{cfg: cfg, logs: logging.New(buf, "text", slog.LevelDebug), metrics: metrics.NewAgent()}

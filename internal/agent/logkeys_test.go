@@ -11,6 +11,7 @@ import (
 
 	"github.com/shoaldb/shoal/internal/logging"
 	"github.com/shoaldb/shoal/internal/tags"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // No JSON log record of a db agent (probe, pool, hooks, serf, sinks)
@@ -24,7 +25,7 @@ func TestJSONLogsHaveNoDuplicateKeys(t *testing.T) {
 	c.Sinks.File.Path = t.TempDir() + "/pool.json"
 	c.EventHandlers = []string{"/bin/true"}
 	t.Setenv("SHOAL_MYSQL_PASSWORD", "x")
-	buf := &syncBuf{}
+	buf := &testkit.SyncBuffer{}
 	a, err := New(c, logging.New(buf, "json", slog.LevelDebug))
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +33,7 @@ func TestJSONLogsHaveNoDuplicateKeys(t *testing.T) {
 	if err := a.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "a probe log record", func() bool { return strings.Contains(buf.String(), `"component":"probe"`) })
+	testkit.WaitFor(t, 10*time.Second, "a probe log record", func() bool { return strings.Contains(buf.String(), `"component":"probe"`) })
 	a.Shutdown()
 
 	components := map[string]bool{}

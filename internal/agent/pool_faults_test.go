@@ -18,6 +18,7 @@ import (
 	filesink "github.com/shoaldb/shoal/internal/sink/file"
 	"github.com/shoaldb/shoal/internal/sink/haproxy"
 	"github.com/shoaldb/shoal/internal/testutil/haproxytest"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 	"github.com/shoaldb/shoal/pkg/client"
 )
 
@@ -103,8 +104,8 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 	}
 	const healthy = "db1|db2,db3|"
 	const hxHealthy = "db_rw/db1=ready db_rw/db2=maint db_rw/db3=maint db_ro/db1=maint db_ro/db2=ready db_ro/db3=ready"
-	waitFor(t, 30*time.Second, "every agent: 1 writer, 2 readers", everywhere(healthy))
-	waitFor(t, 10*time.Second, "haproxy follows the pool", haproxyIs(hxHealthy))
+	testkit.WaitFor(t, 30*time.Second, "every agent: 1 writer, 2 readers", everywhere(healthy))
+	testkit.WaitFor(t, 10*time.Second, "haproxy follows the pool", haproxyIs(hxHealthy))
 	// The same facts through Prometheus: the probe's on a replica, the pool
 	// and sinks on the app host.
 	metricsOf := func(n *testNode) string {
@@ -120,7 +121,7 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 			t.Errorf("db2 metrics lack %q", want)
 		}
 	}
-	waitFor(t, 5*time.Second, "app metrics show the pool and sinks", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "app metrics show the pool and sinks", func() bool {
 		m := metricsOf(app)
 		return strings.Contains(m, `shoal_pool_nodes{cluster="default",role="reader"} 2`) &&
 			strings.Contains(m, `shoal_pool_in{cluster="default",node="db1",role="writer"} 1`) &&
@@ -134,7 +135,7 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 		slices.Sort(addrs)
 		return strings.Join(addrs, "\n") + "\n"
 	}
-	waitFor(t, 5*time.Second, "file sink lists the readers", func() bool { return readers() == sorted(r1.Addr(), r2.Addr()) })
+	testkit.WaitFor(t, 5*time.Second, "file sink lists the readers", func() bool { return readers() == sorted(r1.Addr(), r2.Addr()) })
 	if b, _ := os.ReadFile(filepath.Join(out, "default-writers.txt")); string(b) != primary.Addr()+"\n" {
 		t.Errorf("writers list %q, want %s", b, primary.Addr())
 	}
@@ -147,10 +148,10 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 	// A hung server: out by probe timeout everywhere, and in HAProxy.
 	start := time.Now()
 	r2.Stop()
-	waitFor(t, 10*time.Second, "hung db3 out everywhere", everywhere("db1|db2|db3(critical)"))
+	testkit.WaitFor(t, 10*time.Second, "hung db3 out everywhere", everywhere("db1|db2|db3(critical)"))
 	t.Logf("SIGSTOP of a replica's mysqld → out of the pool on all 4 agents: %s", time.Since(start).Round(time.Millisecond))
-	waitFor(t, 10*time.Second, "haproxy: db3 maint", haproxyIs(strings.Replace(hxHealthy, "db_ro/db3=ready", "db_ro/db3=maint", 1)))
-	waitFor(t, 5*time.Second, "file sink drops db3", func() bool { return readers() == sorted(r1.Addr()) })
+	testkit.WaitFor(t, 10*time.Second, "haproxy: db3 maint", haproxyIs(strings.Replace(hxHealthy, "db_ro/db3=ready", "db_ro/db3=maint", 1)))
+	testkit.WaitFor(t, 5*time.Second, "file sink drops db3", func() bool { return readers() == sorted(r1.Addr()) })
 	// The transitions are in the history: the pool change on the app agent,
 	// the probe's verdict on db3's own agent.
 	h := app.a.History(client.HistoryFilter{Node: "db3", Kind: "pool"})
@@ -162,7 +163,7 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 		t.Errorf("db3 health history: %+v", h.Entries)
 	}
 	// The app's pool-change hook got the removal as a versioned JSON document.
-	waitFor(t, 10*time.Second, "pool-change hook saw db3 leave", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "pool-change hook saw db3 leave", func() bool {
 		data, _ := os.ReadFile(hookLog)
 		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 			var doc struct {
@@ -191,14 +192,14 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 		}
 		return false
 	})
-	waitFor(t, 10*time.Second, "db3's health-change hook saw critical", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "db3's health-change hook saw critical", func() bool {
 		data, _ := os.ReadFile(healthLog)
 		return strings.Contains(string(data), `"event":"health-change"`) &&
 			strings.Contains(string(data), `"data":{"from":"passing","to":"critical","reason":"timeout"`)
 	})
 	r2.Cont()
-	waitFor(t, 20*time.Second, "db3 back after SIGCONT", everywhere(healthy))
-	waitFor(t, 10*time.Second, "haproxy: db3 ready again", haproxyIs(hxHealthy))
+	testkit.WaitFor(t, 20*time.Second, "db3 back after SIGCONT", everywhere(healthy))
+	testkit.WaitFor(t, 10*time.Second, "haproxy: db3 ready again", haproxyIs(hxHealthy))
 
 	// Lag: hold a lock on db2's copy of the table so its SQL thread waits
 	// while the primary keeps writing.
@@ -223,13 +224,13 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, 20*time.Second, "lagging db2 out everywhere", everywhere("db1|db3|db2(lag)"))
+	testkit.WaitFor(t, 20*time.Second, "lagging db2 out everywhere", everywhere("db1|db3|db2(lag)"))
 
 	// Floor: stop db3's SQL thread too. No reader qualifies; the least bad
 	// (known lag before stopped replication) stays in with reason floor.
 	r2.MustExec("STOP SLAVE SQL_THREAD")
-	waitFor(t, 10*time.Second, "floor keeps db2", everywhere("db1|db2(floor)|db3(replication-stopped)"))
-	waitFor(t, 10*time.Second, "haproxy: floor reader ready, stopped one maint",
+	testkit.WaitFor(t, 10*time.Second, "floor keeps db2", everywhere("db1|db2(floor)|db3(replication-stopped)"))
+	testkit.WaitFor(t, 10*time.Second, "haproxy: floor reader ready, stopped one maint",
 		haproxyIs(strings.Replace(hxHealthy, "db_ro/db3=ready", "db_ro/db3=maint", 1)))
 
 	close(stopWriter)
@@ -238,8 +239,8 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	r2.MustExec("START SLAVE SQL_THREAD")
-	waitFor(t, 30*time.Second, "replicas caught up and back", everywhere(healthy))
-	waitFor(t, 10*time.Second, "haproxy healthy again", haproxyIs(hxHealthy))
+	testkit.WaitFor(t, 30*time.Second, "replicas caught up and back", everywhere(healthy))
+	testkit.WaitFor(t, 10*time.Second, "haproxy healthy again", haproxyIs(hxHealthy))
 
 	// Maintenance: out everywhere whatever its health, back when disabled.
 	if _, err := app.a.SetMaint(true, "x"); err != ErrNotDB {
@@ -252,8 +253,8 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 	if err != nil || !st.Enabled || st.Reason != "kernel upgrade" {
 		t.Fatalf("maint enable: %+v %v", st, err)
 	}
-	waitFor(t, 10*time.Second, "db2 in maintenance everywhere", everywhere("db1|db3|db2(maintenance)"))
-	waitFor(t, 10*time.Second, "haproxy: db2 maint", haproxyIs(strings.Replace(hxHealthy, "db_ro/db2=ready", "db_ro/db2=maint", 1)))
+	testkit.WaitFor(t, 10*time.Second, "db2 in maintenance everywhere", everywhere("db1|db3|db2(maintenance)"))
+	testkit.WaitFor(t, 10*time.Second, "haproxy: db2 maint", haproxyIs(strings.Replace(hxHealthy, "db_ro/db2=ready", "db_ro/db2=maint", 1)))
 	v, _ = app.a.PoolView("")
 	if len(v.Out) != 1 || v.Out[0].Detail != "kernel upgrade" {
 		t.Errorf("maintenance detail: %+v", v.Out)
@@ -261,23 +262,23 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 	if st, err := db2.a.SetMaint(false, ""); err != nil || st.Enabled {
 		t.Fatalf("maint disable: %+v %v", st, err)
 	}
-	waitFor(t, 10*time.Second, "db2 back after maintenance", everywhere(healthy))
-	waitFor(t, 10*time.Second, "haproxy healthy after maintenance", haproxyIs(hxHealthy))
+	testkit.WaitFor(t, 10*time.Second, "db2 back after maintenance", everywhere(healthy))
+	testkit.WaitFor(t, 10*time.Second, "haproxy healthy after maintenance", haproxyIs(hxHealthy))
 
 	// HAProxy restarted (runtime state lost): the periodic reconcile restores it.
 	hx.Restart()
-	waitFor(t, 10*time.Second, "haproxy restored after restart", haproxyIs(hxHealthy))
+	testkit.WaitFor(t, 10*time.Second, "haproxy restored after restart", haproxyIs(hxHealthy))
 
 	// The app host loses every db agent at once (stopped without a leave):
 	// it must assume it is the one cut off and keep routing as before.
 	for _, n := range []*testNode{db1, db2, db3} {
 		n.a.Shutdown()
 	}
-	waitFor(t, 30*time.Second, "app isolated", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "app isolated", func() bool {
 		v, _ := app.a.PoolView("")
 		return v.Isolated && len(v.Out) == 3 && v.Out[0].Reason == "agent-failed"
 	})
-	waitFor(t, 10*time.Second, "sinks report frozen", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "sinks report frozen", func() bool {
 		v, _ := app.a.PoolView("")
 		return len(v.Sinks) == 2 && v.Sinks[0].Frozen && v.Sinks[1].Frozen
 	})

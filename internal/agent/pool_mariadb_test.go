@@ -9,6 +9,7 @@ import (
 
 	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/testutil/mariadbtest"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 const probePW = "probe-pw"
@@ -79,7 +80,7 @@ func TestPoolWithRealServers(t *testing.T) {
 		}
 	}
 	const healthy = "db1|db2,db3|"
-	waitFor(t, 30*time.Second, "every agent: 1 writer, 2 readers", same(healthy))
+	testkit.WaitFor(t, 30*time.Second, "every agent: 1 writer, 2 readers", same(healthy))
 	v, _ := app.a.PoolView("")
 	if v.Writers[0].Addr != primary.Addr() {
 		t.Errorf("writer address %s, want the server's %s", v.Writers[0].Addr, primary.Addr())
@@ -88,18 +89,18 @@ func TestPoolWithRealServers(t *testing.T) {
 	// kill -9 a replica: out everywhere, reason critical.
 	start := time.Now()
 	r2.Kill()
-	waitFor(t, 10*time.Second, "db3 out everywhere", same("db1|db2|db3(critical)"))
+	testkit.WaitFor(t, 10*time.Second, "db3 out everywhere", same("db1|db2|db3(critical)"))
 	t.Logf("kill -9 of a replica's mysqld → out of the pool on all 4 agents: %s", time.Since(start).Round(time.Millisecond))
 
 	// Restart: back in after rise passes.
 	r2.Restart()
-	waitFor(t, 30*time.Second, "db3 back everywhere", same(healthy))
+	testkit.WaitFor(t, 30*time.Second, "db3 back everywhere", same(healthy))
 
 	// Switchover: the old primary goes read-only and the writer moves.
 	primary.MustExec("SET GLOBAL read_only=ON")
 	r1.MustExec("STOP SLAVE")
 	r1.MustExec("SET GLOBAL read_only=OFF")
-	waitFor(t, 10*time.Second, "writer moves to db2", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "writer moves to db2", func() bool {
 		for _, n := range agents {
 			if !strings.HasPrefix(poolOf(n.a), "db2|") {
 				return false
@@ -109,7 +110,7 @@ func TestPoolWithRealServers(t *testing.T) {
 	})
 	// Both writable: a conflict, never two writers.
 	primary.MustExec("SET GLOBAL read_only=OFF")
-	waitFor(t, 10*time.Second, "conflict seen, db2 kept as the only writer", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "conflict seen, db2 kept as the only writer", func() bool {
 		for _, n := range agents {
 			v, _ := n.a.PoolView("")
 			if len(v.Writers) != 1 || v.Writers[0].Name != "db2" || len(v.Clusters[0].Conflict) != 2 {

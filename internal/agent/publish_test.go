@@ -15,6 +15,7 @@ import (
 	"github.com/shoaldb/shoal/internal/logging"
 	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/internal/testutil/mariadbtest"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // padToFill returns the longest value of tag "pad" that still fits beside
@@ -46,7 +47,7 @@ func TestHealthOutranksUserTags(t *testing.T) {
 	createProbeUser(t, srv)
 	db1 := startNode(t, dbConfig(t, "db1", srv))
 	app := startNode(t, testConfig(t, "app1", "fast", "", db1.cfg.Bind))
-	waitFor(t, 20*time.Second, "db1 is the writer on the app agent", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "db1 is the writer on the app agent", func() bool {
 		return poolOf(app.a) == "db1||"
 	})
 
@@ -72,7 +73,7 @@ func TestHealthOutranksUserTags(t *testing.T) {
 	if err := db1.a.Serf().SetTags(withPad); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the app agent sees the pad tag", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the app agent sees the pad tag", func() bool {
 		for _, m := range app.a.Members() {
 			if m.Name == "db1" && m.Tags["pad"] == pad {
 				return true
@@ -85,12 +86,12 @@ func TestHealthOutranksUserTags(t *testing.T) {
 	// the pad. The health must reach the app agent anyway.
 	srv.Stop()
 	defer srv.Cont()
-	waitFor(t, 15*time.Second, "db1 out of the app agent's pool", func() bool {
+	testkit.WaitFor(t, 15*time.Second, "db1 out of the app agent's pool", func() bool {
 		return strings.HasPrefix(poolOf(app.a), "||db1(")
 	})
 	// The app agent can see the new health before SetTags returns (it
 	// waits for the broadcast): wait for the status too.
-	waitFor(t, 5*time.Second, "the publish status shows the pad withheld", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the publish status shows the pad withheld", func() bool {
 		return len(db1.a.PublishStatus().WithheldTags) == 1
 	})
 	st := db1.a.PublishStatus()
@@ -115,7 +116,7 @@ func TestMinimalHealthWhenNothingElseFits(t *testing.T) {
 	c.MySQL.User = "shoal"
 	t.Setenv("SHOAL_MYSQL_PASSWORD", "x")
 	n := startNode(t, c)
-	waitFor(t, 10*time.Second, "a first health publish", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "a first health publish", func() bool {
 		return n.a.Serf().LocalMember().Tags[tags.KeyHealth] != ""
 	})
 	// A maintenance reason too long for the tag (it bypasses SetMaint's
@@ -124,7 +125,7 @@ func TestMinimalHealthWhenNothingElseFits(t *testing.T) {
 	n.a.maint = strings.Repeat("m", tags.MaxMaintLen+1)
 	n.a.mu.Unlock()
 	n.a.markDirty()
-	waitFor(t, 5*time.Second, "a minimal critical health", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "a minimal critical health", func() bool {
 		h, err := tags.Decode(n.a.Serf().LocalMember().Tags[tags.KeyHealth])
 		return err == nil && h.State == tags.Critical && h.Reason == ReasonCannotPublish
 	})
@@ -136,7 +137,7 @@ func TestMinimalHealthWhenNothingElseFits(t *testing.T) {
 // startErr starts an agent with c and returns its start error.
 func startErr(t *testing.T, c *config.Config) error {
 	t.Helper()
-	a, err := New(c, logging.New(&syncBuf{}, "text", slog.LevelDebug))
+	a, err := New(c, logging.New(&testkit.SyncBuffer{}, "text", slog.LevelDebug))
 	if err != nil {
 		t.Fatal(err)
 	}

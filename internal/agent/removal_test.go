@@ -13,6 +13,7 @@ import (
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/routing"
 	"github.com/shoaldb/shoal/internal/testutil/mariadbtest"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // removalWatch records, per agent, when a node last left the pool.
@@ -112,7 +113,7 @@ func TestPoolRemovalTimes(t *testing.T) {
 		}
 		return true
 	}
-	waitFor(t, time.Minute, "healthy pool everywhere", allHealthy)
+	testkit.WaitFor(t, time.Minute, "healthy pool everywhere", allHealthy)
 
 	// Probe load: queries the probe sends to one server in 10 s.
 	questions := func() int {
@@ -152,7 +153,7 @@ func TestPoolRemovalTimes(t *testing.T) {
 			at := time.Now()
 			f.do(srv)
 			var last time.Time
-			waitFor(t, 30*time.Second, f.name+": "+victim+" out on every agent", func() bool {
+			testkit.WaitFor(t, 30*time.Second, f.name+": "+victim+" out on every agent", func() bool {
 				var ok bool
 				last, ok = watch.last(len(agents))
 				return ok
@@ -161,7 +162,7 @@ func TestPoolRemovalTimes(t *testing.T) {
 			times = append(times, d)
 			t.Logf("%s trial %d (%s): out everywhere after %s", f.name, trial, victim, d.Round(time.Millisecond))
 			f.after(srv)
-			waitFor(t, time.Minute, "healthy again", allHealthy)
+			testkit.WaitFor(t, time.Minute, "healthy again", allHealthy)
 		}
 		slices.Sort(times)
 		q := func(p float64) time.Duration { return times[int(p*float64(len(times)-1)+0.5)] }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/serf/client"
 	"github.com/hashicorp/serf/serf"
+
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // TestSerfClientLibrary drives a shoal agent with the stock
@@ -42,7 +44,7 @@ func TestSerfClientLibrary(t *testing.T) {
 	if err != nil || joined != 1 {
 		t.Fatalf("join = %d, %v", joined, err)
 	}
-	waitFor(t, 10*time.Second, "three members via RPC", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "three members via RPC", func() bool {
 		ms, err := rpc.Members()
 		if err != nil {
 			return false
@@ -63,7 +65,7 @@ func TestSerfClientLibrary(t *testing.T) {
 	if err := rpc.UpdateTags(map[string]string{"team": "dba"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "tag via RPC seen by node0", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "tag via RPC seen by node0", func() bool {
 		for _, m := range nodes[0].a.Members() {
 			if m.Name == "rpc" && m.Tags["team"] == "dba" {
 				return true

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // serf's "attempting reconnect" lines (one per failed member per
@@ -12,7 +14,7 @@ import (
 func TestSerfLogNoise(t *testing.T) {
 	nodes := startCluster(t, 2, "fast", "")
 	nodes[1].a.Shutdown() // no leave: node0 sees it fail and tries to reconnect
-	waitFor(t, 30*time.Second, "node0 attempts to reconnect to node1", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "node0 attempts to reconnect to node1", func() bool {
 		return strings.Contains(nodes[0].logs.String(), "attempting reconnect to node1")
 	})
 	for _, l := range strings.Split(nodes[0].logs.String(), "\n") {

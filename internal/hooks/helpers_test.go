@@ -149,19 +149,6 @@ func closeWithin(t *testing.T, r *Runner) {
 	}
 }
 
-// waitFor polls cond until it holds, failing the test after a generous
-// deadline. It is never an assertion by itself: cond is.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // stats returns the stats of the handler with spec raw.
 func stats(t *testing.T, r *Runner, raw string) HandlerStats {
 	t.Helper()

@@ -4,8 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/serf/serf"
+
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // A handler script without a "#!" line runs, as it does under stock Serf:
@@ -27,7 +30,7 @@ func TestScriptWithoutShebangRunsUnderSh(t *testing.T) {
 	r, _ := newTestRunner(t, Config{}, raw)
 
 	r.Enqueue(serf.UserEvent{Name: "deploy", LTime: 1})
-	waitFor(t, "one run", func() bool { return stats(t, r, raw).Ran == 1 })
+	testkit.WaitFor(t, 30*time.Second, "one run", func() bool { return stats(t, r, raw).Ran == 1 })
 
 	if s := stats(t, r, raw); s.Failed != 0 || s.LastExitCode != 0 || s.LastError != "" {
 		t.Fatalf("stats %+v; want a successful run", s)
@@ -53,7 +56,7 @@ func TestNonExecutableScriptStillFails(t *testing.T) {
 	raw := shQuote(script)
 	r, _ := newTestRunner(t, Config{}, raw)
 	r.Enqueue(serf.UserEvent{Name: "deploy", LTime: 1})
-	waitFor(t, "one failed run", func() bool { return stats(t, r, raw).Failed == 1 })
+	testkit.WaitFor(t, 30*time.Second, "one failed run", func() bool { return stats(t, r, raw).Failed == 1 })
 	if fileExists(result) {
 		t.Error("a non-executable file was run")
 	}

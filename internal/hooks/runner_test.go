@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/serf/serf"
+
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // serfScript is written the way Serf's own tests and docs write handlers:
@@ -53,7 +55,7 @@ func TestSerfStyleScript(t *testing.T) {
 		{Name: "db2", Addr: net.ParseIP("10.0.0.2"), Tags: map[string]string{"role": "db"}},
 	}})
 	r.Enqueue(serf.UserEvent{Name: "deploy", LTime: 42, Payload: []byte("v1.2.3")})
-	waitFor(t, "two runs", func() bool { return stats(t, r, raw).Ran == 2 })
+	testkit.WaitFor(t, 30*time.Second, "two runs", func() bool { return stats(t, r, raw).Ran == 2 })
 
 	resp, err := r.Query(context.Background(), &serf.Query{Name: "ping", LTime: 7, Payload: []byte("are you there")})
 	if err != nil || string(resp) != "pong from db1\n" {
@@ -69,7 +71,7 @@ func TestSerfStyleScript(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no response to the queued query")
 	}
-	waitFor(t, "four runs", func() bool { return stats(t, r, raw).Ran == 4 })
+	testkit.WaitFor(t, 30*time.Second, "four runs", func() bool { return stats(t, r, raw).Ran == 4 })
 
 	want := "db1 db\neast\nmember-join||||\n" +
 		"mitchellh.local\t127.0.0.1\tweb\tdatacenter=east,role=web\n" +
@@ -113,7 +115,7 @@ func TestHostileDataNeverReachesAShell(t *testing.T) {
 	}})
 	payload := hostile + binary
 	r.Enqueue(serf.UserEvent{Name: hostile, LTime: 1, Payload: []byte(payload)})
-	waitFor(t, "all four handlers", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "all four handlers", func() bool {
 		for _, s := range r.Stats() {
 			if s.Ran != 1 {
 				return false
@@ -175,7 +177,7 @@ func TestMinimalEnvironment(t *testing.T) {
 	dir := t.TempDir()
 	r, _ := newTestRunner(t, Config{EnvAllow: []string{"SHOAL_HOOKS_TEST_ALLOWED"}}, helperSpec(t, "user", dir))
 	r.Enqueue(serf.UserEvent{Name: "x"})
-	waitFor(t, "the run", func() bool { return fileExists(filepath.Join(dir, "env")) })
+	testkit.WaitFor(t, 30*time.Second, "the run", func() bool { return fileExists(filepath.Join(dir, "env")) })
 	env := strings.Split(readFile(t, filepath.Join(dir, "env")), "\x00")
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
@@ -245,13 +247,13 @@ func TestBurstKeepsNewestMemberEvents(t *testing.T) {
 	for i := range 100 {
 		r.Enqueue(serf.MemberEvent{Type: serf.EventMemberJoin, Members: []serf.Member{{Name: strconv.Itoa(i)}}})
 		if i == 0 {
-			waitFor(t, "the first run", func() bool { return stats(t, r, spec).Started == 1 })
+			testkit.WaitFor(t, 30*time.Second, "the first run", func() bool { return stats(t, r, spec).Started == 1 })
 		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "six runs", func() bool { return stats(t, r, spec).Ran == 6 })
+	testkit.WaitFor(t, 30*time.Second, "six runs", func() bool { return stats(t, r, spec).Ran == 6 })
 	if got := readFile(t, filepath.Join(dir, "seen")); got != "0\n95\n96\n97\n98\n99\n" {
 		t.Errorf("handled %q, want the first and the 5 newest", got)
 	}
@@ -266,7 +268,7 @@ func TestOrderAndIsolation(t *testing.T) {
 	for i := range n {
 		r.Enqueue(serf.UserEvent{Name: "seq", Payload: []byte(strconv.Itoa(i))})
 	}
-	waitFor(t, "all events on the fast handler", func() bool { return stats(t, r, fast).Ran == n })
+	testkit.WaitFor(t, 30*time.Second, "all events on the fast handler", func() bool { return stats(t, r, fast).Ran == n })
 	var want strings.Builder
 	for i := range n {
 		fmt.Fprintf(&want, "%d\n", i)
@@ -301,19 +303,19 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 			}
 			t.Cleanup(func() { closeWithin(t, r) })
 			r.Enqueue(serf.UserEvent{Name: "x"})
-			waitFor(t, "the pids", func() bool { return fileExists(filepath.Join(dir, "pids")) })
+			testkit.WaitFor(t, 30*time.Second, "the pids", func() bool { return fileExists(filepath.Join(dir, "pids")) })
 			pids := readPIDs(t, filepath.Join(dir, "pids"))
 			killOnCleanup(t, pids)
 			if len(pids) != 2 {
 				t.Fatalf("pids %v", pids)
 			}
-			waitFor(t, "the timeout", func() bool { return stats(t, r, spec.Raw).Ran == 1 })
+			testkit.WaitFor(t, 30*time.Second, "the timeout", func() bool { return stats(t, r, spec.Raw).Ran == 1 })
 			s := stats(t, r, spec.Raw)
 			if s.TimedOut != 1 || s.Failed != 1 || s.LastExitCode != -1 || !strings.Contains(s.LastError, "timed out after 500ms") {
 				t.Errorf("stats %+v", s)
 			}
 			for _, pid := range pids {
-				waitFor(t, fmt.Sprintf("pid %d to be gone", pid), func() bool { return !alive(pid) })
+				testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("pid %d to be gone", pid), func() bool { return !alive(pid) })
 			}
 			if got := logs.records("hook timed out"); len(got) != 1 || got[0]["exit_code"] != float64(-1) {
 				t.Errorf("timeout log: %v", got)
@@ -328,7 +330,7 @@ func TestCloseKillsRunningGroup(t *testing.T) {
 	r, _ := newTestRunner(t, Config{Dir: dir, KillGrace: time.Second}, spec)
 	r.Enqueue(serf.UserEvent{Name: "x"})
 	r.Enqueue(serf.UserEvent{Name: "y"})
-	waitFor(t, "the pids", func() bool { return fileExists(filepath.Join(dir, "pids")) })
+	testkit.WaitFor(t, 30*time.Second, "the pids", func() bool { return fileExists(filepath.Join(dir, "pids")) })
 	pids := readPIDs(t, filepath.Join(dir, "pids"))
 	killOnCleanup(t, pids)
 
@@ -340,7 +342,7 @@ func TestCloseKillsRunningGroup(t *testing.T) {
 		t.Fatal("Close did not return")
 	}
 	for _, pid := range pids {
-		waitFor(t, fmt.Sprintf("pid %d to be gone", pid), func() bool { return !alive(pid) })
+		testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("pid %d to be gone", pid), func() bool { return !alive(pid) })
 	}
 	s := stats(t, r, spec)
 	if s.Ran != 1 || s.TimedOut != 0 || !strings.Contains(s.LastError, "canceled") || s.DroppedByReason[DropClosed] != 1 {
@@ -365,10 +367,10 @@ func TestBackgroundChildren(t *testing.T) {
 		spec := `user=sh -c 'sleep 1000 & echo $! > pid.tmp; mv pid.tmp pid; echo started'`
 		r, logs := newTestRunner(t, Config{Dir: dir}, spec)
 		r.Enqueue(serf.UserEvent{Name: "x"})
-		waitFor(t, "the run to finish", func() bool { return stats(t, r, spec).Ran == 1 })
+		testkit.WaitFor(t, 30*time.Second, "the run to finish", func() bool { return stats(t, r, spec).Ran == 1 })
 		pids := readPIDs(t, filepath.Join(dir, "pid"))
 		killOnCleanup(t, pids)
-		waitFor(t, "the background child to be gone", func() bool { return !alive(pids[0]) })
+		testkit.WaitFor(t, 30*time.Second, "the background child to be gone", func() bool { return !alive(pids[0]) })
 		if s := stats(t, r, spec); s.Failed != 0 || s.LastExitCode != 0 {
 			t.Errorf("stats %+v", s)
 		}
@@ -382,7 +384,7 @@ func TestBackgroundChildren(t *testing.T) {
 		spec := `user=sh -c 'sleep 1000 >/dev/null 2>&1 & echo $! > pid.tmp; mv pid.tmp pid'`
 		r, logs := newTestRunner(t, Config{Dir: dir}, spec)
 		r.Enqueue(serf.UserEvent{Name: "x"})
-		waitFor(t, "the run to finish", func() bool { return stats(t, r, spec).Ran == 1 })
+		testkit.WaitFor(t, 30*time.Second, "the run to finish", func() bool { return stats(t, r, spec).Ran == 1 })
 		pids := readPIDs(t, filepath.Join(dir, "pid"))
 		killOnCleanup(t, pids)
 		if !alive(pids[0]) {
@@ -398,7 +400,7 @@ func TestOutputCapKeepsTail(t *testing.T) {
 	spec := `user=sh -c 'i=0; while [ $i -lt 3000 ]; do echo line-$i; i=$((i+1)); done; echo to-stderr >&2'`
 	r, logs := newTestRunner(t, Config{OutputLimit: 1000}, spec)
 	r.Enqueue(serf.UserEvent{Name: "x"})
-	waitFor(t, "the run", func() bool { return stats(t, r, spec).Ran == 1 })
+	testkit.WaitFor(t, 30*time.Second, "the run", func() bool { return stats(t, r, spec).Ran == 1 })
 	got := logs.records("hook ran")
 	if len(got) != 1 {
 		t.Fatalf("log %v", got)
@@ -475,7 +477,7 @@ func TestQuery(t *testing.T) {
 	// Through the queue: truncated too, and a failing handler never answers.
 	r.Enqueue(&serf.Query{Name: "big"})
 	r.Enqueue(&serf.Query{Name: "fail"})
-	waitFor(t, "the queued queries", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the queued queries", func() bool {
 		return stats(t, r, big).Ran == 2 && stats(t, r, failing).Ran == 2
 	})
 	mu.Lock()
@@ -494,7 +496,7 @@ func TestReloadKeepsQueueOfUnchangedHandler(t *testing.T) {
 	for i := 1; i <= 5; i++ {
 		r.Enqueue(serf.UserEvent{Name: "n", Payload: []byte(strconv.Itoa(i))})
 	}
-	waitFor(t, "both handlers running", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "both handlers running", func() bool {
 		return stats(t, r, kept).Running && stats(t, r, removed).Running
 	})
 
@@ -521,12 +523,12 @@ func TestReloadKeepsQueueOfUnchangedHandler(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the kept handler's queue", func() bool { return stats(t, r, kept).Ran == 6 })
-	waitFor(t, "the removed handler's last run", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the kept handler's queue", func() bool { return stats(t, r, kept).Ran == 6 })
+	testkit.WaitFor(t, 30*time.Second, "the removed handler's last run", func() bool {
 		b, _ := os.ReadFile(filepath.Join(dir, "removed"))
 		return len(b) > 0
 	})
-	waitFor(t, "the added handler", func() bool { return stats(t, r, added).Ran == 1 })
+	testkit.WaitFor(t, 30*time.Second, "the added handler", func() bool { return stats(t, r, added).Ran == 1 })
 	for file, want := range map[string]string{"kept": "1\n2\n3\n4\n5\n6\n", "removed": "1\n", "added": "6\n"} {
 		if got := readFile(t, filepath.Join(dir, file)); got != want {
 			t.Errorf("%s: %q, want %q", file, got, want)
@@ -559,7 +561,7 @@ func TestCoalescing(t *testing.T) {
 	r.Enqueue(m(serf.EventMemberUpdate, "c"))
 	r.Enqueue(m(serf.EventMemberFailed, "a"))
 	r.Enqueue(serf.UserEvent{Name: "passes-through"})
-	waitFor(t, "four runs", func() bool { return stats(t, r, spec.Raw).Ran == 4 })
+	testkit.WaitFor(t, 30*time.Second, "four runs", func() bool { return stats(t, r, spec.Raw).Ran == 4 })
 	want := "user\n" + // not coalesced, not delayed
 		"member-join\nb\nmember-failed\na\nmember-update\nc\n"
 	if got := readFile(t, filepath.Join(dir, "out")); got != want {
@@ -586,7 +588,7 @@ func TestShoalEvents(t *testing.T) {
 		t.Error("unknown type accepted")
 	}
 	r.Enqueue(serf.UserEvent{Name: "u"})
-	waitFor(t, "the runs", func() bool { return stats(t, r, pool).Ran == 1 && stats(t, r, all).Ran == 1 })
+	testkit.WaitFor(t, 30*time.Second, "the runs", func() bool { return stats(t, r, pool).Ran == 1 && stats(t, r, all).Ran == 1 })
 	if got, want := readFile(t, filepath.Join(dir, "pool.json")),
 		`{"version":1,"event":"pool-change","time":"2025-01-02T03:04:05Z","node":"db1","data":{"cluster":"main"}}`+"\n"; got != want {
 		t.Errorf("stdin %s, want %s", got, want)
@@ -620,7 +622,7 @@ func TestFailuresAreRecorded(t *testing.T) {
 	}
 	r.Enqueue(serf.MemberEvent{Type: serf.EventMemberJoin})
 	r.Enqueue(serf.MemberEvent{Type: serf.EventMemberJoin})
-	waitFor(t, "two runs", func() bool { return stats(t, r, panicky).Ran == 2 })
+	testkit.WaitFor(t, 30*time.Second, "two runs", func() bool { return stats(t, r, panicky).Ran == 2 })
 	if s := stats(t, r, panicky); s.Panics != 1 || s.Failed != 1 || s.LastError != "" {
 		t.Errorf("after a panic: %+v", s)
 	}
@@ -630,7 +632,7 @@ func TestFailuresAreRecorded(t *testing.T) {
 		t.Errorf("missing command warning: %v", got)
 	}
 	r2.Enqueue(serf.UserEvent{Name: "x"})
-	waitFor(t, "two runs", func() bool { return stats(t, r2, missing).Ran == 1 && stats(t, r2, exit).Ran == 1 })
+	testkit.WaitFor(t, 30*time.Second, "two runs", func() bool { return stats(t, r2, missing).Ran == 1 && stats(t, r2, exit).Ran == 1 })
 	if s := stats(t, r2, missing); s.Failed != 1 || s.LastExitCode != -1 || !strings.Contains(s.LastError, "start") {
 		t.Errorf("missing: %+v", s)
 	}
@@ -749,7 +751,7 @@ func TestUserEventFloodNeverDropsMemberEvents(t *testing.T) {
 		time.Sleep(2 * time.Millisecond) // a flood of 2.4 s at least
 	}
 	var started time.Time
-	waitFor(t, "the member-failed run", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the member-failed run", func() bool {
 		b, _ := os.ReadFile(filepath.Join(dir, "seen"))
 		for _, line := range strings.Split(string(b), "\n") {
 			if ns, ok := strings.CutPrefix(line, "member-failed "); ok {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/testutil/ports"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // TestExitCodes: 0 success, 1 failure, 2 usage (README "CLI", shoal
@@ -16,7 +17,7 @@ import (
 func TestExitCodes(t *testing.T) {
 	key := newKey(t)
 	a := startAgent(t, "codes", key)
-	eventually(t, 10*time.Second, "agent up", func() bool { return members(t, a.http)["codes"].Status == "alive" })
+	testkit.WaitFor(t, 10*time.Second, "agent up", func() bool { return members(t, a.http)["codes"].Status == "alive" })
 
 	dir := t.TempDir()
 	badTags := filepath.Join(dir, "tags.json")

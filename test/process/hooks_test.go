@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // TestHooksCLI: handlers given as flags, shoal hooks list and test against
@@ -19,7 +21,7 @@ func TestHooksCLI(t *testing.T) {
 	}
 
 	a := startAgent(t, "h1", key, "--event-handler", "user:hello=/bin/echo hi", "--event-handler", "query:who=/bin/echo h1-here")
-	eventually(t, 20*time.Second, "agent answers", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "agent answers", func() bool {
 		_, _, code := shoal(t, "info", "--http-addr", a.http)
 		return code == 0
 	})

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	serfclient "github.com/hashicorp/serf/client"
+
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // exitCode waits for p to exit within d and returns its exit status.
@@ -48,7 +50,7 @@ func threeAgents(t *testing.T, extra ...string) (a, b, c *proc) {
 	b = startAgent(t, "b", key, append([]string{"--join", a.bind}, extra...)...)
 	c = startAgent(t, "c", key, append([]string{"--join", a.bind}, extra...)...)
 	for _, p := range []*proc{a, b, c} {
-		eventually(t, 20*time.Second, "three alive members", func() bool {
+		testkit.WaitFor(t, 20*time.Second, "three alive members", func() bool {
 			m := members(t, p.http)
 			return len(m) == 3 && m["a"].Status == "alive" && m["b"].Status == "alive" && m["c"].Status == "alive"
 		})
@@ -95,7 +97,7 @@ func TestStopStaggeredExitsZero(t *testing.T) {
 	c.cmd.Process.Signal(syscall.SIGTERM)
 	// "left": their gossip layer has left too, so b has nobody to gossip
 	// its own leave to, while a and c still run, waiting for word of b.
-	eventually(t, 5*time.Second, "b sees a and c left", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "b sees a and c left", func() bool {
 		m := members(t, b.http)
 		return m["a"].Status == "left" && m["c"].Status == "left"
 	})
@@ -113,7 +115,7 @@ func TestStopStaggeredExitsZero(t *testing.T) {
 // TestLoneAgentSIGTERMExitsZero: with nobody to tell, the leave is complete.
 func TestLoneAgentSIGTERMExitsZero(t *testing.T) {
 	a := startAgent(t, "alone", newKey(t), "--leave-timeout", "10s")
-	eventually(t, 10*time.Second, "agent up", func() bool { return members(t, a.http)["alone"].Status == "alive" })
+	testkit.WaitFor(t, 10*time.Second, "agent up", func() bool { return members(t, a.http)["alone"].Status == "alive" })
 	start := time.Now()
 	a.cmd.Process.Signal(syscall.SIGTERM)
 	if code := exitCode(t, a, 15*time.Second); code != 0 {
@@ -152,7 +154,7 @@ func TestLeaveUnconfirmedWhenPeersStopped(t *testing.T) {
 	for _, p := range []*proc{b, c} {
 		p.cmd.Process.Signal(syscall.SIGCONT)
 	}
-	eventually(t, 10*time.Second, "b sees a left", func() bool { return members(t, b.http)["a"].Status == "left" })
+	testkit.WaitFor(t, 10*time.Second, "b sees a left", func() bool { return members(t, b.http)["a"].Status == "left" })
 }
 
 // TestSerfRPCLeave: `serf leave` (the serf client library's Leave, after
@@ -162,7 +164,7 @@ func TestSerfRPCLeave(t *testing.T) {
 	key := newKey(t)
 	a := startAgent(t, "stays", key)
 	b := startAgent(t, "goes", key, "--join", a.bind)
-	eventually(t, 20*time.Second, "two alive", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "two alive", func() bool {
 		m := members(t, a.http)
 		return m["stays"].Status == "alive" && m["goes"].Status == "alive"
 	})
@@ -184,5 +186,5 @@ func TestSerfRPCLeave(t *testing.T) {
 	if log := b.log.String(); strings.Contains(log, "gossip layer shut down unexpectedly") || !strings.Contains(log, "left the cluster") {
 		t.Errorf("log:\n%s", log)
 	}
-	eventually(t, 10*time.Second, "a sees b left", func() bool { return members(t, a.http)["goes"].Status == "left" })
+	testkit.WaitFor(t, 10*time.Second, "a sees b left", func() bool { return members(t, a.http)["goes"].Status == "left" })
 }

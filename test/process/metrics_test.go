@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/testutil/ports"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // needTool returns the path of a Debian-packaged tool, skipping without it
@@ -60,7 +61,7 @@ func TestMetricsPromtoolAndPrometheus(t *testing.T) {
 	key := lines[len(lines)-1]
 	a := startAgent(t, "m1", key, "--event-handler", "user=/bin/true", "--event-handler", "query:q=/bin/echo hi")
 	b := startAgent(t, "m2", key, "--join", a.bind)
-	eventually(t, 20*time.Second, "two members", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "two members", func() bool {
 		_, _, code := shoal(t, "info", "--http-addr", b.http)
 		return code == 0 && len(members(t, b.http)) == 2
 	})
@@ -70,7 +71,7 @@ func TestMetricsPromtoolAndPrometheus(t *testing.T) {
 	if _, errOut, code := shoal(t, "query", "--http-addr", b.http, "--timeout", "2s", "q"); code != 0 {
 		t.Fatal(errOut)
 	}
-	eventually(t, 20*time.Second, "hook and bridged metrics exported", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "hook and bridged metrics exported", func() bool {
 		m := scrape(t, a.http)
 		return strings.Contains(m, `shoal_hook_runs_total{handler="user=/bin/true",result="ok"} 1`) &&
 			strings.Contains(m, "shoal_memberlist_udp_sent_total") && strings.Contains(m, "shoal_serf_events_total")
@@ -136,7 +137,7 @@ func TestMetricsPromtoolAndPrometheus(t *testing.T) {
 		}
 		return len(r.Data.Result)
 	}
-	eventually(t, 60*time.Second, "prometheus has shoal_members from both agents", func() bool {
+	testkit.WaitFor(t, 60*time.Second, "prometheus has shoal_members from both agents", func() bool {
 		return query(`shoal_members{status="alive"} == 2`) == 2
 	})
 	if n := query(`shoal_pool_isolated == 0`); n != 2 {

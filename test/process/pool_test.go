@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/testutil/mariadbtest"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 type poolJSON struct {
@@ -35,7 +36,7 @@ func TestPoolMaintHistoryCLI(t *testing.T) {
 	app := startAgent(t, "app1", key, "--join", db.bind)
 
 	for _, p := range []*proc{db, app} {
-		eventually(t, 20*time.Second, "agent answers", func() bool {
+		testkit.WaitFor(t, 20*time.Second, "agent answers", func() bool {
 			_, _, code := shoal(t, "info", "--http-addr", p.http)
 			return code == 0
 		})
@@ -55,7 +56,7 @@ func TestPoolMaintHistoryCLI(t *testing.T) {
 		}
 		return p
 	}
-	eventually(t, 30*time.Second, "app sees db1 as the writer", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "app sees db1 as the writer", func() bool {
 		p := pool(app.http)
 		return len(p.Writers) == 1 && p.Writers[0].Name == "db1" && p.Writers[0].Addr == srv.Addr()
 	})
@@ -66,14 +67,14 @@ func TestPoolMaintHistoryCLI(t *testing.T) {
 	if out, errOut, code := shoal(t, "maint", "enable", "--reason", "disk swap", "--http-addr", db.http); code != 0 || !strings.Contains(out, "MAINTENANCE on") {
 		t.Fatalf("maint enable: exit %d: %s%s", code, out, errOut)
 	}
-	eventually(t, 10*time.Second, "db1 out for maintenance on app1", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "db1 out for maintenance on app1", func() bool {
 		p := pool(app.http)
 		return len(p.Writers) == 0 && len(p.Out) == 1 && p.Out[0].Reason == "maintenance" && p.Out[0].Detail == "disk swap"
 	})
 	if out, _, code := shoal(t, "maint", "disable", "--http-addr", db.http); code != 0 || !strings.Contains(out, "maintenance off") {
 		t.Fatalf("maint disable: exit %d: %s", code, out)
 	}
-	eventually(t, 10*time.Second, "db1 back as writer", func() bool { return len(pool(app.http).Writers) == 1 })
+	testkit.WaitFor(t, 10*time.Second, "db1 back as writer", func() bool { return len(pool(app.http).Writers) == 1 })
 
 	out, errOut, code := shoal(t, "history", "--http-addr", app.http, "--node", "db1", "--format", "json")
 	if code != 0 {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/testutil/ports"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 var (
@@ -174,18 +175,6 @@ func members(t *testing.T, httpAddr string) map[string]member {
 	return m
 }
 
-func eventually(t *testing.T, d time.Duration, what string, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if f() {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s: %s", d, what)
-}
-
 func TestAgentsAsProcesses(t *testing.T) {
 	out, _, code := shoal(t, "keygen")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -197,7 +186,7 @@ func TestAgentsAsProcesses(t *testing.T) {
 	b := startAgent(t, "b1", key, "--join", a.bind, "--tag", "team=app")
 	c := startAgent(t, "c1", key, "--join", a.bind)
 
-	eventually(t, 20*time.Second, "three alive members seen from c1", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "three alive members seen from c1", func() bool {
 		m := members(t, c.http)
 		return len(m) == 3 && m["a1"].Status == "alive" && m["b1"].Status == "alive" && m["c1"].Status == "alive"
 	})
@@ -212,7 +201,7 @@ func TestAgentsAsProcesses(t *testing.T) {
 
 	// SIGHUP reloads without stopping.
 	b.cmd.Process.Signal(syscall.SIGHUP)
-	eventually(t, 5*time.Second, "reload logged", func() bool { return strings.Contains(b.log.String(), "reload done") })
+	testkit.WaitFor(t, 5*time.Second, "reload logged", func() bool { return strings.Contains(b.log.String(), "reload done") })
 
 	// SIGTERM: graceful leave, exit 0, peers see "left".
 	b.cmd.Process.Signal(syscall.SIGTERM)
@@ -224,11 +213,11 @@ func TestAgentsAsProcesses(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("b1 did not exit after SIGTERM")
 	}
-	eventually(t, 10*time.Second, "b1 left", func() bool { return members(t, a.http)["b1"].Status == "left" })
+	testkit.WaitFor(t, 10*time.Second, "b1 left", func() bool { return members(t, a.http)["b1"].Status == "left" })
 
 	// kill -9: peers see "failed".
 	c.cmd.Process.Kill()
-	eventually(t, 15*time.Second, "c1 failed", func() bool { return members(t, a.http)["c1"].Status == "failed" })
+	testkit.WaitFor(t, 15*time.Second, "c1 failed", func() bool { return members(t, a.http)["c1"].Status == "failed" })
 
 	// shoal leave through the API: the agent leaves and exits 0.
 	if _, errOut, code := shoal(t, "leave", "--http-addr", a.http); code != 0 {
@@ -251,7 +240,7 @@ func TestDuplicateNameProcessExitsWithError(t *testing.T) {
 	out, _, _ := shoal(t, "keygen")
 	key := strings.TrimSpace(out)
 	a := startAgent(t, "dup", key)
-	eventually(t, 10*time.Second, "a up", func() bool { return members(t, a.http)["dup"].Status == "alive" })
+	testkit.WaitFor(t, 10*time.Second, "a up", func() bool { return members(t, a.http)["dup"].Status == "alive" })
 	b := startAgent(t, "dup", key, "--join", a.bind)
 	select {
 	case <-b.done:
@@ -281,7 +270,7 @@ func TestSecondSignalForcesExit(t *testing.T) {
 	key := strings.TrimSpace(out)
 	a := startAgent(t, "stay", key, "--leave-timeout", "30s")
 	b := startAgent(t, "go", key, "--join", a.bind, "--leave-timeout", "30s")
-	eventually(t, 10*time.Second, "two alive", func() bool { return len(members(t, b.http)) == 2 })
+	testkit.WaitFor(t, 10*time.Second, "two alive", func() bool { return len(members(t, b.http)) == 2 })
 	a.cmd.Process.Signal(syscall.SIGSTOP) // the leave broadcast now waits in vain
 	defer a.cmd.Process.Signal(syscall.SIGCONT)
 	b.cmd.Process.Signal(syscall.SIGTERM)

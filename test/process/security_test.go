@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/testutil/ports"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // asNobody runs the shoal CLI as uid/gid 65534 with no groups.
@@ -39,7 +40,7 @@ func TestUnprivilegedUserCannotDrainTheAgent(t *testing.T) {
 	out, _, _ := shoal(t, "keygen")
 	key := strings.TrimSpace(out)
 	a := startAgent(t, "sec1", key)
-	eventually(t, 20*time.Second, "agent answers", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "agent answers", func() bool {
 		_, _, code := shoal(t, "info", "--http-addr", a.http)
 		return code == 0
 	})
@@ -145,7 +146,7 @@ func TestHTTPBeyondLoopbackRefusedAtStart(t *testing.T) {
 
 	// The last --http-addr wins over startAgent's loopback one.
 	a := startAgent(t, "open2", key, "--http-addr", "0.0.0.0:"+port, "--insecure-http")
-	eventually(t, 20*time.Second, "the insecure_http warning", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "the insecure_http warning", func() bool {
 		return strings.Contains(a.log.String(), "listens beyond loopback without TLS")
 	})
 	if l := a.log.String(); !strings.Contains(l, "level=WARN") && !strings.Contains(l, "[WARN]") {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/testutil/ports"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // noAPIPrefix fails when an error message shows the HTTP plumbing instead
@@ -30,7 +31,7 @@ func TestHistoryKindAndForceLeave(t *testing.T) {
 	key := newKey(t)
 	a := startAgent(t, "a1", key)
 	b := startAgent(t, "b1", key, "--join", a.bind)
-	eventually(t, 20*time.Second, "two alive members", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "two alive members", func() bool {
 		m := members(t, a.http)
 		return m["a1"].Status == "alive" && m["b1"].Status == "alive"
 	})
@@ -82,12 +83,12 @@ func TestHistoryKindAndForceLeave(t *testing.T) {
 
 	// A failed node: marked left, then pruned.
 	_ = b.cmd.Process.Kill()
-	eventually(t, 20*time.Second, "b1 failed", func() bool { return members(t, a.http)["b1"].Status == "failed" })
+	testkit.WaitFor(t, 20*time.Second, "b1 failed", func() bool { return members(t, a.http)["b1"].Status == "failed" })
 	out, errOut, code = shoal(t, "force-leave", "--http-addr", a.http, "b1")
 	if code != 0 || !strings.Contains(out, "Node b1 was failed; it is now marked left.") {
 		t.Errorf("force-leave of a failed node: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-	eventually(t, 5*time.Second, "b1 left", func() bool { return members(t, a.http)["b1"].Status == "left" })
+	testkit.WaitFor(t, 5*time.Second, "b1 left", func() bool { return members(t, a.http)["b1"].Status == "left" })
 	out, _, code = shoal(t, "force-leave", "--http-addr", a.http, "b1")
 	if code != 0 || !strings.Contains(out, "Node b1 is left: nothing changed (--prune removes it from the member list).") {
 		t.Errorf("force-leave of a left node: exit %d, stdout %q", code, out)
@@ -96,7 +97,7 @@ func TestHistoryKindAndForceLeave(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "Node b1 (left) was removed from the member list.") {
 		t.Errorf("force-leave --prune of a left node: exit %d, stdout %q", code, out)
 	}
-	eventually(t, 5*time.Second, "b1 pruned", func() bool { _, ok := members(t, a.http)["b1"]; return !ok })
+	testkit.WaitFor(t, 5*time.Second, "b1 pruned", func() bool { _, ok := members(t, a.http)["b1"]; return !ok })
 }
 
 // TestReloadLogsRestartSettings: after SIGHUP, every changed setting that
@@ -110,11 +111,11 @@ func TestReloadLogsRestartSettings(t *testing.T) {
 	}
 	write("log_level: info\npool:\n  max_lag: 10s\n")
 	a := startAgent(t, "r1", newKey(t), "--config", cfg)
-	eventually(t, 20*time.Second, "agent up", func() bool { return members(t, a.http)["r1"].Status == "alive" })
+	testkit.WaitFor(t, 20*time.Second, "agent up", func() bool { return members(t, a.http)["r1"].Status == "alive" })
 	write("log_level: debug\npool:\n  max_lag: 20s\n  min_readers: 3\nhistory:\n  size: 50\nhooks:\n  timeout: 7s\n" +
 		"event_handlers: [\"user:deploy=/bin/true\"]\n")
 	_ = a.cmd.Process.Signal(syscall.SIGHUP)
-	eventually(t, 10*time.Second, "reload done", func() bool { return strings.Contains(a.log.String(), "reload done") })
+	testkit.WaitFor(t, 10*time.Second, "reload done", func() bool { return strings.Contains(a.log.String(), "reload done") })
 	var warn string
 	for _, l := range strings.Split(a.log.String(), "\n") {
 		if strings.Contains(l, "need a restart") {
@@ -162,7 +163,7 @@ func TestDevBindsLoopback(t *testing.T) {
 			t.Logf("--- log ---\n%s", log.String())
 		}
 	})
-	eventually(t, 20*time.Second, "agent started", func() bool { return strings.Contains(log.String(), "agent started") })
+	testkit.WaitFor(t, 20*time.Second, "agent started", func() bool { return strings.Contains(log.String(), "agent started") })
 	if !strings.Contains(log.String(), "gossip=127.0.0.1:7946") {
 		t.Errorf("--dev agent does not gossip on 127.0.0.1:7946")
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/shoaldb/shoal/internal/testutil/haproxytest"
 	"github.com/shoaldb/shoal/internal/testutil/mariadbtest"
 	"github.com/shoaldb/shoal/internal/testutil/ports"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // hostileName is a member name that is markup: the page must show it as
@@ -83,7 +84,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 
 	srv := serveAPI(t, app.a)
 
-	waitFor(t, 60*time.Second, "the app agent's pool: 1 writer, 2 readers", func() bool {
+	testkit.WaitFor(t, 60*time.Second, "the app agent's pool: 1 writer, 2 readers", func() bool {
 		return poolOf(app.a) == "db1|db2,db3|"
 	})
 
@@ -357,7 +358,7 @@ func browser(t *testing.T, bin string) (ctx context.Context, consoleMsgs func() 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var chromeOut syncBuf
+	var chromeOut testkit.SyncBuffer
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(bin),
 		chromedp.Flag("headless", true),
@@ -491,7 +492,7 @@ func dbConfig(t *testing.T, name string, s *mariadbtest.Server, join ...string) 
 
 func startAgent(t *testing.T, c *config.Config) *node {
 	t.Helper()
-	var logs syncBuf
+	var logs testkit.SyncBuffer
 	a, err := agent.New(c, logging.New(&logs, "text", slog.LevelInfo))
 	if err != nil {
 		t.Fatal(err)
@@ -581,32 +582,4 @@ func startSerf(t *testing.T, name string, tg map[string]string, join string) {
 	if _, err := s.Join([]string{join}, false); err != nil {
 		t.Fatalf("serf %q join %s: %v", name, join, err)
 	}
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for: %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -7,25 +7,21 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
-
-type fakeTicker struct{ c chan time.Time }
-
-func (f *fakeTicker) C() <-chan time.Time { return f.c }
-func (f *fakeTicker) Stop()               {}
 
 // A tick before any pool runs nothing. (A driver of its own: on the main
 // one, an Update right after the tick could land before the loop looks at
 // the pool, and the tick would then rightly run it.)
 func TestDriverTickWithoutPool(t *testing.T) {
-	ft := &fakeTicker{c: make(chan time.Time)}
+	ft := testkit.NewFakeTicker()
 	ran := make(chan struct{}, 1)
 	d := New(time.Hour, func(time.Duration) Ticker { return ft }, func(context.Context, *pool.Pool, bool, bool) {
 		ran <- struct{}{}
 	})
 	d.Start(context.Background())
-	ft.c <- time.Now()
-	ft.c <- time.Now() // received only once the first tick was handled
+	ft.Ch <- time.Now()
+	ft.Ch <- time.Now() // received only once the first tick was handled
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +40,7 @@ func TestDriver(t *testing.T) {
 	calls := make(chan call, 16)
 	block, running := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	ft := &fakeTicker{c: make(chan time.Time)}
+	ft := testkit.NewFakeTicker()
 	d := New(time.Hour, func(time.Duration) Ticker { return ft }, func(_ context.Context, p *pool.Pool, _, tick bool) {
 		once.Do(func() { close(running); <-block }) // the first run blocks until released
 		calls <- call{p.Clusters[0].Name, tick}
@@ -69,7 +65,7 @@ func TestDriver(t *testing.T) {
 			t.Fatalf("no run, want %+v", w)
 		}
 	}
-	ft.c <- time.Now()
+	ft.Ch <- time.Now()
 	if got := <-calls; got != (call{"d", true}) {
 		t.Fatalf("tick run %+v", got)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 func addr(name string) string { return name + ".db:3306" }
@@ -40,35 +41,12 @@ func cluster(name string, writers, readers []string, outs ...pool.Node) pool.Clu
 
 func testPool(cs ...pool.Cluster) *pool.Pool { return &pool.Pool{Clusters: cs} }
 
-type fakeTicker struct{ c chan time.Time }
-
-func (f *fakeTicker) C() <-chan time.Time { return f.c }
-func (f *fakeTicker) Stop()               {}
-
-// syncBuffer is a log destination shared by the sink's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type testSink struct {
 	*Sink
 	cfg    Config
 	dir    string
-	ticker *fakeTicker
-	logs   *syncBuffer
+	ticker *testkit.FakeTicker
+	logs   *testkit.SyncBuffer
 }
 
 var testNow = time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
@@ -86,8 +64,8 @@ func newTestSink(t *testing.T, dir string, mods ...func(*Config)) *testSink {
 	for _, m := range mods {
 		m(&cfg)
 	}
-	logs := &syncBuffer{}
-	ticker := &fakeTicker{c: make(chan time.Time)}
+	logs := &testkit.SyncBuffer{}
+	ticker := testkit.NewFakeTicker()
 	s, err := New(cfg, "agent1", Options{
 		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:       func() time.Time { return testNow },
@@ -126,17 +104,6 @@ func mustApply(t *testing.T, s *testSink, p *pool.Pool, frozen bool) {
 	t.Helper()
 	if err := s.Apply(p, frozen); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -574,7 +541,7 @@ func TestWriteFailureRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Update(p, false)
-	waitFor(t, "failed apply", func() bool { return s.Status().Failures == 1 })
+	testkit.WaitFor(t, 5*time.Second, "failed apply", func() bool { return s.Status().Failures == 1 })
 	st := s.Status()
 	if st.Writes != 2 || st.LastError != "write "+s.cfg.Path+": rename temp file: file exists" || st.LastErrorAt != testNow || !st.LastSuccess.IsZero() {
 		t.Errorf("status %+v", st)
@@ -584,16 +551,16 @@ func TestWriteFailureRetried(t *testing.T) {
 	}
 
 	// Each tick retries while it fails; a repeat is logged at debug.
-	s.ticker.c <- time.Time{}
-	waitFor(t, "retry", func() bool { return s.Status().Failures == 2 })
+	s.ticker.Ch <- time.Time{}
+	testkit.WaitFor(t, 5*time.Second, "retry", func() bool { return s.Status().Failures == 2 })
 	if n := strings.Count(s.logs.String(), "level=ERROR"); n != 1 {
 		t.Errorf("%d error logs:\n%s", n, s.logs)
 	}
 	if err := os.Remove(s.cfg.Path); err != nil {
 		t.Fatal(err)
 	}
-	s.ticker.c <- time.Time{}
-	waitFor(t, "recovery", func() bool { return s.Status().Applies == 3 })
+	s.ticker.Ch <- time.Time{}
+	testkit.WaitFor(t, 5*time.Second, "recovery", func() bool { return s.Status().Applies == 3 })
 	st = s.Status()
 	if st.Failures != 2 || st.Writes != 3 || st.LastSuccess != testNow {
 		t.Errorf("status %+v", st)
@@ -605,8 +572,8 @@ func TestWriteFailureRetried(t *testing.T) {
 
 	// After a success, ticks do nothing. The second send returns only once
 	// the loop is done with the first tick.
-	s.ticker.c <- time.Time{}
-	s.ticker.c <- time.Time{}
+	s.ticker.Ch <- time.Time{}
+	s.ticker.Ch <- time.Time{}
 	if st := s.Status(); st.Applies != 3 {
 		t.Errorf("ticks after success applied: %+v", st)
 	}
@@ -620,14 +587,14 @@ func TestDirectoryRemoved(t *testing.T) {
 	s.Start(context.Background())
 	p := testPool(cluster("c1", []string{"db1"}, nil))
 	s.Update(p, false)
-	waitFor(t, "apply", func() bool { return s.Status().Applies == 1 })
+	testkit.WaitFor(t, 5*time.Second, "apply", func() bool { return s.Status().Applies == 1 })
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
 	s.Update(p, false)
-	waitFor(t, "failed apply", func() bool { return s.Status().Failures == 1 })
-	s.ticker.c <- time.Time{}
-	waitFor(t, "failed retry", func() bool { return s.Status().Failures == 2 })
+	testkit.WaitFor(t, 5*time.Second, "failed apply", func() bool { return s.Status().Failures == 1 })
+	s.ticker.Ch <- time.Time{}
+	testkit.WaitFor(t, 5*time.Second, "failed retry", func() bool { return s.Status().Failures == 2 })
 	st := s.Status()
 	if st.Writes != 3 || !strings.Contains(st.LastError, "write "+s.cfg.Path+": create temp file: no such file or directory") {
 		t.Errorf("status %+v", st)
@@ -635,8 +602,8 @@ func TestDirectoryRemoved(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "lists"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s.ticker.c <- time.Time{}
-	waitFor(t, "retry", func() bool { return s.Status().Applies == 4 })
+	s.ticker.Ch <- time.Time{}
+	testkit.WaitFor(t, 5*time.Second, "retry", func() bool { return s.Status().Applies == 4 })
 	if st := s.Status(); st.Writes != 6 || st.Failures != 2 || st.LastError == "" {
 		t.Errorf("status %+v", st)
 	}
@@ -708,7 +675,7 @@ func TestUpdateCoalesces(t *testing.T) {
 	release <- struct{}{}
 	<-entered // the coalesced apply
 	release <- struct{}{}
-	waitFor(t, "two applies", func() bool { return s.Status().Applies == 2 })
+	testkit.WaitFor(t, 5*time.Second, "two applies", func() bool { return s.Status().Applies == 2 })
 	select {
 	case <-entered:
 		t.Fatal("a third apply ran")
@@ -729,7 +696,7 @@ func TestUpdateCopiesPool(t *testing.T) {
 	s.Update(p, false)
 	p.Clusters[0].Writers[0] = pool.Node{Name: "db7", Addr: addr("db7")} // the caller reuses its pool
 	s.Start(context.Background())
-	waitFor(t, "apply", func() bool { return s.Status().Applies == 1 })
+	testkit.WaitFor(t, 5*time.Second, "apply", func() bool { return s.Status().Applies == 1 })
 	if got := s.list(t, "c1-writers.txt"); got != "db1.db:3306\n" {
 		t.Errorf("writers %q", got)
 	}
@@ -738,8 +705,8 @@ func TestUpdateCopiesPool(t *testing.T) {
 func TestLoopIgnoresTickWithoutPool(t *testing.T) {
 	s := newTestSink(t, "")
 	s.Start(context.Background())
-	s.ticker.c <- time.Time{}
-	s.ticker.c <- time.Time{}
+	s.ticker.Ch <- time.Time{}
+	s.ticker.Ch <- time.Time{}
 	if st := s.Status(); st.Applies != 0 {
 		t.Errorf("status %+v", st)
 	}
@@ -760,12 +727,12 @@ func TestRecoversPanic(t *testing.T) {
 	}
 	s.Start(context.Background())
 	s.Update(testPool(cluster("c1", []string{"db1"}, nil)), false)
-	waitFor(t, "failed apply", func() bool { return s.Status().Failures == 1 })
+	testkit.WaitFor(t, 5*time.Second, "failed apply", func() bool { return s.Status().Failures == 1 })
 	if st := s.Status(); st.LastError != "apply panicked: boom" {
 		t.Errorf("last error %q", st.LastError)
 	}
-	s.ticker.c <- time.Time{}
-	waitFor(t, "retry", func() bool { return s.Status().Applies == 2 })
+	s.ticker.Ch <- time.Time{}
+	testkit.WaitFor(t, 5*time.Second, "retry", func() bool { return s.Status().Applies == 2 })
 	if st := s.Status(); st.Failures != 1 || st.Writes != 3 {
 		t.Errorf("status %+v", st)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/testutil/haproxytest"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // These tests run a real HAProxy (Debian package haproxy). Without it they
@@ -183,7 +184,7 @@ func TestHAProxyIntegration(t *testing.T) {
 	s.Start(ctx)
 	s.Update(parsePool("w=db1 r=db2,db3"), false)
 	steady := want([3]State{R, M, M}, [3]State{M, R, R})
-	waitFor(t, "update applied", func() bool { return h.states() == steady })
+	testkit.WaitFor(t, 5*time.Second, "update applied", func() bool { return h.states() == steady })
 
 	h.Restart()
 	if got := h.states(); got != want([3]State{R, R, R}, [3]State{R, R, R}) {
@@ -199,7 +200,7 @@ func TestHAProxyIntegration(t *testing.T) {
 	}
 	t.Logf("state restored %s after restart (interval %s)", time.Since(restarted).Round(time.Millisecond), cfg.Interval)
 	// A tick may have hit the restart and failed; the last must succeed.
-	waitFor(t, "a successful reconcile after the restart", func() bool { return s.Status().LastSuccess.After(restarted) })
+	testkit.WaitFor(t, 5*time.Second, "a successful reconcile after the restart", func() bool { return s.Status().LastSuccess.After(restarted) })
 }
 
 // TestHAProxyErrors checks what the real HAProxy answers to bad commands

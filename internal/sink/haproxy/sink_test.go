@@ -1,7 +1,6 @@
 package haproxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // memAPI is an in-memory HAProxy: Exec applies set commands to its servers.
@@ -103,40 +104,17 @@ func (m *memAPI) counts() (reads, execs int) {
 	return m.reads, len(m.execs)
 }
 
-type fakeTicker struct{ c chan time.Time }
-
-func (f *fakeTicker) C() <-chan time.Time { return f.c }
-func (f *fakeTicker) Stop()               {}
-
-// syncBuffer is a log destination shared by the sink's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type testSink struct {
 	*Sink
 	api    *memAPI
-	ticker *fakeTicker
-	logs   *syncBuffer
+	ticker *testkit.FakeTicker
+	logs   *testkit.SyncBuffer
 }
 
 func newTestSink(t *testing.T, cfg Config, servers []Server) *testSink {
 	t.Helper()
-	logs := &syncBuffer{}
-	ticker := &fakeTicker{c: make(chan time.Time)}
+	logs := &testkit.SyncBuffer{}
+	ticker := testkit.NewFakeTicker()
 	s, err := New(cfg, Options{
 		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:       func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) },
@@ -149,17 +127,6 @@ func newTestSink(t *testing.T, cfg Config, servers []Server) *testSink {
 	s.api = api
 	t.Cleanup(func() { s.Close() })
 	return &testSink{Sink: s, api: api, ticker: ticker, logs: logs}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func allReady() []Server {
@@ -332,14 +299,14 @@ func TestSinkLoop(t *testing.T) {
 	s.Start(context.Background())
 
 	// A tick before any Update does nothing.
-	s.ticker.c <- time.Time{}
+	s.ticker.Ch <- time.Time{}
 	if reads, _ := s.api.counts(); reads != 0 {
 		t.Fatalf("tick without a pool read haproxy %d times", reads)
 	}
 
 	s.Update(cluster("db1", []string{"db2", "db3"}, nil), false)
 	// >= 1: the tick above may still be in the loop and see the pool too.
-	waitFor(t, "first reconcile", func() bool { return s.Status().Reconciles >= 1 })
+	testkit.WaitFor(t, 5*time.Second, "first reconcile", func() bool { return s.Status().Reconciles >= 1 })
 	if got := s.api.states(); got != steadyStates {
 		t.Errorf("states %s", got)
 	}
@@ -349,8 +316,8 @@ func TestSinkLoop(t *testing.T) {
 	s.api.servers = allReady()
 	s.api.mu.Unlock()
 	n := s.Status().Reconciles
-	s.ticker.c <- time.Time{}
-	waitFor(t, "periodic reconcile", func() bool { return s.Status().Reconciles > n })
+	s.ticker.Ch <- time.Time{}
+	testkit.WaitFor(t, 5*time.Second, "periodic reconcile", func() bool { return s.Status().Reconciles > n })
 	if got := s.api.states(); got != steadyStates {
 		t.Errorf("after tick: states %s", got)
 	}
@@ -380,7 +347,7 @@ func TestSinkUpdateCoalesces(t *testing.T) {
 	block <- struct{}{}
 	<-entered // the coalesced reconcile
 	block <- struct{}{}
-	waitFor(t, "two reconciles", func() bool { return s.Status().Reconciles == 2 })
+	testkit.WaitFor(t, 5*time.Second, "two reconciles", func() bool { return s.Status().Reconciles == 2 })
 	select {
 	case <-entered:
 		t.Fatal("a third reconcile ran")
@@ -398,7 +365,7 @@ func TestSinkUpdateCopiesPool(t *testing.T) {
 	s.Update(p, false)
 	p.Clusters[0].Writers[0].Name = "db3" // the caller reuses its pool
 	s.Start(context.Background())
-	waitFor(t, "reconcile", func() bool { return s.Status().Reconciles == 1 })
+	testkit.WaitFor(t, 5*time.Second, "reconcile", func() bool { return s.Status().Reconciles == 1 })
 	if got := s.api.states(); got != steadyStates {
 		t.Errorf("states %s", got)
 	}
@@ -409,12 +376,12 @@ func TestSinkRecoversPanic(t *testing.T) {
 	s.api.panics = 1
 	s.Start(context.Background())
 	s.Update(cluster("db1", []string{"db2", "db3"}, nil), false)
-	waitFor(t, "failed reconcile", func() bool { return s.Status().Failures == 1 })
+	testkit.WaitFor(t, 5*time.Second, "failed reconcile", func() bool { return s.Status().Failures == 1 })
 	if st := s.Status(); st.LastError != "reconcile panicked: boom" {
 		t.Errorf("last error %q", st.LastError)
 	}
-	s.ticker.c <- time.Time{}
-	waitFor(t, "next reconcile", func() bool { return s.Status().Reconciles == 2 })
+	s.ticker.Ch <- time.Time{}
+	testkit.WaitFor(t, 5*time.Second, "next reconcile", func() bool { return s.Status().Reconciles == 2 })
 	if got := s.api.states(); got != steadyStates {
 		t.Errorf("states %s", got)
 	}

@@ -11,9 +11,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // Bin returns the haproxy binary: $SHOAL_HAPROXY_BIN if set, else haproxy in
@@ -51,7 +52,7 @@ type Proc struct {
 	Sock, Addr string
 
 	cmd *exec.Cmd
-	out *syncBuffer
+	out *testkit.SyncBuffer
 }
 
 // Start writes the configuration and starts HAProxy; t.Cleanup kills it.
@@ -77,7 +78,7 @@ func Start(t testing.TB, config func(p *Proc) string) *Proc {
 
 func (p *Proc) start() {
 	p.t.Helper()
-	p.out = &syncBuffer{}
+	p.out = &testkit.SyncBuffer{}
 	p.cmd = exec.Command(p.bin, "-f", p.cfg, "-db")
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
@@ -162,21 +163,4 @@ func (p *Proc) States() string {
 		out = append(out, fmt.Sprintf("%s/%s=%s", f[1], f[3], state))
 	}
 	return strings.Join(out, " ")
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
