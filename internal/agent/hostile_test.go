@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/serf/serf"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -23,30 +21,6 @@ import (
 	"github.com/shoaldb/shoal/internal/testutil/testkit"
 	"github.com/shoaldb/shoal/pkg/client"
 )
-
-// startSerf starts a plain serf instance (the library, as a stock serf
-// agent or any key holder would run it) on 127.0.0.1 and joins it to join.
-// It is shut down at the end of the test unless the test kills it first.
-func startSerf(t *testing.T, name string, tg map[string]string, join string) *serf.Serf {
-	t.Helper()
-	mc := memberlist.DefaultLocalConfig()
-	mc.BindAddr, mc.BindPort, mc.AdvertisePort = "127.0.0.1", 0, 0
-	mc.LogOutput = io.Discard
-	sc := serf.DefaultConfig()
-	sc.NodeName = name
-	sc.Tags = tg
-	sc.MemberlistConfig = mc
-	sc.LogOutput = io.Discard
-	s, err := serf.Create(sc)
-	if err != nil {
-		t.Fatalf("serf.Create %.40q: %v", name, err)
-	}
-	t.Cleanup(func() { _ = s.Shutdown() })
-	if _, err := s.Join([]string{join}, false); err != nil {
-		t.Fatalf("serf %.40q join %s: %v", name, join, err)
-	}
-	return s
-}
 
 // writerHealth is the health tag of a passing writable server.
 var writerHealth = tags.Encode(tags.Health{State: tags.Passing, Port: 3306})
@@ -77,11 +51,11 @@ func TestHostileMembers(t *testing.T) {
 	cl := client.New(srv.URL, client.WithToken(app.a.APIToken()))
 
 	longName := strings.Repeat("x", 1000) + "\x1b]0;pwned\x07"
-	startSerf(t, "db-ok", map[string]string{"role": "db", "cluster": "main", "sh": writerHealth}, c.Bind)
-	badUTF8 := startSerf(t, "db\xff", map[string]string{"role": "db", "cluster": "c\xff", "sh": writerHealth}, c.Bind)
-	startSerf(t, "evil", map[string]string{"role": "db", "cluster": "main\n\x1b[31mX", "sh": writerHealth, "note": "\x1b[2J"}, c.Bind)
-	startSerf(t, "evil2", map[string]string{"role": "db", "cluster": strings.Repeat("c", 300), "sh": writerHealth}, c.Bind)
-	startSerf(t, longName, map[string]string{"role": "db", "cluster": "main", "sh": writerHealth}, c.Bind)
+	testkit.StartSerf(t, "db-ok", map[string]string{"role": "db", "cluster": "main", "sh": writerHealth}, c.Bind)
+	badUTF8 := testkit.StartSerf(t, "db\xff", map[string]string{"role": "db", "cluster": "c\xff", "sh": writerHealth}, c.Bind)
+	testkit.StartSerf(t, "evil", map[string]string{"role": "db", "cluster": "main\n\x1b[31mX", "sh": writerHealth, "note": "\x1b[2J"}, c.Bind)
+	testkit.StartSerf(t, "evil2", map[string]string{"role": "db", "cluster": strings.Repeat("c", 300), "sh": writerHealth}, c.Bind)
+	testkit.StartSerf(t, longName, map[string]string{"role": "db", "cluster": "main", "sh": writerHealth}, c.Bind)
 
 	longShown := gossiped.Escape(longName)
 	want := map[string]string{ // cluster/node -> place

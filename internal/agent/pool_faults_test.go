@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -22,26 +21,6 @@ import (
 	"github.com/shoaldb/shoal/pkg/client"
 )
 
-// hxConfig is an HAProxy with a writer and a reader backend over the three
-// servers. No health checks: only shoal changes server states. Writer
-// servers start disabled, as the README recommends.
-const hxConfig = `global
-    stats socket %s mode 600 level admin
-defaults
-    mode tcp
-    timeout connect 1s
-    timeout client 10s
-    timeout server 10s
-backend db_rw
-    server db1 %s disabled
-    server db2 %s disabled
-    server db3 %s disabled
-backend db_ro
-    server db1 %s
-    server db2 %s
-    server db3 %s
-`
-
 // TestPoolFaultsAndSinks drives real servers through the faults the pool
 // must handle — a hung server (SIGSTOP), replication lag beyond max_lag, the
 // reader floor, maintenance — and checks that every agent agrees and that a
@@ -51,8 +30,7 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 	primary.MustExec("CREATE DATABASE shoaltest")
 	primary.MustExec("CREATE TABLE shoaltest.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
 	hx := haproxytest.Start(t, func(p *haproxytest.Proc) string {
-		a, b, c := primary.Addr(), r1.Addr(), r2.Addr()
-		return fmt.Sprintf(hxConfig, p.Sock, a, b, c, a, b, c)
+		return haproxytest.WriterReaderConfig(p.Sock, primary.Addr(), r1.Addr(), r2.Addr())
 	})
 
 	const maxLag = 2 * time.Second

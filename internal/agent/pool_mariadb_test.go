@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -13,16 +12,6 @@ import (
 )
 
 const probePW = "probe-pw"
-
-func createProbeUser(t *testing.T, s *mariadbtest.Server) {
-	t.Helper()
-	for _, host := range []string{"127.0.0.1", "localhost"} {
-		s.MustExec("SET SESSION sql_log_bin=0")
-		s.MustExec(fmt.Sprintf("CREATE USER 'shoal'@'%s' IDENTIFIED BY '%s'", host, probePW))
-		s.MustExec(fmt.Sprintf("GRANT SLAVE MONITOR ON *.* TO 'shoal'@'%s'", host))
-		s.MustExec("SET SESSION sql_log_bin=1")
-	}
-}
 
 // poolOf returns "writers|readers|out" (out with reasons) as this agent sees it.
 func poolOf(a *Agent) string {
@@ -134,20 +123,13 @@ func TestPoolWithRealServers(t *testing.T) {
 // probe user.
 func replicatedServers(t *testing.T) (primary, r1, r2 *mariadbtest.Server) {
 	t.Helper()
-	mariadbtest.Require(t)
 	t.Setenv("SHOAL_MYSQL_PASSWORD", probePW)
-	primary = mariadbtest.Start(t, mariadbtest.Options{})
-	r1 = mariadbtest.Start(t, mariadbtest.Options{ReadOnly: true})
-	r2 = mariadbtest.Start(t, mariadbtest.Options{ReadOnly: true})
-	createProbeUser(t, primary)
-	createProbeUser(t, r1)
-	createProbeUser(t, r2)
-	r1.ReplicateFrom(primary)
-	r2.ReplicateFrom(primary)
-	r1.WaitReplicating(20 * time.Second)
-	r2.WaitReplicating(20 * time.Second)
-	return primary, r1, r2
+	primary, rs := mariadbtest.StartReplicated(t, 2, probeUser)
+	return primary, rs[0], rs[1]
 }
+
+// probeUser is the account the db agents' probes use.
+var probeUser = mariadbtest.User{Name: "shoal", Password: probePW, Grants: "SLAVE MONITOR"}
 
 // dbConfig is a fast-profile db agent probing s as the probe user.
 func dbConfig(t *testing.T, name string, s *mariadbtest.Server, join ...string) *config.Config {

@@ -44,7 +44,7 @@ func TestHealthOutranksUserTags(t *testing.T) {
 	mariadbtest.Require(t)
 	t.Setenv("SHOAL_MYSQL_PASSWORD", probePW)
 	srv := mariadbtest.Start(t, mariadbtest.Options{})
-	createProbeUser(t, srv)
+	srv.CreateUser(probeUser)
 	db1 := startNode(t, dbConfig(t, "db1", srv))
 	app := startNode(t, testConfig(t, "app1", "fast", "", db1.cfg.Bind))
 	testkit.WaitFor(t, 20*time.Second, "db1 is the writer on the app agent", func() bool {

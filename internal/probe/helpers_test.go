@@ -108,30 +108,11 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// createProbeUser creates the probe's account on srv, for 127.0.0.1 and
-// localhost, without binlogging it. grants may be empty.
+// createProbeUser creates the probe's account on srv (at most 2
+// connections, as a probe needs 1). grants may be empty.
 func createProbeUser(t testing.TB, srv *mariadbtest.Server, user string, grants string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := srv.DB().Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	stmts := []string{"SET SESSION sql_log_bin=0"}
-	for _, host := range []string{"127.0.0.1", "localhost"} {
-		stmts = append(stmts, fmt.Sprintf("CREATE USER '%s'@'%s' IDENTIFIED BY '%s' WITH MAX_USER_CONNECTIONS 2", user, host, probePassword))
-		if grants != "" {
-			stmts = append(stmts, fmt.Sprintf("GRANT %s ON *.* TO '%s'@'%s'", grants, user, host))
-		}
-	}
-	stmts = append(stmts, "SET SESSION sql_log_bin=1")
-	for _, q := range stmts {
-		if _, err := conn.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	srv.CreateUser(mariadbtest.User{Name: user, Password: probePassword, Grants: grants, MaxConns: 2})
 }
 
 // startProbe starts a probe on srv over TCP with default timing, as the

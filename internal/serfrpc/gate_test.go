@@ -21,6 +21,8 @@ import (
 	"github.com/hashicorp/serf/client"
 	sagent "github.com/hashicorp/serf/cmd/serf/command/agent"
 	"github.com/hashicorp/serf/serf"
+
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 const testToken = "test-token-0123456789"
@@ -32,27 +34,10 @@ type testAgent struct {
 	sa   *sagent.Agent
 	ipc  *sagent.AgentIPC
 	gate *Gate
-	logs *lockedBuf
+	logs *testkit.SyncBuffer
 }
 
 func (ta *testAgent) addr() string { return ta.gate.Addr().String() }
-
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // startAgent runs a real serf agent (gossip on 127.0.0.1) with its RPC
 // served behind a gate on 127.0.0.1.
@@ -84,7 +69,7 @@ func startAgent(t *testing.T, name string, cfg Config) *testAgent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuf{}
+	logs := &testkit.SyncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if cfg.Token == "" {
 		cfg.Token = testToken

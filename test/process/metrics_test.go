@@ -108,7 +108,7 @@ func TestMetricsPromtoolAndPrometheus(t *testing.T) {
 	defer cancel()
 	prom := exec.CommandContext(ctx, promBin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+promAddr)
-	var promLog lockedBuf
+	var promLog testkit.SyncBuffer
 	prom.Stdout, prom.Stderr = &promLog, &promLog
 	if err := prom.Start(); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package process
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -24,10 +23,7 @@ type poolJSON struct {
 func TestPoolMaintHistoryCLI(t *testing.T) {
 	mariadbtest.Require(t)
 	srv := mariadbtest.Start(t, mariadbtest.Options{})
-	for _, host := range []string{"127.0.0.1", "localhost"} {
-		srv.MustExec(fmt.Sprintf("CREATE USER 'shoal'@'%s' IDENTIFIED BY 'pw-proc'", host))
-		srv.MustExec(fmt.Sprintf("GRANT SLAVE MONITOR ON *.* TO 'shoal'@'%s'", host))
-	}
+	srv.CreateUser(mariadbtest.User{Name: "shoal", Password: "pw-proc", Grants: "SLAVE MONITOR"})
 	t.Setenv("SHOAL_MYSQL_PASSWORD", "pw-proc")
 	out, _, _ := shoal(t, "keygen")
 	lines := strings.Split(strings.TrimSpace(out), "\n")

@@ -53,26 +53,9 @@ func shoalBin(t *testing.T) string {
 	return binPath
 }
 
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 type proc struct {
 	cmd  *exec.Cmd
-	log  *lockedBuf
+	log  *testkit.SyncBuffer
 	http string
 	bind string
 	rpc  string // the Serf RPC address
@@ -91,7 +74,7 @@ func startAgent(t *testing.T, name, key string, extra ...string) *proc {
 // startAgentAt starts an agent gossiping on bind.
 func startAgentAt(t *testing.T, name, key, bind string, extra ...string) *proc {
 	t.Helper()
-	p := &proc{log: &lockedBuf{}, http: ports.Free(t), bind: bind, rpc: ports.Free(t), done: make(chan struct{}),
+	p := &proc{log: &testkit.SyncBuffer{}, http: ports.Free(t), bind: bind, rpc: ports.Free(t), done: make(chan struct{}),
 		tokenFile: filepath.Join(t.TempDir(), "api-token")}
 	args := append([]string{"agent", "--node", name, "--bind", p.bind, "--http-addr", p.http,
 		"--rpc-addr", p.rpc, "--encrypt", key, "--profile", "fast", "--api-token-file", p.tokenFile}, extra...)

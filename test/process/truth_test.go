@@ -142,7 +142,7 @@ func TestReloadLogsRestartSettings(t *testing.T) {
 // skips, when another process holds it).
 func TestDevBindsLoopback(t *testing.T) {
 	dir := t.TempDir()
-	log := &lockedBuf{}
+	log := &testkit.SyncBuffer{}
 	cmd := exec.Command(shoalBin(t), "agent", "--dev", "--http-addr", ports.Free(t), "--rpc-addr", ports.Free(t),
 		"--api-token-file", filepath.Join(dir, "api-token"))
 	cmd.Stdout, cmd.Stderr = log, log

@@ -7,7 +7,6 @@ package ui
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -20,8 +19,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/hashicorp/memberlist"
-	"github.com/hashicorp/serf/serf"
 
 	"github.com/shoaldb/shoal/internal/agent"
 	"github.com/shoaldb/shoal/internal/api"
@@ -59,8 +56,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 
 	primary, r1, r2 := replicatedServers(t)
 	hx := haproxytest.Start(t, func(p *haproxytest.Proc) string {
-		a, b, c := primary.Addr(), r1.Addr(), r2.Addr()
-		return fmt.Sprintf(hxConfig, p.Sock, a, b, c, a, b, c)
+		return haproxytest.WriterReaderConfig(p.Sock, primary.Addr(), r1.Addr(), r2.Addr())
 	})
 	db1 := startAgent(t, dbConfig(t, "db1", primary))
 	db2 := startAgent(t, dbConfig(t, "db2", r1, db1.cfg.Bind))
@@ -184,7 +180,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 
 	// A forged member named with markup, with markup in a tag.
 	hostileHealth := tags.Encode(tags.Health{State: tags.Critical, Reason: "probe-failed"})
-	startSerf(t, hostileName, map[string]string{"role": "db", "sh": hostileHealth, "note": hostileTag}, app.cfg.Bind)
+	testkit.StartSerf(t, hostileName, map[string]string{"role": "db", "sh": hostileHealth, "note": hostileTag}, app.cfg.Bind)
 	pageWait(t, ctx, 20*time.Second, "the hostile member shown as literal text, in the pool and the members", func(p pageState) bool {
 		return slices.Contains(p.Rows, "out:"+hostileName+":critical") && slices.Contains(p.MemberNames, hostileName) &&
 			strings.Contains(p.Members, "note="+hostileTag)
@@ -437,25 +433,6 @@ func repoRoot(t *testing.T) string {
 
 // ---- the cluster -----------------------------------------------------------
 
-// hxConfig is an HAProxy with a writer and a reader backend over the three
-// servers; only shoal changes server states.
-const hxConfig = `global
-    stats socket %s mode 600 level admin
-defaults
-    mode tcp
-    timeout connect 1s
-    timeout client 10s
-    timeout server 10s
-backend db_rw
-    server db1 %s disabled
-    server db2 %s disabled
-    server db3 %s disabled
-backend db_ro
-    server db1 %s
-    server db2 %s
-    server db3 %s
-`
-
 const probePW = "probe-pw"
 
 type node struct {
@@ -522,22 +499,8 @@ func startAgent(t *testing.T, c *config.Config) *node {
 func replicatedServers(t *testing.T) (primary, r1, r2 *mariadbtest.Server) {
 	t.Helper()
 	t.Setenv("SHOAL_MYSQL_PASSWORD", probePW)
-	primary = mariadbtest.Start(t, mariadbtest.Options{})
-	r1 = mariadbtest.Start(t, mariadbtest.Options{ReadOnly: true})
-	r2 = mariadbtest.Start(t, mariadbtest.Options{ReadOnly: true})
-	for _, s := range []*mariadbtest.Server{primary, r1, r2} {
-		for _, host := range []string{"127.0.0.1", "localhost"} {
-			s.MustExec("SET SESSION sql_log_bin=0")
-			s.MustExec(fmt.Sprintf("CREATE USER 'shoal'@'%s' IDENTIFIED BY '%s'", host, probePW))
-			s.MustExec(fmt.Sprintf("GRANT SLAVE MONITOR ON *.* TO 'shoal'@'%s'", host))
-			s.MustExec("SET SESSION sql_log_bin=1")
-		}
-	}
-	r1.ReplicateFrom(primary)
-	r2.ReplicateFrom(primary)
-	r1.WaitReplicating(30 * time.Second)
-	r2.WaitReplicating(30 * time.Second)
-	return primary, r1, r2
+	primary, rs := mariadbtest.StartReplicated(t, 2, mariadbtest.User{Name: "shoal", Password: probePW, Grants: "SLAVE MONITOR"})
+	return primary, rs[0], rs[1]
 }
 
 // poolOf is "writers|readers|out" as a sees it.
@@ -560,26 +523,4 @@ func poolOf(a *agent.Agent) string {
 	slices.Sort(r)
 	slices.Sort(o)
 	return strings.Join(w, ",") + "|" + strings.Join(r, ",") + "|" + strings.Join(o, ",")
-}
-
-// startSerf starts a plain serf member (any holder of the gossip key can
-// run one) with the given name and tags, joined to join.
-func startSerf(t *testing.T, name string, tg map[string]string, join string) {
-	t.Helper()
-	mc := memberlist.DefaultLocalConfig()
-	mc.BindAddr, mc.BindPort, mc.AdvertisePort = "127.0.0.1", 0, 0
-	mc.LogOutput = io.Discard
-	sc := serf.DefaultConfig()
-	sc.NodeName = name
-	sc.Tags = tg
-	sc.MemberlistConfig = mc
-	sc.LogOutput = io.Discard
-	s, err := serf.Create(sc)
-	if err != nil {
-		t.Fatalf("serf.Create %q: %v", name, err)
-	}
-	t.Cleanup(func() { _ = s.Shutdown() })
-	if _, err := s.Join([]string{join}, false); err != nil {
-		t.Fatalf("serf %q join %s: %v", name, join, err)
-	}
 }

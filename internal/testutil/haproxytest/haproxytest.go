@@ -164,3 +164,23 @@ func (p *Proc) States() string {
 	}
 	return strings.Join(out, " ")
 }
+
+// WriterReaderConfig is an HAProxy configuration with a writer backend
+// (db_rw) and a reader backend (db_ro) over the servers at addrs, named db1,
+// db2, ... in order, and the runtime API on sock. No health checks: only
+// shoal changes server states. Writer servers start disabled, as the README
+// recommends, so nothing is written anywhere until shoal says where.
+func WriterReaderConfig(sock string, addrs ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "global\n    stats socket %s mode 600 level admin\n", sock)
+	b.WriteString("defaults\n    mode tcp\n    timeout connect 1s\n    timeout client 10s\n    timeout server 10s\n")
+	b.WriteString("backend db_rw\n")
+	for i, a := range addrs {
+		fmt.Fprintf(&b, "    server db%d %s disabled\n", i+1, a)
+	}
+	b.WriteString("backend db_ro\n")
+	for i, a := range addrs {
+		fmt.Fprintf(&b, "    server db%d %s\n", i+1, a)
+	}
+	return b.String()
+}
