@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +14,7 @@ import (
 	"github.com/shoaldb/shoal/internal/agent"
 	"github.com/shoaldb/shoal/internal/api"
 	"github.com/shoaldb/shoal/internal/config"
-	"github.com/shoaldb/shoal/internal/logging"
+	"github.com/shoaldb/shoal/internal/testutil/agenttest"
 	"github.com/shoaldb/shoal/internal/testutil/ports"
 	"github.com/shoaldb/shoal/pkg/client"
 )
@@ -30,30 +27,14 @@ func startAgent(t *testing.T, name string, key string, tags map[string]string, h
 // startAgentWith is startAgent with edit applied to the configuration.
 func startAgentWith(t *testing.T, name string, key string, tags map[string]string, edit func(*config.Config), handlers ...string) (*agent.Agent, *client.Client, string) {
 	t.Helper()
-	c := config.Default()
-	c.Node, c.Bind, c.RPCAddr, c.HTTPAddr, c.Profile = name, ports.Free(t), "", "", "fast"
-	c.Encrypt = key
-	c.APITokenFile = filepath.Join(t.TempDir(), "api-token")
-	c.InsecureNoEncryption = key == ""
+	c := agenttest.Config(t, name, key)
 	c.Tags = tags
 	c.EventHandlers = handlers
 	if edit != nil {
 		edit(c)
 	}
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.New(c, logging.New(io.Discard, "text", slog.LevelInfo))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Shutdown)
-	srv := httptest.NewServer(api.New(a, slog.New(slog.DiscardHandler), "", nil))
-	t.Cleanup(srv.Close)
-	return a, client.New(srv.URL, client.WithToken(a.APIToken())), c.Bind
+	a := agenttest.Start(t, c)
+	return a, client.New(agenttest.Serve(t, a), client.WithToken(a.APIToken())), c.Bind
 }
 
 // TestHealthNeedsAJoin: an agent whose start-up join reaches nobody (here a

@@ -10,7 +10,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"io"
 	"log/slog"
 	"math/big"
 	"net"
@@ -24,8 +23,7 @@ import (
 	"github.com/shoaldb/shoal/internal/agent"
 	"github.com/shoaldb/shoal/internal/api"
 	"github.com/shoaldb/shoal/internal/config"
-	"github.com/shoaldb/shoal/internal/logging"
-	"github.com/shoaldb/shoal/internal/testutil/ports"
+	"github.com/shoaldb/shoal/internal/testutil/agenttest"
 	"github.com/shoaldb/shoal/pkg/client"
 )
 
@@ -37,21 +35,8 @@ func startTestAgent(t *testing.T) (*agent.Agent, *config.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := config.Default()
-	c.Node, c.Bind, c.RPCAddr, c.HTTPAddr, c.Profile, c.Encrypt = "cli1", ports.Free(t), "", "", "fast", key
-	c.APITokenFile = filepath.Join(t.TempDir(), "api-token")
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.New(c, logging.New(io.Discard, "text", slog.LevelInfo))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Shutdown)
-	return a, c
+	c := agenttest.Config(t, "cli1", key)
+	return agenttest.Start(t, c), c
 }
 
 // serveOn serves a's API on ln (as runAgent does) and returns its address.

@@ -1,22 +1,15 @@
 package ui_test
 
 import (
-	"context"
 	"io"
 	"io/fs"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/shoaldb/shoal/internal/agent"
 	"github.com/shoaldb/shoal/internal/api"
-	"github.com/shoaldb/shoal/internal/config"
-	"github.com/shoaldb/shoal/internal/logging"
-	"github.com/shoaldb/shoal/internal/testutil/ports"
+	"github.com/shoaldb/shoal/internal/testutil/agenttest"
 	"github.com/shoaldb/shoal/internal/ui"
 )
 
@@ -24,24 +17,8 @@ import (
 // `shoal agent` does; it returns the base URL and the agent's token.
 func serve(t *testing.T) (string, string) {
 	t.Helper()
-	c := config.Default()
-	c.Node, c.Bind, c.RPCAddr, c.HTTPAddr, c.Profile = "ui1", ports.Free(t), "", "", "fast"
-	c.InsecureNoEncryption = true
-	c.APITokenFile = filepath.Join(t.TempDir(), "api-token")
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.New(c, logging.New(io.Discard, "text", slog.LevelInfo))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Shutdown)
-	srv := httptest.NewServer(api.New(a, slog.New(slog.DiscardHandler), "", nil))
-	t.Cleanup(srv.Close)
-	return srv.URL, a.APIToken()
+	a := agenttest.Start(t, agenttest.Config(t, "ui1", ""))
+	return agenttest.Serve(t, a), a.APIToken()
 }
 
 func request(t *testing.T, method, url string, header ...string) (*http.Response, string) {
