@@ -17,6 +17,26 @@ func poolNodes(ns []pool.Node) []client.PoolNode {
 	return out
 }
 
+// clusterPools returns p's clusters (only the named one unless cluster is
+// "") as the API shows them: the pool schema (package poolschema), with
+// until on damped nodes.
+func clusterPools(p *pool.Pool, cluster string) []client.ClusterPool {
+	out := []client.ClusterPool{}
+	if p == nil {
+		return out
+	}
+	for _, c := range p.Clusters {
+		if cluster != "" && c.Name != cluster {
+			continue
+		}
+		out = append(out, client.ClusterPool{
+			Name: c.Name, Writers: poolNodes(c.Writers), Readers: poolNodes(c.Readers), Out: poolNodes(c.Out),
+			Conflict: c.Schema().Conflict,
+		})
+	}
+	return out
+}
+
 // PoolView returns the current pool for the API; cluster "" means all.
 func (a *Agent) PoolView(cluster string) (client.PoolResponse, error) {
 	u := a.router.Current()
@@ -24,15 +44,7 @@ func (a *Agent) PoolView(cluster string) (client.PoolResponse, error) {
 	if u.Isolated {
 		r.Isolation = fmt.Sprintf("this agent sees %d of %d members it had failed: it assumes it is the one cut off and freezes removals in its local sinks", u.Isolation.Failed, u.Isolation.Baseline)
 	}
-	for _, c := range u.Pool.Clusters {
-		if cluster != "" && c.Name != cluster {
-			continue
-		}
-		r.Clusters = append(r.Clusters, client.ClusterPool{
-			Name: c.Name, Writers: poolNodes(c.Writers), Readers: poolNodes(c.Readers), Out: poolNodes(c.Out),
-			Conflict: c.Conflict,
-		})
-	}
+	r.Clusters = clusterPools(u.Pool, cluster)
 	if cluster != "" && len(r.Clusters) == 0 {
 		return r, fmt.Errorf("no cluster %q in the pool", cluster)
 	}

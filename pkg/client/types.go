@@ -244,13 +244,14 @@ type PoolNode struct {
 	Until time.Time `json:"until,omitzero"`
 }
 
-// ClusterPool is the pool of one cluster.
+// ClusterPool is the pool of one cluster: in JSON, the pool schema's
+// cluster (package poolschema, version 1), with until on damped nodes.
 type ClusterPool struct {
 	Name     string     `json:"name"`
 	Writers  []PoolNode `json:"writers"`
 	Readers  []PoolNode `json:"readers"`
 	Out      []PoolNode `json:"out"`
-	Conflict []string   `json:"conflict,omitempty"`
+	Conflict []string   `json:"conflict"` // [] when there is no conflict
 }
 
 // PoolResponse is GET /v1/pool: one entry in Clusters per cluster shown,

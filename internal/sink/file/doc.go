@@ -36,6 +36,8 @@
 //
 // # JSON schema, version 1
 //
+// Each cluster is the pool schema (package poolschema) plus held:
+//
 //	{
 //	  "version": 1,                  // SchemaVersion; changes only when readers must change
 //	  "updated_at": "RFC 3339 time", // when the content last changed, nanoseconds, UTC
@@ -47,13 +49,13 @@
 //	      "writers": [{"name": "db1", "addr": "10.0.0.1:3306"}],
 //	      "readers": [{"name": "db2", "addr": "10.0.0.2:3306"}],
 //	      "out": [{"name": "db3", "addr": "10.0.0.3:3306", "reason": "lag", "detail": "..."}],
-//	      "conflict": ["db1", "db4"], // writer candidates in conflict; omitted when none
+//	      "conflict": ["db1", "db4"], // writer candidates in conflict; [] when none
 //	      "held": ["db5"]             // nodes kept in lists while frozen; omitted when none
 //	    }
 //	  ]
 //	}
 //
-// writers, readers and out are always arrays, maybe empty, each sorted by
+// writers, readers, out and conflict are always arrays, maybe empty, each sorted by
 // name; a writer that serves reads is in both writers and readers. Every
 // node has a name and an addr ("host:port"); reason and detail are omitted
 // when empty, which is the case for nodes in the pool. Readers should ignore

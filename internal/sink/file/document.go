@@ -8,12 +8,16 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/pkg/poolschema"
 )
 
-// SchemaVersion is the version of the JSON document this package writes.
-const SchemaVersion = 1
+// SchemaVersion is the version of the JSON document this package writes:
+// the pool schema's.
+const SchemaVersion = poolschema.Version
 
-// Document is the JSON file. See the package documentation for the schema.
+// Document is the JSON file: the pool schema (package poolschema) with the
+// document's own fields around it and, per cluster, the held nodes. See the
+// package documentation.
 type Document struct {
 	Version   int       `json:"version"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -22,25 +26,12 @@ type Document struct {
 	Clusters  []Cluster `json:"clusters"`
 }
 
-// Cluster is one cluster of the pool. Writers, Readers and Out are never
-// null.
+// Cluster is one cluster of the pool in the schema, and Held.
 type Cluster struct {
-	Name     string   `json:"name"`
-	Writers  []Node   `json:"writers"`
-	Readers  []Node   `json:"readers"`
-	Out      []Node   `json:"out"`
-	Conflict []string `json:"conflict,omitempty"`
+	poolschema.Cluster
 	// Held names the nodes kept in a writers or readers list they have left,
 	// because the agent is frozen.
 	Held []string `json:"held,omitempty"`
-}
-
-// Node is a member's place in the pool.
-type Node struct {
-	Name   string `json:"name"`
-	Addr   string `json:"addr"`
-	Reason string `json:"reason,omitempty"`
-	Detail string `json:"detail,omitempty"`
 }
 
 // Role list file suffixes.
@@ -57,24 +48,9 @@ func newDocument(p *pool.Pool, node string, frozen bool, held map[string][]strin
 		return d
 	}
 	for _, c := range p.Clusters {
-		d.Clusters = append(d.Clusters, Cluster{
-			Name:     c.Name,
-			Writers:  docNodes(c.Writers),
-			Readers:  docNodes(c.Readers),
-			Out:      docNodes(c.Out),
-			Conflict: slices.Clone(c.Conflict),
-			Held:     held[c.Name],
-		})
+		d.Clusters = append(d.Clusters, Cluster{Cluster: c.Schema(), Held: held[c.Name]})
 	}
 	return d
-}
-
-func docNodes(ns []pool.Node) []Node {
-	out := make([]Node, len(ns))
-	for i, n := range ns {
-		out[i] = Node{Name: n.Name, Addr: n.Addr, Reason: string(n.Reason), Detail: n.Detail}
-	}
-	return out
 }
 
 // encode returns d as indented JSON ending in a newline.

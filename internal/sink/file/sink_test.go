@@ -18,7 +18,9 @@ import (
 
 	"github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/testutil/pooltest"
 	"github.com/shoaldb/shoal/internal/testutil/testkit"
+	"github.com/shoaldb/shoal/pkg/poolschema"
 )
 
 func addr(name string) string { return name + ".db:3306" }
@@ -155,10 +157,10 @@ func TestJSONDocument(t *testing.T) {
 	}
 	clusters := m["clusters"].([]any)
 	empty := clusters[0].(map[string]any)
-	if got := keys(empty); !slices.Equal(got, []string{"name", "out", "readers", "writers"}) {
+	if got := keys(empty); !slices.Equal(got, []string{"conflict", "name", "out", "readers", "writers"}) {
 		t.Errorf("empty cluster keys %q", got)
 	}
-	for _, k := range []string{"writers", "readers", "out"} {
+	for _, k := range []string{"writers", "readers", "out", "conflict"} {
 		if a, ok := empty[k].([]any); !ok || len(a) != 0 {
 			t.Errorf("empty cluster %s = %#v, want []", k, empty[k])
 		}
@@ -180,13 +182,14 @@ func TestJSONDocument(t *testing.T) {
 	}
 
 	d := s.doc(t)
+	type node = poolschema.Node
 	want := Document{Version: 1, UpdatedAt: testNow, Node: "agent1", Clusters: []Cluster{
-		{Name: "empty", Writers: []Node{}, Readers: []Node{}, Out: []Node{}},
-		{Name: "main",
-			Writers:  []Node{{Name: "db1", Addr: "db1.db:3306"}},
-			Readers:  []Node{{Name: "db1", Addr: "db1.db:3306"}, {Name: "db2", Addr: "db2.db:3306"}},
-			Out:      []Node{{Name: "db3", Addr: "db3.db:3306", Reason: "lag", Detail: "12s behind"}, {Name: "db4", Addr: "db4.db:3306", Reason: "conflict"}},
-			Conflict: []string{"db1", "db4"}},
+		{Cluster: poolschema.Cluster{Name: "empty", Writers: []node{}, Readers: []node{}, Out: []node{}, Conflict: []string{}}},
+		{Cluster: poolschema.Cluster{Name: "main",
+			Writers:  []node{{Name: "db1", Addr: "db1.db:3306"}},
+			Readers:  []node{{Name: "db1", Addr: "db1.db:3306"}, {Name: "db2", Addr: "db2.db:3306"}},
+			Out:      []node{{Name: "db3", Addr: "db3.db:3306", Reason: "lag", Detail: "12s behind"}, {Name: "db4", Addr: "db4.db:3306", Reason: "conflict"}},
+			Conflict: []string{"db1", "db4"}}},
 	}}
 	if !bytes.Equal(encode(d), encode(want)) {
 		t.Errorf("document\n%s\nwant\n%s", encode(d), encode(want))
@@ -854,4 +857,19 @@ func TestReadersNeverSeePartialFiles(t *testing.T) {
 	if st := s.Status(); st.Failures != 0 || st.Writes != 3+200*3 || reads.Load() == 0 {
 		t.Errorf("status %+v, %d reads", st, reads.Load())
 	}
+}
+
+// The document's clusters are the pool schema plus held.
+func TestDocumentIsTheSchemaPlusHeld(t *testing.T) {
+	s := newTestSink(t, "")
+	mustApply(t, s, pooltest.Fixture(), false)
+	raw, err := os.ReadFile(s.cfg.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	pooltest.RequireSuperset(t, m["clusters"], "held")
 }
