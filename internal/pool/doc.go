@@ -28,9 +28,10 @@
 // conflict: the previous writer stays if it is still a candidate, otherwise
 // there is no writer; the others are out with reason conflict and the
 // cluster's Conflict lists every candidate. Galera is the exception: when all
-// candidates are synced Galera nodes (which are all writable by design) one
-// writer is chosen, the previous one if still a candidate, else the first by
-// name, and the others serve reads.
+// candidates are synced Galera nodes (which are all writable by design) the
+// first by name is the writer and the others serve reads. The previous
+// writer plays no part: it is each agent's own history, and only a choice
+// made from the gossiped members alone is the same on every agent.
 //
 // Reader: a passing node with read_only=ON whose replication IO and SQL
 // threads run and whose lag is known and at most Policy.MaxLag (Galera nodes:
