@@ -61,7 +61,7 @@
 //	no-health            out     db agent publishing no health tag yet (not probed, or an old agent)
 //	bad-health-tag       out     the health tag could not be decoded (unknown version, corrupt); Detail has the error
 //	critical             out     the local probe says critical (down, unreachable, errors); Detail is its reason code
-//	galera-not-synced    out     Galera node not Synced or not in the primary component
+//	galera-not-synced    out     Galera node not Synced or not in the primary component (or critical from that, until it rises)
 //	warning              out     the probe says warning (soft)
 //	replication-stopped  out     read-only, but replication is not configured or a thread is stopped (soft)
 //	lag                  out     replication lag above max_lag or unknown (soft)
