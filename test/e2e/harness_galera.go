@@ -234,6 +234,26 @@ func (g *GaleraNode) Kill() {
 	}
 }
 
+// Wipe empties the datadir of a stopped node, so that it rejoins by SST.
+func (g *GaleraNode) Wipe() error {
+	g.mu.Lock()
+	p := g.proc
+	g.mu.Unlock()
+	if p != nil && !p.Exited() {
+		return fmt.Errorf("%s: wipe of a running node", g.Name)
+	}
+	entries, err := os.ReadDir(g.datadir())
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(g.datadir(), e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // DB is a small pool of root connections over the unix socket.
 func (g *GaleraNode) DB() *sql.DB {
 	g.mu.Lock()

@@ -39,7 +39,9 @@ const (
 //     agent during the cut (every sample, 50 ms apart); healed, db1 is
 //     the writer again everywhere;
 //  4. kill -9 of the writer's mariadbd: the writer moves to another synced
-//     node on every agent within the pool-removal time.
+//     node on every agent within the pool-removal time;
+//  6. it restarts with an empty datadir (SST): the donor is out with
+//     galera-not-synced while it donates; then db1 is the writer again.
 func testGalera(t *testing.T) {
 	s := Scenario(t, "galera")
 	RequireGalera(s)
@@ -165,6 +167,60 @@ func testGalera(t *testing.T) {
 		per = append(per, fmt.Sprintf("%s:%s", name, r.Per[name].Round(time.Millisecond)))
 	}
 	s.Note("4. writer moved from killed %s to %s: %s; reasons %s", victim.Name, next, strings.Join(per, " "), galeraReasons(c, victim.Name))
+
+	// 6. db1 comes back with an empty datadir: a full SST from db2 or db3.
+	// The donor is Donor/Desynced while it sends; when the test's own
+	// polling saw that last long enough for a probe and gossip to see it,
+	// every agent must have shown the donor out with galera-not-synced.
+	// Once db1 is synced it is the writer again everywhere (first by name).
+	if err := db1.Wipe(); err != nil {
+		s.Fatal(err)
+	}
+	t5 := time.Now()
+	if err := db1.Start(false); err != nil {
+		s.Fatal(err)
+	}
+	donorFrom, donorTo := map[string]time.Time{}, map[string]time.Time{}
+	for time.Since(t5) < 60*time.Second {
+		for _, g := range c.Nodes[1:] {
+			if st, _, _, err := g.WsrepStatus(); err == nil && strings.HasPrefix(st, "Donor") {
+				if donorFrom[g.Name].IsZero() {
+					donorFrom[g.Name] = time.Now()
+				}
+				donorTo[g.Name] = time.Now()
+			}
+		}
+		if st, cl, _, err := db1.WsrepStatus(); err == nil && st == "Synced" && cl == "Primary" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := db1.WaitSynced(3, 5*time.Second); err != nil {
+		s.Fatalf("6. %v", err)
+	}
+	for donor, from := range donorFrom {
+		held := donorTo[donor].Sub(from)
+		seen := 0
+		for _, name := range all {
+			for _, sn := range c.Obs.Snaps(name, from, donorTo[donor].Add(time.Second)) {
+				if sn.Out[donor] == "galera-not-synced" {
+					seen++
+					break
+				}
+			}
+		}
+		s.Note("6. donor %s was Donor/Desynced for about %s; %d of %d agents showed it out with galera-not-synced",
+			donor, held.Round(10*time.Millisecond), seen, len(all))
+		if held >= 1500*time.Millisecond && seen != len(all) {
+			s.Errorf("6. donor %s desynced for %s, but only %d of %d agents showed it out with galera-not-synced", donor, held, seen, len(all))
+		}
+	}
+	r = c.Obs.WaitAgents(all, t5, limitFor(60*time.Second), func(sn Snap) bool {
+		return sn.OK() && sn.Pool() == want && c.allAlive(sn)
+	})
+	if !within(s, "sst_rejoined_writer_again_on_every_agent", r, 60*time.Second) {
+		s.Errorf("6. db1 rejoined by SST but not the writer everywhere; latest:\n%s", c.Describe())
+	}
 
 	// Never two writers on any agent, at any time.
 	for _, v := range c.Obs.Violations(time.Time{}) {
