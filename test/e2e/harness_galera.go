@@ -26,7 +26,8 @@ import (
 // (--wsrep-new-cluster on its first start only, the galera_new_cluster
 // semantics), the joiners start from an empty datadir and get it by SST,
 // and the nodes run as the mysql user (rsync SST runs an rsync daemon that,
-// started by root, would drop to nobody and fail to write the datadir).
+// started by root, would drop to nobody and fail to write the datadir),
+// started through setpriv so that they keep their parent-death signal.
 
 // Galera ports, the same on every host (each host has its own address).
 const (
@@ -49,10 +50,10 @@ func GaleraMissing() []string {
 	if galeraProvider() == "" {
 		miss = append(miss, "libgalera_smm.so (apt-get install -y galera-4)")
 	}
-	for _, bin := range []string{"rsync", "wsrep_sst_rsync", "mariadb-install-db"} {
+	for _, bin := range []string{"rsync", "wsrep_sst_rsync", "mariadb-install-db", "setpriv"} {
 		if _, err := lookPath(bin); err != nil {
-			pkg := "rsync"
-			if bin != "rsync" {
+			pkg := map[string]string{"rsync": "rsync", "setpriv": "util-linux"}[bin]
+			if pkg == "" {
 				pkg = "mariadb-server"
 			}
 			miss = append(miss, fmt.Sprintf("%s (apt-get install -y %s)", bin, pkg))
@@ -208,7 +209,16 @@ func (g *GaleraNode) Start(bootstrap bool) error {
 	if err != nil {
 		return err
 	}
-	argv := []string{bin, "--defaults-file=" + g.cnf()}
+	setpriv, err := lookPath("setpriv")
+	if err != nil {
+		return err
+	}
+	// Started as mysql rather than switching to it by itself: a process
+	// that changes its credentials loses its parent-death signal, so a
+	// test binary killed by its -timeout would leave the nodes running.
+	// setpriv drops to mysql first, then sets the signal, then execs.
+	argv := []string{setpriv, "--reuid", "mysql", "--regid", "mysql", "--init-groups", "--pdeathsig", "KILL",
+		bin, "--defaults-file=" + g.cnf()}
 	if bootstrap {
 		argv = append(argv, "--wsrep-new-cluster")
 	}
