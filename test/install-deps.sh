@@ -7,7 +7,7 @@
 # test: what `make test` needs (real MariaDB, HAProxy, promtool, shellcheck,
 #       jq, socat, chromium, gcc for -race, ...); `make test` calls this.
 # all:  that plus the fault suite and benchmarks (network namespaces,
-#       iptables, stress-ng); the default, used by .ci/run and `make bench`.
+#       iptables, stress-ng, galera-4 and rsync); the default, used by .ci/run and `make bench`.
 # --check: install nothing; list what is missing and exit 1 if anything is.
 set -euo pipefail
 
@@ -41,6 +41,8 @@ if [ "$set_name" = all ]; then
   command -v ip >/dev/null || missing iproute2               # e2e: network namespaces
   command -v iptables-legacy >/dev/null || missing iptables  # e2e: loss and partitions
   command -v stress-ng >/dev/null || missing stress-ng       # e2e: CPU saturation
+  [ -e /usr/lib/galera/libgalera_smm.so ] || missing galera-4 # e2e: the real Galera cluster
+  command -v rsync >/dev/null || missing rsync               # e2e: Galera's rsync SST
 fi
 
 [ ${#need[@]} -eq 0 ] && exit 0

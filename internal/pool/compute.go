@@ -11,8 +11,8 @@ import (
 )
 
 // Compute returns the pool for members under policy. prev is the previous
-// pool (nil at start); it only decides which writer stays in a conflict, and
-// which synced Galera node stays the writer.
+// pool (nil at start); it only decides which writer stays in a conflict.
+// The Galera writer never depends on prev: see pickWriter.
 // Compute does not modify its arguments, and its result does not depend on
 // the order of members. If members holds the same name twice (serf never
 // does), one of them is used, chosen by content, not by position.
@@ -86,15 +86,24 @@ func buildCluster(name string, evals []eval, policy Policy, prevWriter string) C
 // warning when floored) and applies the conflict and Galera rules. Synced
 // Galera nodes not chosen go to c.Readers, or are returned as floor candidates
 // when floored.
+//
+// The Galera writer is the first candidate by name, whatever prevWriter
+// says. A "keep the previous writer" rule would make the choice depend on
+// each agent's own history, and histories differ: agents that start
+// together each see their own node synced first and keep it (a real
+// 3-node cluster ended with three different writers, for good), an agent
+// restarted or cut off and healed has no previous writer or another one.
+// Only a rule that reads nothing but the gossiped members gives the same
+// writer on every agent. The price: when the first node by name comes back
+// synced, writes move back to it.
 func pickWriter(c *Cluster, writers []eval, floored bool, prevWriter string) (softReaders []eval) {
 	sortEvals(writers)
 	switch {
 	case len(writers) == 0:
 	case len(writers) == 1 || allGalera(writers):
-		i := max(0, slices.IndexFunc(writers, func(e eval) bool { return e.node.Name == prevWriter }))
 		for j, e := range writers {
 			switch {
-			case j == i:
+			case j == 0:
 				c.Writers = []Node{writerNode(e, floored, "")}
 			case floored:
 				softReaders = append(softReaders, e)

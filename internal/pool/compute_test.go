@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shoaldb/shoal/internal/probe"
 	"github.com/shoaldb/shoal/internal/tags"
 )
 
@@ -136,12 +137,25 @@ func TestCompute(t *testing.T) {
 		{"galera: one writer by name, others read",
 			[]Member{galera("g3", true, false), galera("g1", true, false), galera("g2", true, false)}, Policy{}, nil,
 			"default{w[g1] r[g2 g3] o[]}"},
-		{"galera: previous writer kept",
+		{"galera: the writer does not depend on the previous one (every agent must agree; it moves back to g1)",
 			[]Member{galera("g3", true, false), galera("g1", true, false), galera("g2", true, false)}, Policy{}, prevWriter("default", "g2"),
-			"default{w[g2] r[g1 g3] o[]}"},
+			"default{w[g1] r[g2 g3] o[]}"},
+		{"galera: previous writer gone, the next by name",
+			[]Member{galera("g3", true, false), galera("g1", true, false, status(StatusFailed)), galera("g2", true, false)}, Policy{}, prevWriter("default", "g1"),
+			"default{w[g2] r[g3] o[g1:agent-failed]}"},
 		{"galera: not synced out, read-only synced reads",
 			[]Member{galera("g1", false, false), galera("g2", true, true), galera("g3", true, false)}, Policy{}, nil,
 			"default{w[g3] r[g2] o[g1:galera-not-synced]}"},
+		{"galera: critical after fall wsrep failures is still galera-not-synced",
+			[]Member{dbh("g1", tags.Health{State: tags.Critical, Reason: "wsrep", Galera: true}), galera("g2", true, false)}, Policy{}, nil,
+			"default{w[g2] r[] o[g1:galera-not-synced]}"},
+		{"galera: resynced but not yet risen is still galera-not-synced",
+			[]Member{dbh("g1", tags.Health{State: tags.Critical, Reason: "wsrep", Galera: true, GaleraSynced: true}), galera("g2", true, false)}, Policy{}, nil,
+			"default{w[g2] r[] o[g1:galera-not-synced]}"},
+		{"galera: critical for another reason is critical",
+			[]Member{dbh("g1", tags.Health{State: tags.Critical, Reason: "refused"}), galera("g2", true, false),
+				dbh("g3", tags.Health{State: tags.Critical, Reason: "timeout", Galera: true, GaleraSynced: true})}, Policy{}, nil,
+			"default{w[g2] r[] o[g1:critical g3:critical]}"},
 		{"galera mixed with async writer is a conflict",
 			[]Member{galera("g1", true, false), writer("a")}, Policy{}, nil,
 			"default{w[] r[] o[a:conflict g1:conflict] c[a g1]}"},
@@ -252,4 +266,11 @@ func TestComputeBadMemberIsOut(t *testing.T) {
 		t.Errorf("detail %q", d)
 	}
 	checkInvariants(t, members, Policy{MinReaders: 2}, p)
+}
+
+// The pool reads the probe's wsrep reason code from the health tag.
+func TestWsrepReasonIsTheProbes(t *testing.T) {
+	if wsrepReason != string(probe.ReasonWsrep) {
+		t.Fatalf("wsrepReason %q, probe.ReasonWsrep %q", wsrepReason, probe.ReasonWsrep)
+	}
 }

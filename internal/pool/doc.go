@@ -28,9 +28,10 @@
 // conflict: the previous writer stays if it is still a candidate, otherwise
 // there is no writer; the others are out with reason conflict and the
 // cluster's Conflict lists every candidate. Galera is the exception: when all
-// candidates are synced Galera nodes (which are all writable by design) one
-// writer is chosen, the previous one if still a candidate, else the first by
-// name, and the others serve reads.
+// candidates are synced Galera nodes (which are all writable by design) the
+// first by name is the writer and the others serve reads. The previous
+// writer plays no part: it is each agent's own history, and only a choice
+// made from the gossiped members alone is the same on every agent.
 //
 // Reader: a passing node with read_only=ON whose replication IO and SQL
 // threads run and whose lag is known and at most Policy.MaxLag (Galera nodes:
@@ -60,7 +61,7 @@
 //	no-health            out     db agent publishing no health tag yet (not probed, or an old agent)
 //	bad-health-tag       out     the health tag could not be decoded (unknown version, corrupt); Detail has the error
 //	critical             out     the local probe says critical (down, unreachable, errors); Detail is its reason code
-//	galera-not-synced    out     Galera node not Synced or not in the primary component
+//	galera-not-synced    out     Galera node not Synced or not in the primary component (or critical from that, until it rises)
 //	warning              out     the probe says warning (soft)
 //	replication-stopped  out     read-only, but replication is not configured or a thread is stopped (soft)
 //	lag                  out     replication lag above max_lag or unknown (soft)

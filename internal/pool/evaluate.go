@@ -27,6 +27,11 @@ type eval struct {
 	lag      uint32
 }
 
+// wsrepReason is the probe's reason code (probe.ReasonWsrep) for a Galera
+// node not synced or not in the primary component, as the health tag
+// carries it.
+const wsrepReason = "wsrep"
+
 // evaluate judges a db member on its own tags and status.
 func evaluate(m Member, p Policy) eval {
 	e := eval{node: Node{Name: m.Name, Addr: m.Addr}}
@@ -57,11 +62,17 @@ func evaluate(m Member, p Policy) eval {
 	if err != nil {
 		return out(ReasonBadHealthTag, err.Error())
 	}
+	// A Galera node whose probe read wsrep status saying not synced (Galera
+	// set, GaleraSynced clear: the facts of a check that failed any other
+	// way carry no Galera status), or still critical from such checks while
+	// it resyncs, is out for that reason, not "critical": the probe's
+	// hysteresis turns it critical after fall checks, and the reason must
+	// not change under the operator's eyes while the node is desynced.
+	if h.Galera && (!h.GaleraSynced || (h.State == tags.Critical && h.Reason == wsrepReason)) {
+		return out(ReasonGaleraNotSynced, h.Reason)
+	}
 	if h.State != tags.Passing && h.State != tags.Warning {
 		return out(ReasonCritical, h.Reason)
-	}
-	if h.Galera && !h.GaleraSynced {
-		return out(ReasonGaleraNotSynced, h.Reason)
 	}
 	e.galera = h.Galera
 	e.lagKnown, e.lag = h.LagKnown, h.LagSeconds

@@ -33,6 +33,7 @@ var scenarios = []struct {
 	{"replication_stopped", testReplicationStopped}, // 10
 	{"wrong_key", testWrongKey},                     // 11
 	{"hung_hook", testHungHook},                     // 12
+	{"galera", testGalera},                          // issue 17: a real Galera cluster
 	{"stability", testStability},                    // 9: the longest, last
 }
 
