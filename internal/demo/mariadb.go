@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -237,12 +238,21 @@ func (l *Layout) Switchover(ctx context.Context, from, to string) (promoted time
 	if err != nil {
 		return time.Time{}, err
 	}
-	caught, err := l.queryString(ctx, to, fmt.Sprintf("SELECT MASTER_GTID_WAIT('%s', 10)", pos))
-	if err != nil {
-		return time.Time{}, err
-	}
-	if caught != "0" {
-		return time.Time{}, fmt.Errorf("%s did not catch up with %s (gtid %s) within 10 s", to, from, pos)
+	// MASTER_GTID_WAIT follows gtid_slave_pos only, which misses what a
+	// former primary wrote itself: compare gtid_current_pos instead.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cur, err := l.queryString(ctx, to, "SELECT @@gtid_current_pos")
+		if err != nil {
+			return time.Time{}, err
+		}
+		if gtidCovers(cur, pos) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("%s did not catch up with %s within 10 s: at %q, want %q", to, from, cur, pos)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if err := l.execAll(ctx, to, "STOP SLAVE", "RESET SLAVE ALL", "SET GLOBAL read_only=OFF"); err != nil {
 		return time.Time{}, err
@@ -296,4 +306,31 @@ func (l *Layout) StartDB(ctx context.Context, node string) error {
 		return err
 	}
 	return l.startMariaDB(ctx, bins, node)
+}
+
+// gtidCovers reports whether GTID position have includes want: for each
+// replication domain of want, have's sequence number is at least as high.
+func gtidCovers(have, want string) bool {
+	seqs := func(pos string) map[string]uint64 {
+		out := map[string]uint64{}
+		for _, g := range strings.Split(pos, ",") {
+			f := strings.Split(strings.TrimSpace(g), "-")
+			if len(f) != 3 {
+				continue
+			}
+			n, err := strconv.ParseUint(f[2], 10, 64)
+			if err != nil {
+				continue
+			}
+			out[f[0]] = n
+		}
+		return out
+	}
+	h := seqs(have)
+	for d, n := range seqs(want) {
+		if h[d] < n {
+			return false
+		}
+	}
+	return true
 }

@@ -49,7 +49,7 @@ func (l *Layout) Tour(ctx context.Context, out io.Writer) error {
 		"(runtime API `show servers state`, polled every %s); each step waits at most %s.\n", l.Dir, hxPoll, StepBound)
 
 	// 1 and 2: a replica's server crashes, then comes back.
-	t.step(ctx, "1. kill -9 the mariadbd of db2 (a replica)", func() (time.Time, error) {
+	t.step(ctx, "1. kill -9 the mariadbd of db2 (a replica)", false, func() (time.Time, error) {
 		hx := t.watch(map[string]string{BackendRO + "/db2": "maint"})
 		t0 := time.Now()
 		_, err := l.signal("mariadb-db2", syscall.SIGKILL)
@@ -59,7 +59,7 @@ func (l *Layout) Tour(ctx context.Context, out io.Writer) error {
 		t.expectOut(ctx, t0, "db2", "critical", l.Nodes(), hx)
 		return t0, nil
 	})
-	t.step(ctx, "2. restart db2's mariadbd", func() (time.Time, error) {
+	t.step(ctx, "2. restart db2's mariadbd", true, func() (time.Time, error) {
 		hx := t.watch(map[string]string{BackendRO + "/db2": "ready"})
 		t0 := time.Now()
 		if err := l.startMariaDB(ctx, bins, "db2"); err != nil {
@@ -70,7 +70,7 @@ func (l *Layout) Tour(ctx context.Context, out io.Writer) error {
 		return t0, nil
 	})
 	// 3: a hung server.
-	t.step(ctx, "3. SIGSTOP the mariadbd of db3 (hung), then SIGCONT", func() (time.Time, error) {
+	t.step(ctx, "3. SIGSTOP the mariadbd of db3 (hung), then SIGCONT", true, func() (time.Time, error) {
 		hx := t.watch(map[string]string{BackendRO + "/db3": "maint"})
 		t0 := time.Now()
 		if _, err := l.signal("mariadb-db3", syscall.SIGSTOP); err != nil {
@@ -87,7 +87,7 @@ func (l *Layout) Tour(ctx context.Context, out io.Writer) error {
 		return t0, nil
 	})
 	// 4: maintenance.
-	t.step(ctx, "4. shoal maint enable on db2, then disable", func() (time.Time, error) {
+	t.step(ctx, "4. shoal maint enable on db2, then disable", true, func() (time.Time, error) {
 		hx := t.watch(map[string]string{BackendRO + "/db2": "maint"})
 		t0 := time.Now()
 		if _, err := l.Client("db2").SetMaint(ctx, true, "demo tour"); err != nil {
@@ -104,7 +104,7 @@ func (l *Layout) Tour(ctx context.Context, out io.Writer) error {
 		return t0, nil
 	})
 	// 5: switchover and back.
-	t.step(ctx, "5. read_only switchover db1 -> db2 (and back to db1)", func() (time.Time, error) {
+	t.step(ctx, "5. read_only switchover db1 -> db2 (and back to db1)", true, func() (time.Time, error) {
 		start := time.Now()
 		for _, sw := range [][2]string{{"db1", "db2"}, {"db2", "db1"}} {
 			from, to := sw[0], sw[1]
@@ -122,11 +122,15 @@ func (l *Layout) Tour(ctx context.Context, out io.Writer) error {
 			} else {
 				fmt.Fprintf(out, "   pool everywhere: writer %s, the two others readers\n", to)
 			}
+			// Let the client write to the new primary for a while.
+			settled := time.Now()
+			time.Sleep(2200 * time.Millisecond)
+			fmt.Fprintf(out, "   client writes in the next 2 s landed on: %s\n", t.writesBy(settled, time.Now()))
 		}
 		return start, nil
 	})
 	// 6: a db host's agent dies.
-	t.step(ctx, "6. kill -9 db3's shoal agent, then restart it", func() (time.Time, error) {
+	t.step(ctx, "6. kill -9 db3's shoal agent, then restart it", true, func() (time.Time, error) {
 		hx := t.watch(map[string]string{BackendRO + "/db3": "maint"})
 		t0 := time.Now()
 		if _, err := l.signal("agent-db3", syscall.SIGKILL); err != nil {
@@ -162,17 +166,19 @@ func (t *tour) fail(msg string) {
 	t.failed = append(t.failed, msg)
 }
 
-// step runs one step, then waits for the demo to be healthy again and
-// reports the load client's errors during it.
-func (t *tour) step(ctx context.Context, title string, run func() (time.Time, error)) {
+// step runs one step, then (if the step heals what it broke) waits for the
+// demo to be healthy again, and reports the load client's errors during it.
+func (t *tour) step(ctx context.Context, title string, heals bool, run func() (time.Time, error)) {
 	fmt.Fprintf(t.out, "\n== %s\n", title)
 	before := len(t.failed)
 	t0, err := run()
 	if err != nil {
 		t.fail(fmt.Sprintf("%s: %v", title, err))
 	}
-	if err := t.l.waitHealthy(ctx, DBNodes[0], 30*time.Second); err != nil {
-		t.fail(fmt.Sprintf("%s: after the step: %v", title, err))
+	if heals {
+		if err := t.l.waitHealthy(ctx, DBNodes[0], 30*time.Second); err != nil {
+			t.fail(fmt.Sprintf("%s: after the step: %v", title, err))
+		}
 	}
 	end := time.Now()
 	// The client's second that covers the end is written up to 1 s later.
@@ -349,3 +355,28 @@ func (t *tour) expectMember(ctx context.Context, node, status string, agents []s
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
+
+// writesBy sums the client's writes per answering server in the seconds
+// that ended within (from, to].
+func (t *tour) writesBy(from, to time.Time) string {
+	secs, err := t.l.ReadSeconds()
+	if err != nil {
+		return err.Error()
+	}
+	by := map[string]int{}
+	for _, s := range secs {
+		if s.Time.After(from.Add(time.Second)) && !s.Time.After(to) {
+			for k, v := range s.WritesBy {
+				by[k] += v
+			}
+		}
+	}
+	var parts []string
+	for _, k := range sortedKeys(by) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, by[k]))
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
+}
