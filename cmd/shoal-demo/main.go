@@ -95,15 +95,23 @@ func newRoot() *cobra.Command {
 	}
 	root.AddCommand(
 		sub("up", "start the demo in the background (a running one in the same dir is stopped first)", cobra.NoArgs,
-			func(cmd *cobra.Command, l *demo.Layout, _ []string) error { return l.Up(cmd.Context(), cmd.OutOrStdout()) }),
+			func(cmd *cobra.Command, l *demo.Layout, _ []string) error {
+				return l.Up(cmd.Context(), cmd.OutOrStdout())
+			}),
 		sub("tour", "narrated fault tour against the running demo (make demo-fault)", cobra.NoArgs,
-			func(cmd *cobra.Command, l *demo.Layout, _ []string) error { return l.Tour(cmd.Context(), cmd.OutOrStdout()) }),
+			func(cmd *cobra.Command, l *demo.Layout, _ []string) error {
+				return l.Tour(cmd.Context(), cmd.OutOrStdout())
+			}),
 		sub("down", "stop every process of the demo by its PID (make demo-stop)", cobra.NoArgs,
 			func(cmd *cobra.Command, l *demo.Layout, _ []string) error { return l.Down(cmd.OutOrStdout()) }),
 		sub("status", "processes, pool, HAProxy and the client's last seconds", cobra.NoArgs,
-			func(cmd *cobra.Command, l *demo.Layout, _ []string) error { return l.Status(cmd.Context(), cmd.OutOrStdout()) }),
+			func(cmd *cobra.Command, l *demo.Layout, _ []string) error {
+				return l.Status(cmd.Context(), cmd.OutOrStdout())
+			}),
 		sub("client", "the load client in the foreground (up runs one in the background)", cobra.NoArgs,
-			func(cmd *cobra.Command, l *demo.Layout, _ []string) error { return l.RunClient(cmd.Context(), cmd.OutOrStdout()) }),
+			func(cmd *cobra.Command, l *demo.Layout, _ []string) error {
+				return l.RunClient(cmd.Context(), cmd.OutOrStdout())
+			}),
 		sub("start-db NODE", "start a db node's mariadbd again (after kill -9)", cobra.ExactArgs(1),
 			func(cmd *cobra.Command, l *demo.Layout, a []string) error { return l.StartDB(cmd.Context(), a[0]) }),
 	)
