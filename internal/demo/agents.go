@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 
@@ -110,9 +111,10 @@ func describePool(p *client.PoolResponse) string {
 	names := func(ns []client.PoolNode, withReason bool) string {
 		var out []string
 		for _, n := range ns {
-			s := n.Name
+			// Names and reasons come from other machines' gossip: escaped.
+			s := printable(n.Name)
 			if withReason && n.Reason != "" {
-				s += "(" + n.Reason + ")"
+				s += "(" + printable(n.Reason) + ")"
 			}
 			out = append(out, s)
 		}
@@ -155,4 +157,14 @@ func (l *Layout) waitHealthy(ctx context.Context, w string, timeout time.Duratio
 // writeSecret writes a 0600 file under the state dir.
 func (l *Layout) writeSecret(name, value string) error {
 	return os.WriteFile(l.Path(name), []byte(value+"\n"), 0o600)
+}
+
+// printable escapes what would not print as itself (control, bidi and
+// invalid UTF-8): a remote string never reaches the terminal raw.
+func printable(s string) string {
+	q := strconv.QuoteToGraphic(s)
+	if q[1:len(q)-1] == s {
+		return s
+	}
+	return q
 }

@@ -20,3 +20,11 @@ func TestGTIDCovers(t *testing.T) {
 		}
 	}
 }
+
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{"db1": "db1", "a\x1b[31mb": `"a\x1b[31mb"`, "x\u202ey": `"x\u202ey"`, "\xff": `"\xff"`} {
+		if got := printable(in); got != want {
+			t.Errorf("printable(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
