@@ -1,4 +1,4 @@
-# shoal — see README.md. `make demo` runs a local 3-agent cluster, `make test` runs every test CI runs.
+# shoal — see README.md. `make demo` runs the real job on this machine (docs/demo.md), `make test` runs every test CI runs.
 GO        ?= go
 BIN       ?= bin
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -6,7 +6,7 @@ REVISION  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X github.com/shoaldb/shoal/internal/version.Version=$(VERSION) -X github.com/shoaldb/shoal/internal/version.Revision=$(REVISION)
 PKGS      := ./...
 
-.PHONY: all build test deps unit e2e e2e-clean bench fuzz lint fmt vet staticcheck demo demo-stop clean
+.PHONY: all build test deps unit e2e e2e-clean bench fuzz lint fmt vet staticcheck demo demo-fault demo-stop clean
 
 all: build
 
@@ -99,12 +99,26 @@ staticcheck:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags '$(LINT_TAGS)' $(PKGS)
 
-## demo: build and start a 3-agent cluster on 127.0.0.1, then show `shoal members`.
+## demo: build and start, in the background on 127.0.0.1, three MariaDB servers (a
+## primary, two GTID replicas), a shoal agent for each, an app agent driving HAProxy,
+## and a load client (docs/demo.md). As root with apt-get it installs mariadb-server
+## and haproxy if missing. DEMO_DIR (state, default .demo) and DEMO_PORT_BASE (default
+## 13300: MariaDB base+1..3, HAProxy rw base+7, ro base+8, agents' HTTP base+21..24).
+DEMO_DIR       ?= .demo
+DEMO_PORT_BASE ?= 13300
+DEMO           = $(BIN)/shoal-demo --dir '$(DEMO_DIR)' --port-base '$(DEMO_PORT_BASE)'
 demo: build
-	./deploy/demo/demo.sh start
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/shoal-demo ./cmd/shoal-demo
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then bash test/install-deps.sh demo; fi
+	$(DEMO) up
 
+## demo-fault: a narrated fault tour against the running demo, timed by the agents.
+demo-fault:
+	$(DEMO) tour
+
+## demo-stop: stop every process the demo started, by PID; exit 1 naming any that did not stop cleanly.
 demo-stop:
-	./deploy/demo/demo.sh stop
+	$(DEMO) down
 
 clean:
 	rm -rf $(BIN) build .demo

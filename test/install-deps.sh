@@ -2,8 +2,9 @@
 # Installs, from Debian's packages with apt-get (root), what the tests and
 # benchmarks need and this machine lacks.
 #
-#   install-deps.sh [--check] [test|all]
+#   install-deps.sh [--check] [demo|test|all]
 #
+# demo: what `make demo` needs (MariaDB server and client, HAProxy).
 # test: what `make test` needs (real MariaDB, HAProxy, promtool, shellcheck,
 #       jq, socat, chromium, gcc for -race, ...); `make test` calls this.
 # all:  that plus the fault suite and benchmarks (network namespaces,
@@ -16,27 +17,29 @@ set_name=all
 for arg in "$@"; do
   case $arg in
     --check) check=true ;;
-    test | all) set_name=$arg ;;
-    *) echo "install-deps.sh: unknown argument $arg (usage: install-deps.sh [--check] [test|all])" >&2; exit 2 ;;
+    demo | test | all) set_name=$arg ;;
+    *) echo "install-deps.sh: unknown argument $arg (usage: install-deps.sh [--check] [demo|test|all])" >&2; exit 2 ;;
   esac
 done
 
 need=()
 # Each line: what is missing, then the Debian package that provides it.
 missing() { need+=("$1"); }
-command -v make >/dev/null || missing make
-command -v git >/dev/null || missing git
-command -v gcc >/dev/null || missing gcc                     # go test -race needs cgo
 { [ -x /usr/sbin/mariadbd ] && command -v mariadb-install-db >/dev/null; } ||
   missing mariadb-server                                     # real-server probe and pool tests
 command -v mariadb >/dev/null || missing mariadb-client
 [ -x /usr/sbin/haproxy ] || command -v haproxy >/dev/null || missing haproxy # the HAProxy sink's tests drive a real one
+if [ "$set_name" != demo ]; then
+command -v make >/dev/null || missing make
+command -v git >/dev/null || missing git
+command -v gcc >/dev/null || missing gcc                     # go test -race needs cgo
 command -v jq >/dev/null || missing jq                       # deploy/hooks scripts parse event JSON
 command -v socat >/dev/null || missing socat                 # deploy/hooks/haproxy.sh talks to the runtime API
 command -v shellcheck >/dev/null || missing shellcheck       # lint of deploy/hooks scripts
 command -v promtool >/dev/null || missing prometheus         # promtool checks and a real Prometheus scrape
 command -v setpriv >/dev/null || missing util-linux          # the unprivileged-user test (as root)
 command -v chromium >/dev/null || missing chromium           # test/ui: the status page in a real browser
+fi
 if [ "$set_name" = all ]; then
   command -v ip >/dev/null || missing iproute2               # e2e: network namespaces
   command -v iptables-legacy >/dev/null || missing iptables  # e2e: loss and partitions
@@ -47,7 +50,7 @@ fi
 
 [ ${#need[@]} -eq 0 ] && exit 0
 if $check; then
-  what="make test"
+  what="make $set_name"
   [ "$set_name" = all ] && what="make test, make e2e and make bench"
   echo "missing for $what: ${need[*]}" >&2
   echo "install them as root: apt-get install -y --no-install-recommends ${need[*]}" >&2

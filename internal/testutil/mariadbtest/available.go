@@ -1,57 +1,15 @@
 package mariadbtest
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
+
+	"github.com/shoaldb/shoal/internal/mariadb/launch"
 )
 
-// binaries are the paths of the programs a Server needs.
-type binaries struct {
-	mariadbd  string
-	installDB string
-}
-
-var (
-	findOnce sync.Once
-	found    binaries
-	errFind  error
-)
-
-// searchDirs are looked at after $PATH: sbin is often not in a test's PATH.
-var searchDirs = []string{"/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin", "/usr/local/mysql/bin"}
-
-func lookup(name string) (string, error) {
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
-	for _, dir := range searchDirs {
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s not found in $PATH or %v", name, searchDirs)
-}
-
-func findBinaries() (binaries, error) {
-	findOnce.Do(func() {
-		var errs []error
-		var err error
-		if found.mariadbd, err = lookup("mariadbd"); err != nil {
-			errs = append(errs, err)
-		}
-		if found.installDB, err = lookup("mariadb-install-db"); err != nil {
-			errs = append(errs, err)
-		}
-		errFind = errors.Join(errs...)
-	})
-	return found, errFind
-}
+// findBinaries looks the server's programs up (internal/mariadb/launch).
+func findBinaries() (launch.Binaries, error) { return launch.FindBinaries() }
 
 // Available reports whether mariadbd and mariadb-install-db are installed.
 // The error says what is missing.

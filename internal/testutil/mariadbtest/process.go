@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/shoaldb/shoal/internal/mariadb/launch"
 )
 
 const (
@@ -23,21 +25,21 @@ type process struct {
 }
 
 func startProcess(bin string, cfg serverConfig) (*process, error) {
-	out, err := os.OpenFile(cfg.dir+"/stdout.log", os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	out, err := os.OpenFile(cfg.StdoutLog(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	defer out.Close()
 	// --defaults-file must be the first argument.
-	cmd := exec.Command(bin, "--defaults-file="+cfg.path())
+	cmd := exec.Command(bin, "--defaults-file="+cfg.Path())
 	if cfg.netns != "" {
 		// ip netns exec execs the command in place: the PID stays the
 		// server's, so signals and Wait reach mariadbd itself.
-		ip, err := lookup("ip")
+		ip, err := launch.Lookup("ip")
 		if err != nil {
 			return nil, fmt.Errorf("run in netns %s: %w", cfg.netns, err)
 		}
-		cmd = exec.Command(ip, "netns", "exec", cfg.netns, bin, "--defaults-file="+cfg.path())
+		cmd = exec.Command(ip, "netns", "exec", cfg.netns, bin, "--defaults-file="+cfg.Path())
 	}
 	cmd.Stdout, cmd.Stderr = out, out
 	// Setpgid keeps a terminal's ^C for the test binary (whose cleanups

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shoaldb/shoal/internal/mariadb/launch"
 )
 
 // Options configures a Server. The zero value is a writable primary.
@@ -57,6 +59,13 @@ func (o Options) host() string {
 	}
 }
 
+// serverConfig is an instance's launch config and, for the e2e hosts, the
+// network namespace it runs in ("" is the caller's).
+type serverConfig struct {
+	launch.Config
+	netns string
+}
+
 // nextServerID makes server_id unique within the test process.
 var nextServerID atomic.Int32
 
@@ -83,7 +92,7 @@ func Start(t testing.TB, opts Options) *Server {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 60 * time.Second
 	}
-	tpl, err := template(bins)
+	tpl, err := launch.Template(bins)
 	if err != nil {
 		t.Fatalf("mariadbtest: build template datadir: %v", err)
 	}
@@ -94,15 +103,17 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	s := &Server{t: t, opts: opts}
 	s.cfg = serverConfig{
-		dir:      dir,
-		serverID: int(nextServerID.Add(1)),
-		readOnly: opts.ReadOnly,
-		bind:     opts.BindAddress,
-		netns:    opts.Netns,
-		extra:    opts.ExtraConfig,
+		Config: launch.Config{
+			Dir:      dir,
+			ServerID: int(nextServerID.Add(1)),
+			ReadOnly: opts.ReadOnly,
+			Bind:     opts.BindAddress,
+			Extra:    opts.ExtraConfig,
+		},
+		netns: opts.Netns,
 	}
 	t.Cleanup(s.cleanup)
-	if err := copyTree(tpl, s.cfg.datadir()); err != nil {
+	if err := launch.CopyTree(tpl, s.cfg.Datadir()); err != nil {
 		t.Fatalf("mariadbtest: copy template datadir: %v", err)
 	}
 	// A free port can be taken between probing and binding: retry.
@@ -113,8 +124,8 @@ func Start(t testing.TB, opts Options) *Server {
 				t.Fatalf("mariadbtest: %v", err)
 			}
 		}
-		s.cfg.port = port
-		err = s.launch(bins.mariadbd)
+		s.cfg.Port = port
+		err = s.launch(bins.Mariadbd)
 		if err == nil {
 			break
 		}
@@ -127,7 +138,7 @@ func Start(t testing.TB, opts Options) *Server {
 
 // launch writes my.cnf, starts the process and waits until it is ready.
 func (s *Server) launch(bin string) error {
-	if err := s.cfg.write(); err != nil {
+	if err := s.cfg.Write(); err != nil {
 		return err
 	}
 	pr, err := startProcess(bin, s.cfg)
@@ -167,23 +178,23 @@ func (s *Server) waitReady(pr *process, timeout time.Duration) error {
 
 // Addr is the server's TCP address, Host:port (127.0.0.1:port by default).
 func (s *Server) Addr() string {
-	return net.JoinHostPort(s.opts.host(), strconv.Itoa(s.cfg.port))
+	return net.JoinHostPort(s.opts.host(), strconv.Itoa(s.cfg.Port))
 }
 
 // Host is the address peers use to reach the server (Options.Host).
 func (s *Server) Host() string { return s.opts.host() }
 
 // Port is the server's TCP port.
-func (s *Server) Port() int { return s.cfg.port }
+func (s *Server) Port() int { return s.cfg.Port }
 
 // Socket is the path of the server's unix socket.
-func (s *Server) Socket() string { return s.cfg.socket() }
+func (s *Server) Socket() string { return s.cfg.Socket() }
 
 // ServerID is the server's server_id.
-func (s *Server) ServerID() int { return s.cfg.serverID }
+func (s *Server) ServerID() int { return s.cfg.ServerID }
 
 // Dir is the instance directory (datadir, my.cnf, error.log).
-func (s *Server) Dir() string { return s.cfg.dir }
+func (s *Server) Dir() string { return s.cfg.Dir }
 
 // ErrorLog returns the last n lines of the server's error log.
 func (s *Server) ErrorLog(n int) string { return s.errorLogTail(n) }
@@ -235,7 +246,7 @@ func (s *Server) Restart() {
 	if err != nil {
 		s.t.Fatalf("mariadbtest: %v", err)
 	}
-	if err := s.launch(bins.mariadbd); err != nil {
+	if err := s.launch(bins.Mariadbd); err != nil {
 		s.t.Fatalf("mariadbtest: restart: %v\n%s", err, s.errorLogTail(30))
 	}
 }
@@ -261,13 +272,13 @@ func (s *Server) cleanup() {
 	}
 	s.mu.Unlock()
 	if s.t.Failed() {
-		s.t.Logf("mariadbtest: server %s (server_id %d) error log tail:\n%s", s.Addr(), s.cfg.serverID, s.errorLogTail(40))
+		s.t.Logf("mariadbtest: server %s (server_id %d) error log tail:\n%s", s.Addr(), s.cfg.ServerID, s.errorLogTail(40))
 	}
-	os.RemoveAll(s.cfg.dir)
+	os.RemoveAll(s.cfg.Dir)
 }
 
 func (s *Server) errorLogTail(n int) string {
-	b, err := os.ReadFile(s.cfg.errorLog())
+	b, err := os.ReadFile(s.cfg.ErrorLog())
 	if err != nil {
 		return fmt.Sprintf("(no error log: %v)", err)
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -135,30 +133,4 @@ func TestReplicateFrom(t *testing.T) {
 		t.Errorf("replica read_only after restart = %d, want 1", got)
 	}
 	r.WaitReplicating(30 * time.Second)
-}
-
-func TestCopySparse(t *testing.T) {
-	dir := t.TempDir()
-	src := filepath.Join(dir, "src")
-	data := make([]byte, 300<<10)
-	copy(data[100<<10:], "hello")
-	data[len(data)-1] = 7
-	if err := os.WriteFile(src, data, 0o640); err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(dir, "dst")
-	if err := copySparse(src, dst); err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != string(data) {
-		t.Fatal("copy differs from source")
-	}
-	fi, _ := os.Stat(dst)
-	if fi.Mode().Perm() != 0o640 {
-		t.Errorf("mode %v, want 0640", fi.Mode().Perm())
-	}
 }

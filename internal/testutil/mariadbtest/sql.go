@@ -40,7 +40,7 @@ func (s *Server) DB() *sql.DB {
 		c := mysql.NewConfig()
 		c.User = "root"
 		c.Net = "unix"
-		c.Addr = s.cfg.socket()
+		c.Addr = s.cfg.Socket()
 		c.Timeout = 5 * time.Second
 		c.Logger = &mysql.NopLogger{} // restarts make the driver chatty
 		conn, err := mysql.NewConnector(c)
@@ -120,8 +120,8 @@ func (s *Server) ReplicateFrom(primary *Server) {
 	conn.Close()
 
 	s.mu.Lock()
-	s.cfg.readOnly = true
-	err = s.cfg.write()
+	s.cfg.ReadOnly = true
+	err = s.cfg.Write()
 	s.mu.Unlock()
 	if err != nil {
 		s.t.Fatalf("mariadbtest: %v", err)

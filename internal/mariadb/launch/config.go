@@ -1,4 +1,4 @@
-package mariadbtest
+package launch
 
 import (
 	"fmt"
@@ -30,48 +30,58 @@ var speedConfig = []string{
 	"max_connections=100",
 }
 
-// serverConfig describes one instance's my.cnf.
-type serverConfig struct {
-	dir      string // instance directory: datadir, socket, logs
-	port     int
-	serverID int
-	readOnly bool
-	bind     string // bind-address; "" is 127.0.0.1
-	netns    string // network namespace to run in; "" is the caller's
-	extra    []string
+// Config describes one instance: its directory and my.cnf.
+type Config struct {
+	Dir      string // instance directory: datadir, socket, logs
+	Port     int
+	ServerID int
+	ReadOnly bool
+	Bind     string // bind-address; "" is 127.0.0.1
+	Extra    []string
 }
 
-func (c serverConfig) datadir() string { return filepath.Join(c.dir, "data") }
-func (c serverConfig) socket() string  { return filepath.Join(c.dir, "mysqld.sock") }
-func (c serverConfig) errorLog() string {
-	return filepath.Join(c.dir, "error.log")
-}
-func (c serverConfig) path() string { return filepath.Join(c.dir, "my.cnf") }
+// Datadir is the instance's data directory.
+func (c Config) Datadir() string { return filepath.Join(c.Dir, "data") }
 
-// render returns the my.cnf text.
-func (c serverConfig) render() string {
+// Socket is the instance's unix socket.
+func (c Config) Socket() string { return filepath.Join(c.Dir, "mysqld.sock") }
+
+// ErrorLog is the server's error log.
+func (c Config) ErrorLog() string { return filepath.Join(c.Dir, "error.log") }
+
+// PIDFile is the pid-file mariadbd writes.
+func (c Config) PIDFile() string { return filepath.Join(c.Dir, "mysqld.pid") }
+
+// StdoutLog is where the process's stdout and stderr go.
+func (c Config) StdoutLog() string { return filepath.Join(c.Dir, "stdout.log") }
+
+// Path is the my.cnf.
+func (c Config) Path() string { return filepath.Join(c.Dir, "my.cnf") }
+
+// Render returns the my.cnf text.
+func (c Config) Render() string {
 	var b strings.Builder
-	b.WriteString("# written by mariadbtest\n[mariadbd]\n")
+	b.WriteString("# written by shoal (internal/mariadb/launch)\n[mariadbd]\n")
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	if os.Geteuid() == 0 {
 		line("user=root")
 	}
-	line("datadir=%s", c.datadir())
-	line("socket=%s", c.socket())
-	line("pid-file=%s", filepath.Join(c.dir, "mysqld.pid"))
-	line("log-error=%s", c.errorLog())
-	line("port=%d", c.port)
-	bind := c.bind
+	line("datadir=%s", c.Datadir())
+	line("socket=%s", c.Socket())
+	line("pid-file=%s", c.PIDFile())
+	line("log-error=%s", c.ErrorLog())
+	line("port=%d", c.Port)
+	bind := c.Bind
 	if bind == "" {
 		bind = "127.0.0.1"
 	}
 	line("bind-address=%s", bind)
-	line("server-id=%d", c.serverID)
+	line("server-id=%d", c.ServerID)
 	line("log-bin=binlog")
 	line("binlog_format=ROW")
 	line("log_slave_updates=ON")
 	line("gtid_strict_mode=ON")
-	if c.readOnly {
+	if c.ReadOnly {
 		line("read_only=ON")
 	}
 	for _, l := range storageConfig {
@@ -80,16 +90,16 @@ func (c serverConfig) render() string {
 	for _, l := range speedConfig {
 		line("%s", l)
 	}
-	for _, l := range c.extra {
+	for _, l := range c.Extra {
 		line("%s", l)
 	}
 	return b.String()
 }
 
-// write writes the my.cnf into the instance directory.
-func (c serverConfig) write() error {
-	if err := os.WriteFile(c.path(), []byte(c.render()), 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", c.path(), err)
+// Write writes the my.cnf into the instance directory.
+func (c Config) Write() error {
+	if err := os.WriteFile(c.Path(), []byte(c.Render()), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", c.Path(), err)
 	}
 	return nil
 }
@@ -98,7 +108,7 @@ func (c serverConfig) write() error {
 // template datadir: no networking, no binary log.
 func templateConfig(dir string) string {
 	var b strings.Builder
-	b.WriteString("# written by mariadbtest (template)\n[mariadbd]\n")
+	b.WriteString("# written by shoal (internal/mariadb/launch, template)\n[mariadbd]\n")
 	if os.Geteuid() == 0 {
 		b.WriteString("user=root\n")
 	}

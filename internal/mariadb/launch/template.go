@@ -1,4 +1,4 @@
-package mariadbtest
+package launch
 
 import (
 	"bytes"
@@ -27,9 +27,12 @@ var (
 	errTemplate  error
 )
 
-// template returns the path of an initialised datadir to copy, building it
-// on first use.
-func template(bins binaries) (string, error) {
+// Template returns the path of an initialised datadir to copy (with
+// CopyTree), building it on first use. It is kept in the user's cache
+// directory, keyed by the mariadbd binary and the storage config, and shared
+// by processes and runs: built in a temporary directory and renamed into
+// place, so concurrent builders are safe.
+func Template(bins Binaries) (string, error) {
 	templateOnce.Do(func() {
 		templateDir, errTemplate = buildTemplate(bins)
 	})
@@ -38,19 +41,20 @@ func template(bins binaries) (string, error) {
 
 // templateKey identifies a template by the server binary and the config that
 // shaped the files, so an upgraded mariadbd gets a fresh template.
-func templateKey(bins binaries) (string, error) {
-	fi, err := os.Stat(bins.mariadbd)
+func templateKey(bins Binaries) (string, error) {
+	fi, err := os.Stat(bins.Mariadbd)
 	if err != nil {
-		return "", fmt.Errorf("stat %s: %w", bins.mariadbd, err)
+		return "", fmt.Errorf("stat %s: %w", bins.Mariadbd, err)
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n%d\n%d\n%d\n", templateVersion, bins.mariadbd, fi.Size(), fi.ModTime().UnixNano(), os.Geteuid())
+	fmt.Fprintf(h, "%s\n%s\n%d\n%d\n%d\n", templateVersion, bins.Mariadbd, fi.Size(), fi.ModTime().UnixNano(), os.Geteuid())
 	h.Write([]byte(strings.Join(storageConfig, "\n")))
 	h.Write([]byte(strings.Join(speedConfig, "\n")))
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
-// cacheRoot is where templates are kept between runs.
+// cacheRoot is where templates are kept between runs (the name predates
+// this package: tests, benchmarks and the demo share one cache).
 func cacheRoot() string {
 	if d, err := os.UserCacheDir(); err == nil {
 		return filepath.Join(d, "shoal-mariadbtest")
@@ -58,7 +62,7 @@ func cacheRoot() string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("shoal-mariadbtest-%d", os.Geteuid()))
 }
 
-func buildTemplate(bins binaries) (string, error) {
+func buildTemplate(bins Binaries) (string, error) {
 	key, err := templateKey(bins)
 	if err != nil {
 		return "", err
@@ -87,12 +91,12 @@ func buildTemplate(bins binaries) (string, error) {
 	if os.Geteuid() == 0 {
 		args = append(args, "--user=root")
 	}
-	cmd := exec.CommandContext(ctx, bins.installDB, args...)
+	cmd := exec.CommandContext(ctx, bins.InstallDB, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		log, _ := os.ReadFile(filepath.Join(work, "error.log"))
-		return "", fmt.Errorf("%s: %w\n%s\n%s", bins.installDB, err, out.Bytes(), log)
+		return "", fmt.Errorf("%s: %w\n%s\n%s", bins.InstallDB, err, out.Bytes(), log)
 	}
 	// Rename is atomic: a concurrent builder either finds our result or
 	// keeps its own; both are equivalent.
@@ -105,9 +109,9 @@ func buildTemplate(bins binaries) (string, error) {
 	return final, nil
 }
 
-// copyTree copies the datadir src to dst, keeping files sparse: most of a
+// CopyTree copies the datadir src to dst, keeping files sparse: most of a
 // fresh ibdata1 is zeros.
-func copyTree(src, dst string) error {
+func CopyTree(src, dst string) error {
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
