@@ -23,6 +23,7 @@ func (l *Layout) Down(out io.Writer) error {
 		return nil
 	}
 	var problems []string
+	stopped := 0
 	stopGroup := func(names []string, sig syscall.Signal, timeout time.Duration) {
 		pids := map[string]int{}
 		for _, n := range names {
@@ -63,6 +64,7 @@ func (l *Layout) Down(out io.Writer) error {
 				continue
 			}
 			fmt.Fprintf(out, "stopped %s (pid %d)\n", n, pid)
+			stopped++
 		}
 	}
 	stopGroup([]string{"client"}, syscall.SIGTERM, 10*time.Second)
@@ -80,6 +82,10 @@ func (l *Layout) Down(out io.Writer) error {
 
 	if len(problems) > 0 {
 		return fmt.Errorf("demo stopped with problems (logs kept in %s):\n  %s", l.Dir, strings.Join(problems, "\n  "))
+	}
+	if stopped == 0 {
+		fmt.Fprintf(out, "no demo process was running in %s\n", l.Dir)
+		return nil
 	}
 	fmt.Fprintf(out, "demo stopped: every process exited, the agents left cleanly (logs kept in %s)\n", l.Dir)
 	return nil

@@ -34,8 +34,12 @@ type tour struct {
 // fails naming every step that was not reflected within StepBound.
 func (l *Layout) Tour(ctx context.Context, out io.Writer) error {
 	if running := l.Running(); len(running) < len(procNames()) {
+		what := "none"
+		if len(running) > 0 {
+			what = "only " + strings.Join(running, ", ")
+		}
 		return fmt.Errorf("the demo is not (fully) running in %s: %d of %d processes run (%s); start it with make demo",
-			l.Dir, len(running), len(procNames()), strings.Join(running, ", "))
+			l.Dir, len(running), len(procNames()), what)
 	}
 	if err := l.waitHealthy(ctx, DBNodes[0], 30*time.Second); err != nil {
 		return fmt.Errorf("the demo is not healthy before the tour: %w", err)
