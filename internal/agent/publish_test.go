@@ -129,6 +129,11 @@ func TestMinimalHealthWhenNothingElseFits(t *testing.T) {
 		h, err := tags.Decode(n.a.Serf().LocalMember().Tags[tags.KeyHealth])
 		return err == nil && h.State == tags.Critical && h.Reason == ReasonCannotPublish
 	})
+	// The status is recorded right after serf took the tags: wait for it
+	// too, then check what it says.
+	testkit.WaitFor(t, 5*time.Second, "the publish status to record it", func() bool {
+		return n.a.PublishStatus().MinimalHealth
+	})
 	if st := n.a.PublishStatus(); st.OK || !st.MinimalHealth || st.Error == "" {
 		t.Fatalf("publish status = %+v, want a minimal health with its reason", st)
 	}
