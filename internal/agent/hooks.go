@@ -12,7 +12,7 @@ import (
 	"github.com/shoaldb/shoal/internal/metrics"
 	"github.com/shoaldb/shoal/internal/probe"
 	"github.com/shoaldb/shoal/internal/routing"
-	"github.com/shoaldb/shoal/pkg/client"
+	"github.com/shoaldb/shoal/internal/view"
 )
 
 // newHooks builds the hook runner from the configuration.
@@ -80,23 +80,19 @@ func (a *Agent) hookHealth(e probe.Event) {
 }
 
 // HookStats returns each handler's queue and last run.
-func (a *Agent) HookStats() []client.HookStats {
+func (a *Agent) HookStats() []view.HookStats {
 	return hookStats(a.hooks.Stats())
 }
 
-func hookStats(st []hooks.HandlerStats) []client.HookStats {
-	out := make([]client.HookStats, 0, len(st))
+func hookStats(st []hooks.HandlerStats) []view.HookStats {
+	out := make([]view.HookStats, 0, len(st))
 	for _, h := range st {
-		c := client.HookStats{
+		out = append(out, view.HookStats{
 			Spec: h.Spec, QueueDepth: h.QueueDepth, QueueMax: h.QueueMax, QueueHigh: h.QueueHigh,
 			Queued: h.Queued, Started: h.Started, Ran: h.Ran, Failed: h.Failed, TimedOut: h.TimedOut,
 			Coalesced: h.Coalesced, Dropped: h.Dropped, DroppedByReason: h.DroppedByReason, DroppedByClass: h.DroppedByClass, Running: h.Running,
-			LastStart: h.LastStart, LastExitCode: h.LastExitCode, LastError: h.LastError,
-		}
-		if h.LastDuration > 0 {
-			c.LastDuration = h.LastDuration.String()
-		}
-		out = append(out, c)
+			LastStart: h.LastStart, LastExitCode: h.LastExitCode, LastDuration: h.LastDuration, LastError: h.LastError,
+		})
 	}
 	return out
 }
@@ -109,8 +105,8 @@ var ErrBadHookEvent = errors.New("event must be one of member-join, member-leave
 // events and queries the given name and payload, pool-change the current
 // pool (no changes), health-change the current probe state. It waits until
 // every handler that took the event has finished or ctx ends.
-func (a *Agent) TestHook(ctx context.Context, req client.HookTestRequest) (client.HookTestResponse, error) {
-	var resp client.HookTestResponse
+func (a *Agent) TestHook(ctx context.Context, req view.HookTest) (view.HookTestResult, error) {
+	var resp view.HookTestResult
 	self := a.Serf().LocalMember()
 	before := map[string]hooks.HandlerStats{}
 	for _, h := range a.hooks.Stats() {
