@@ -154,16 +154,11 @@ func (a *Agent) recordMaint(prev string, st view.Maint) {
 }
 
 // History returns the recorded transitions matching f, oldest first.
-func (a *Agent) History(f view.HistoryFilter) view.History {
-	es := a.hist.Query(history.Filter{Node: f.Node, Cluster: f.Cluster, Kind: history.Kind(f.Kind), Since: f.Since, Limit: f.Limit})
+func (a *Agent) History(f history.Filter) view.History {
+	es := a.hist.Query(f)
+	if es == nil {
+		es = []history.Entry{}
+	}
 	st := a.hist.Stats()
-	r := view.History{
-		Entries: make([]view.HistoryEntry, len(es)), Capacity: st.Capacity, Total: st.Total, Evicted: st.Evicted,
-		File: a.cfg.History.File,
-	}
-	for i, e := range es {
-		r.Entries[i] = view.HistoryEntry{Seq: e.Seq, Time: e.Time, Kind: string(e.Kind), Cluster: e.Cluster,
-			Node: e.Node, From: e.From, To: e.To, Reason: e.Reason, Detail: e.Detail}
-	}
-	return r
+	return view.History{Entries: es, Capacity: st.Capacity, Total: st.Total, Evicted: st.Evicted, File: a.cfg.History.File}
 }

@@ -80,21 +80,8 @@ func (a *Agent) hookHealth(e probe.Event) {
 }
 
 // HookStats returns each handler's queue and last run.
-func (a *Agent) HookStats() []view.HookStats {
-	return hookStats(a.hooks.Stats())
-}
-
-func hookStats(st []hooks.HandlerStats) []view.HookStats {
-	out := make([]view.HookStats, 0, len(st))
-	for _, h := range st {
-		out = append(out, view.HookStats{
-			Spec: h.Spec, QueueDepth: h.QueueDepth, QueueMax: h.QueueMax, QueueHigh: h.QueueHigh,
-			Queued: h.Queued, Started: h.Started, Ran: h.Ran, Failed: h.Failed, TimedOut: h.TimedOut,
-			Coalesced: h.Coalesced, Dropped: h.Dropped, DroppedByReason: h.DroppedByReason, DroppedByClass: h.DroppedByClass, Running: h.Running,
-			LastStart: h.LastStart, LastExitCode: h.LastExitCode, LastDuration: h.LastDuration, LastError: h.LastError,
-		})
-	}
-	return out
+func (a *Agent) HookStats() []hooks.HandlerStats {
+	return a.hooks.Stats()
 }
 
 // ErrBadHookEvent names an event type `shoal hooks test` cannot synthesize.
@@ -169,12 +156,12 @@ func (a *Agent) TestHook(ctx context.Context, req view.HookTest) (view.HookTestR
 			}
 		}
 		if done {
-			resp.Handlers = hookStats(took)
+			resp.Handlers = took
 			return resp, nil
 		}
 		select {
 		case <-ctx.Done():
-			resp.Handlers, resp.TimedOut = hookStats(took), true
+			resp.Handlers, resp.TimedOut = took, true
 			return resp, nil
 		case <-t.C:
 		}

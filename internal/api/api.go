@@ -48,11 +48,11 @@ type Backend interface {
 	LocalHealth() (role string, mysql *view.LocalHealth)
 	Maint() view.Maint
 	SetMaint(enable bool, reason string) (view.Maint, error)
-	History(f view.HistoryFilter) view.History
+	History(f history.Filter) view.History
 	// MemberRTT is the round trip to a member estimated from serf's
 	// network coordinates; false when unknown (and for the agent itself).
 	MemberRTT(name string) (time.Duration, bool)
-	HookStats() []view.HookStats
+	HookStats() []hooks.HandlerStats
 	TestHook(ctx context.Context, req view.HookTest) (view.HookTestResult, error)
 	// APIToken is the token the closed routes need; APITokenFile where
 	// it is kept (named in the 401 answer).
@@ -616,11 +616,12 @@ const maxHistoryLimit = 1_000_000
 
 func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := view.HistoryFilter{Node: q.Get("node"), Cluster: q.Get("cluster"), Kind: q.Get("kind")}
-	if _, err := history.ParseKind(f.Kind); err != nil {
+	kind, err := history.ParseKind(q.Get("kind"))
+	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
+	f := history.Filter{Node: q.Get("node"), Cluster: q.Get("cluster"), Kind: kind}
 	if v := q.Get("since"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {

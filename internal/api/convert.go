@@ -3,6 +3,8 @@ package api
 import (
 	"time"
 
+	"github.com/shoaldb/shoal/internal/history"
+	"github.com/shoaldb/shoal/internal/hooks"
 	"github.com/shoaldb/shoal/internal/view"
 	"github.com/shoaldb/shoal/pkg/client"
 )
@@ -132,9 +134,9 @@ func toMaint(m view.Maint) client.MaintStatus {
 	}
 }
 
-func toHistoryEntry(e view.HistoryEntry) client.HistoryEntry {
+func toHistoryEntry(e history.Entry) client.HistoryEntry {
 	return client.HistoryEntry{
-		Seq: e.Seq, Time: e.Time, Kind: e.Kind, Cluster: e.Cluster, Node: e.Node,
+		Seq: e.Seq, Time: e.Time, Kind: string(e.Kind), Cluster: e.Cluster, Node: e.Node,
 		From: e.From, To: e.To, Reason: e.Reason, Detail: e.Detail,
 	}
 }
@@ -146,7 +148,7 @@ func toHistory(h view.History) client.HistoryResponse {
 }
 
 // toHookStats converts the handlers' stats; the list is never null.
-func toHookStats(hs []view.HookStats) []client.HookStats {
+func toHookStats(hs []hooks.HandlerStats) []client.HookStats {
 	out := make([]client.HookStats, 0, len(hs))
 	for _, h := range hs {
 		out = append(out, client.HookStats{

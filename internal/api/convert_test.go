@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shoaldb/shoal/internal/history"
+	"github.com/shoaldb/shoal/internal/hooks"
 	"github.com/shoaldb/shoal/internal/view"
 )
 
@@ -100,7 +102,7 @@ func TestConversionsSetEveryField(t *testing.T) {
 		"LocalHealth":  toLocalHealth(new(filled[view.LocalHealth]())),
 		"MaintStatus":  toMaint(filled[view.Maint]()),
 		"History":      toHistory(filled[view.History]()),
-		"HookStats":    toHookStats(filled[[]view.HookStats]()),
+		"HookStats":    toHookStats(filled[[]hooks.HandlerStats]()),
 		"ForceLeave":   toForceLeave(filled[view.ForceLeave]()),
 	} {
 		if z := zeroFields(reflect.ValueOf(out), name); len(z) > 0 {
@@ -122,10 +124,10 @@ func TestConversionsKeepNilAndEmpty(t *testing.T) {
 	if hs := toHookStats(nil); hs == nil {
 		t.Fatal("hook stats: nil, want [] (the hooks routes always list handlers)")
 	}
-	if h := toHistory(view.History{Entries: []view.HistoryEntry{}}); h.Entries == nil {
+	if h := toHistory(view.History{Entries: []history.Entry{}}); h.Entries == nil {
 		t.Fatal("history entries: empty became nil")
 	}
-	if d := toHookStats([]view.HookStats{{}})[0].LastDuration; d != "" {
+	if d := toHookStats([]hooks.HandlerStats{{}})[0].LastDuration; d != "" {
 		t.Fatalf("no last run: duration %q, want none", d)
 	}
 }

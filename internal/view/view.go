@@ -1,6 +1,8 @@
 // Package view holds the agent's read models: what package agent returns
 // about itself (its description, pool, local health, maintenance, history,
-// hooks) for the HTTP API, the metrics and the tests to read.
+// a hook test run) for the HTTP API, the metrics and the tests to read.
+// Where a part's own type says it all (history.Entry, hooks.HandlerStats),
+// the views hold that type.
 //
 // These are internal types. The public wire types are in pkg/client; the
 // HTTP API (package api) converts one into the other at its boundary, so
@@ -8,7 +10,12 @@
 // but the API and the CLI depends on pkg/client.
 package view
 
-import "time"
+import (
+	"time"
+
+	"github.com/shoaldb/shoal/internal/history"
+	"github.com/shoaldb/shoal/internal/hooks"
+)
 
 // JoinStatus reports the start-up join.
 type JoinStatus struct {
@@ -184,57 +191,13 @@ type Maint struct {
 	DampDetail  string
 }
 
-// HistoryFilter selects history entries; zero fields select all.
-type HistoryFilter struct {
-	Node    string
-	Cluster string
-	Kind    string
-	Since   time.Time
-	Limit   int // the newest Limit entries
-}
-
-// HistoryEntry is one pool or health transition.
-type HistoryEntry struct {
-	Seq     uint64
-	Time    time.Time
-	Kind    string
-	Cluster string
-	Node    string
-	From    string
-	To      string
-	Reason  string
-	Detail  string
-}
-
 // History is the agent's transition history, oldest first.
 type History struct {
-	Entries  []HistoryEntry // never nil
+	Entries  []history.Entry // never nil
 	Capacity int
 	Total    uint64
 	Evicted  uint64
 	File     string
-}
-
-// HookStats is one event handler's queue and last run.
-type HookStats struct {
-	Spec            string
-	QueueDepth      int
-	QueueMax        int
-	QueueHigh       int
-	Queued          uint64
-	Started         uint64
-	Ran             uint64
-	Failed          uint64
-	TimedOut        uint64
-	Coalesced       uint64
-	Dropped         uint64
-	DroppedByReason map[string]uint64
-	DroppedByClass  map[string]map[string]uint64
-	Running         bool
-	LastStart       time.Time
-	LastExitCode    int
-	LastDuration    time.Duration
-	LastError       string
 }
 
 // HookTest is a synthetic event to run the matching handlers with once.
@@ -246,7 +209,7 @@ type HookTest struct {
 
 // HookTestResult is what a test run did.
 type HookTestResult struct {
-	Handlers []HookStats // the handlers that ran, after their run
+	Handlers []hooks.HandlerStats // the handlers that ran, after their run
 	Response []byte
 	TimedOut bool
 }
