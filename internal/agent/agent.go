@@ -41,7 +41,7 @@ import (
 	"github.com/shoaldb/shoal/internal/routing"
 	"github.com/shoaldb/shoal/internal/serfrpc"
 	"github.com/shoaldb/shoal/internal/tags"
-	"github.com/shoaldb/shoal/pkg/client"
+	"github.com/shoaldb/shoal/internal/view"
 )
 
 // monitorWriter is serf's log ring, used by `serf monitor` and our HTTP monitor.
@@ -70,7 +70,7 @@ type Agent struct {
 	apiTokenFile string
 
 	mu        sync.Mutex
-	join      client.JoinStatus
+	join      view.JoinStatus
 	conflict  string // address of the other holder of our name, once known
 	resolving bool
 
@@ -122,7 +122,7 @@ func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
 		fatal:    make(chan error, 1),
 		leaveReq: make(chan struct{}),
 		stopping: make(chan struct{}),
-		join:     client.JoinStatus{Addrs: cfg.Join},
+		join:     view.JoinStatus{Addrs: cfg.Join},
 		role:     cfg.EffectiveRole(),
 		dirty:    make(chan struct{}, 1),
 		health:   tags.Health{State: tags.Critical, Reason: "starting"},

@@ -11,7 +11,7 @@ import (
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/probe"
 	"github.com/shoaldb/shoal/internal/routing"
-	"github.com/shoaldb/shoal/pkg/client"
+	"github.com/shoaldb/shoal/internal/view"
 )
 
 // poolDelta is what one router update changed, derived once for the
@@ -138,7 +138,7 @@ func (a *Agent) recordHealth(e probe.Event) {
 }
 
 // recordMaint records an operator's maintenance change on this node.
-func (a *Agent) recordMaint(prev string, st client.MaintStatus) {
+func (a *Agent) recordMaint(prev string, st view.Maint) {
 	from, to := "off", "off"
 	if prev != "" {
 		from = "on"
@@ -154,16 +154,11 @@ func (a *Agent) recordMaint(prev string, st client.MaintStatus) {
 }
 
 // History returns the recorded transitions matching f, oldest first.
-func (a *Agent) History(f client.HistoryFilter) client.HistoryResponse {
-	es := a.hist.Query(history.Filter{Node: f.Node, Cluster: f.Cluster, Kind: history.Kind(f.Kind), Since: f.Since, Limit: f.Limit})
+func (a *Agent) History(f history.Filter) view.History {
+	es := a.hist.Query(f)
+	if es == nil {
+		es = []history.Entry{}
+	}
 	st := a.hist.Stats()
-	r := client.HistoryResponse{
-		Entries: make([]client.HistoryEntry, len(es)), Capacity: st.Capacity, Total: st.Total, Evicted: st.Evicted,
-		File: a.cfg.History.File,
-	}
-	for i, e := range es {
-		r.Entries[i] = client.HistoryEntry{Seq: e.Seq, Time: e.Time, Kind: string(e.Kind), Cluster: e.Cluster,
-			Node: e.Node, From: e.From, To: e.To, Reason: e.Reason, Detail: e.Detail}
-	}
-	return r
+	return view.History{Entries: es, Capacity: st.Capacity, Total: st.Total, Evicted: st.Evicted, File: a.cfg.History.File}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/shoaldb/shoal/internal/metrics"
 	"github.com/shoaldb/shoal/internal/probe"
 	"github.com/shoaldb/shoal/internal/routing"
-	"github.com/shoaldb/shoal/pkg/client"
+	"github.com/shoaldb/shoal/internal/view"
 )
 
 // newHooks builds the hook runner from the configuration.
@@ -80,25 +80,8 @@ func (a *Agent) hookHealth(e probe.Event) {
 }
 
 // HookStats returns each handler's queue and last run.
-func (a *Agent) HookStats() []client.HookStats {
-	return hookStats(a.hooks.Stats())
-}
-
-func hookStats(st []hooks.HandlerStats) []client.HookStats {
-	out := make([]client.HookStats, 0, len(st))
-	for _, h := range st {
-		c := client.HookStats{
-			Spec: h.Spec, QueueDepth: h.QueueDepth, QueueMax: h.QueueMax, QueueHigh: h.QueueHigh,
-			Queued: h.Queued, Started: h.Started, Ran: h.Ran, Failed: h.Failed, TimedOut: h.TimedOut,
-			Coalesced: h.Coalesced, Dropped: h.Dropped, DroppedByReason: h.DroppedByReason, DroppedByClass: h.DroppedByClass, Running: h.Running,
-			LastStart: h.LastStart, LastExitCode: h.LastExitCode, LastError: h.LastError,
-		}
-		if h.LastDuration > 0 {
-			c.LastDuration = h.LastDuration.String()
-		}
-		out = append(out, c)
-	}
-	return out
+func (a *Agent) HookStats() []hooks.HandlerStats {
+	return a.hooks.Stats()
 }
 
 // ErrBadHookEvent names an event type `shoal hooks test` cannot synthesize.
@@ -109,8 +92,8 @@ var ErrBadHookEvent = errors.New("event must be one of member-join, member-leave
 // events and queries the given name and payload, pool-change the current
 // pool (no changes), health-change the current probe state. It waits until
 // every handler that took the event has finished or ctx ends.
-func (a *Agent) TestHook(ctx context.Context, req client.HookTestRequest) (client.HookTestResponse, error) {
-	var resp client.HookTestResponse
+func (a *Agent) TestHook(ctx context.Context, req view.HookTest) (view.HookTestResult, error) {
+	var resp view.HookTestResult
 	self := a.Serf().LocalMember()
 	before := map[string]hooks.HandlerStats{}
 	for _, h := range a.hooks.Stats() {
@@ -173,12 +156,12 @@ func (a *Agent) TestHook(ctx context.Context, req client.HookTestRequest) (clien
 			}
 		}
 		if done {
-			resp.Handlers = hookStats(took)
+			resp.Handlers = took
 			return resp, nil
 		}
 		select {
 		case <-ctx.Done():
-			resp.Handlers, resp.TimedOut = hookStats(took), true
+			resp.Handlers, resp.TimedOut = took, true
 			return resp, nil
 		case <-t.C:
 		}

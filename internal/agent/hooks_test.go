@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/serf/serf"
 	"github.com/shoaldb/shoal/internal/api"
 	"github.com/shoaldb/shoal/internal/testutil/testkit"
+	"github.com/shoaldb/shoal/internal/view"
 	"github.com/shoaldb/shoal/pkg/client"
 )
 
@@ -97,17 +98,17 @@ func TestHooksInAgent(t *testing.T) {
 	// shoal hooks test: runs the matching handler once and reports it.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tr, err := a.a.TestHook(ctx, client.HookTestRequest{Event: "user", Name: "deploy", Payload: []byte("test-payload")})
+	tr, err := a.a.TestHook(ctx, view.HookTest{Event: "user", Name: "deploy", Payload: []byte("test-payload")})
 	if err != nil || len(tr.Handlers) != 1 || tr.Handlers[0].LastExitCode != 0 || tr.TimedOut {
 		t.Fatalf("hooks test: %+v %v", tr, err)
 	}
 	if !strings.Contains(read(), "UE=deploy TEAM=db\ntest-payload\n\n--\n") {
 		t.Error("hooks test run not recorded")
 	}
-	if tr, err := a.a.TestHook(ctx, client.HookTestRequest{Event: "query", Name: "ping"}); err != nil || string(tr.Response) != "pong from hk1" {
+	if tr, err := a.a.TestHook(ctx, view.HookTest{Event: "query", Name: "ping"}); err != nil || string(tr.Response) != "pong from hk1" {
 		t.Errorf("hooks test query: %+v %v", tr, err)
 	}
-	if _, err := a.a.TestHook(ctx, client.HookTestRequest{Event: "member-joined"}); err != ErrBadHookEvent {
+	if _, err := a.a.TestHook(ctx, view.HookTest{Event: "member-joined"}); err != ErrBadHookEvent {
 		t.Errorf("bad event: %v", err)
 	}
 

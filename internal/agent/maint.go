@@ -7,7 +7,7 @@ import (
 	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/tags"
-	"github.com/shoaldb/shoal/pkg/client"
+	"github.com/shoaldb/shoal/internal/view"
 )
 
 // DefaultMaintReason is the reason recorded when the operator gives none.
@@ -31,12 +31,12 @@ func checkMaintReason(r string) error { return config.CheckMaintReason(r) }
 // the pool, reason "maintenance") or takes it out, like Consul's node
 // maintenance mode. It returns once the new tags are queued for gossip. With
 // a tags file the state survives restarts.
-func (a *Agent) SetMaint(enable bool, reason string) (client.MaintStatus, error) {
+func (a *Agent) SetMaint(enable bool, reason string) (view.Maint, error) {
 	if a.role != tags.RoleDB {
-		return client.MaintStatus{}, ErrNotDB
+		return view.Maint{}, ErrNotDB
 	}
 	if err := checkMaintReason(reason); err != nil {
-		return client.MaintStatus{}, err
+		return view.Maint{}, err
 	}
 	a.mu.Lock()
 	prev := a.maint
@@ -53,12 +53,12 @@ func (a *Agent) SetMaint(enable bool, reason string) (client.MaintStatus, error)
 	user := a.wantedUserTags()
 	if err := a.writeTagsFile(user); err != nil {
 		restore()
-		return client.MaintStatus{}, fmt.Errorf("persist maintenance state: %w", err)
+		return view.Maint{}, fmt.Errorf("persist maintenance state: %w", err)
 	}
 	if err := a.publish(user); err != nil {
 		restore()
 		_ = a.writeTagsFile(user)
-		return client.MaintStatus{}, err
+		return view.Maint{}, err
 	}
 	st := a.Maint()
 	if enable {
@@ -72,9 +72,9 @@ func (a *Agent) SetMaint(enable bool, reason string) (client.MaintStatus, error)
 
 // Maint returns this node's maintenance state, and whether this agent's
 // pool holds the node out by flap damping.
-func (a *Agent) Maint() client.MaintStatus {
+func (a *Agent) Maint() view.Maint {
 	a.mu.Lock()
-	st := client.MaintStatus{
+	st := view.Maint{
 		Node:      a.cfg.Node,
 		Enabled:   a.maint != "",
 		Reason:    a.maint,

@@ -9,7 +9,7 @@ import (
 	"github.com/shoaldb/shoal/internal/metrics"
 	"github.com/shoaldb/shoal/internal/probe"
 	"github.com/shoaldb/shoal/internal/routing"
-	"github.com/shoaldb/shoal/pkg/client"
+	"github.com/shoaldb/shoal/internal/view"
 )
 
 // Collectors returns every metric family of this agent, for a registry.
@@ -17,7 +17,7 @@ func (a *Agent) Collectors() []prometheus.Collector {
 	cs := a.metrics.Collectors()
 	cs = append(cs,
 		metrics.NewMembersCollector(a.Members, func() int { return a.Serf().Memberlist().GetHealthScore() }),
-		metrics.NewPoolCollector(func() client.PoolResponse {
+		metrics.NewPoolCollector(func() view.Pool {
 			v, _ := a.PoolView("")
 			return v
 		}),

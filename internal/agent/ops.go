@@ -17,11 +17,11 @@ import (
 	gossiped "github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/internal/version"
-	"github.com/shoaldb/shoal/pkg/client"
+	"github.com/shoaldb/shoal/internal/view"
 )
 
 // Info returns the agent's description.
-func (a *Agent) Info(httpAddr string) client.Info {
+func (a *Agent) Info(httpAddr string) view.Info {
 	s := a.Serf()
 	local := s.LocalMember()
 	sc := a.sa.SerfConfig()
@@ -30,7 +30,7 @@ func (a *Agent) Info(httpAddr string) client.Info {
 	join := a.join
 	join.Addrs = append([]string(nil), join.Addrs...)
 	a.mu.Unlock()
-	return client.Info{
+	return view.Info{
 		Node:         local.Name,
 		Addr:         net.JoinHostPort(local.Addr.String(), strconv.Itoa(int(local.Port))),
 		Tags:         local.Tags,
@@ -38,7 +38,7 @@ func (a *Agent) Info(httpAddr string) client.Info {
 		Version:      version.Version,
 		GoVersion:    runtime.Version(),
 		Started:      a.started,
-		Uptime:       time.Since(a.started).Round(time.Second).String(),
+		Uptime:       time.Since(a.started).Round(time.Second),
 		Profile:      a.cfg.Profile,
 		Encrypted:    s.EncryptionEnabled(),
 		KeyringFile:  a.cfg.KeyringFile,
@@ -51,19 +51,32 @@ func (a *Agent) Info(httpAddr string) client.Info {
 		HealthScore:  s.Memberlist().GetHealthScore(),
 		EventsDrop:   a.events.dropped.Load(),
 		Publish:      a.PublishStatus(),
-		Serf:         s.Stats(),
-		Timings: client.Timings{
-			ProbeInterval:     mc.ProbeInterval.String(),
-			ProbeTimeout:      mc.ProbeTimeout.String(),
+		Serf:         serfStats(s.Stats()),
+		Timings: view.Timings{
+			ProbeInterval:     mc.ProbeInterval,
+			ProbeTimeout:      mc.ProbeTimeout,
 			SuspicionMult:     mc.SuspicionMult,
 			SuspicionMaxMult:  mc.SuspicionMaxTimeoutMult,
-			GossipInterval:    mc.GossipInterval.String(),
+			GossipInterval:    mc.GossipInterval,
 			GossipNodes:       mc.GossipNodes,
 			RetransmitMult:    mc.RetransmitMult,
 			IndirectChecks:    mc.IndirectChecks,
-			PushPullInterval:  mc.PushPullInterval.String(),
-			ReconnectInterval: sc.ReconnectInterval.String(),
+			PushPullInterval:  mc.PushPullInterval,
+			ReconnectInterval: sc.ReconnectInterval,
 		},
+	}
+}
+
+// serfStats parses serf's counters (serf.Serf.Stats, all strings); a
+// counter serf does not report (or reports unparsable) is 0.
+func serfStats(m map[string]string) view.SerfStats {
+	n := func(k string) int { v, _ := strconv.Atoi(m[k]); return v }
+	u := func(k string) uint64 { v, _ := strconv.ParseUint(m[k], 10, 64); return v }
+	return view.SerfStats{
+		Members: n("members"), Failed: n("failed"), Left: n("left"), HealthScore: n("health_score"),
+		MemberTime: u("member_time"), EventTime: u("event_time"), QueryTime: u("query_time"),
+		IntentQueue: n("intent_queue"), EventQueue: n("event_queue"), QueryQueue: n("query_queue"),
+		Encrypted: m["encrypted"] == "true", CoordinateResets: u("coordinate_resets"),
 	}
 }
 
@@ -98,11 +111,11 @@ func (a *Agent) Join(addrs []string, replay bool) (int, error) {
 // An unknown node is an error wrapping api.ErrNoSuchMember. An alive
 // member is never touched (serf would mark it leaving everywhere until it
 // refutes, taking it out of the pool meanwhile): the answer says so.
-func (a *Agent) ForceLeave(node string, prune bool) (client.ForceLeaveResponse, error) {
+func (a *Agent) ForceLeave(node string, prune bool) (view.ForceLeave, error) {
 	ms := a.Serf().Members()
 	name, err := resolveName(ms, node)
 	if err != nil {
-		return client.ForceLeaveResponse{}, err
+		return view.ForceLeave{}, err
 	}
 	var m *serf.Member
 	for i := range ms {
@@ -112,24 +125,24 @@ func (a *Agent) ForceLeave(node string, prune bool) (client.ForceLeaveResponse, 
 		}
 	}
 	if m == nil {
-		return client.ForceLeaveResponse{}, fmt.Errorf("%w %q (shoal members lists the members)", api.ErrNoSuchMember, node)
+		return view.ForceLeave{}, fmt.Errorf("%w %q (shoal members lists the members)", api.ErrNoSuchMember, node)
 	}
-	resp := client.ForceLeaveResponse{Node: gossiped.Escape(name), Before: m.Status.String(), Result: client.ForceLeaveUnchanged}
+	resp := view.ForceLeave{Node: gossiped.Escape(name), Before: m.Status.String(), Result: view.ForceLeaveUnchanged}
 	switch {
 	case m.Status == serf.StatusAlive:
 		a.log.Info("force-leave of an alive member: nothing done", "member", resp.Node, "prune", prune)
 		return resp, nil
 	case prune:
-		resp.Result = client.ForceLeavePruned
+		resp.Result = view.ForceLeavePruned
 		err = a.sa.ForceLeavePrune(name)
 	case m.Status == serf.StatusFailed:
-		resp.Result = client.ForceLeaveLeft
+		resp.Result = view.ForceLeaveLeft
 		err = a.sa.ForceLeave(name)
 	default: // leaving or left: serf would change nothing
 		return resp, nil
 	}
 	if err != nil {
-		return client.ForceLeaveResponse{}, err
+		return view.ForceLeave{}, err
 	}
 	return resp, nil
 }

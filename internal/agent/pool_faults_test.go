@@ -14,11 +14,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/history"
 	filesink "github.com/shoaldb/shoal/internal/sink/file"
 	"github.com/shoaldb/shoal/internal/sink/haproxy"
 	"github.com/shoaldb/shoal/internal/testutil/haproxytest"
 	"github.com/shoaldb/shoal/internal/testutil/testkit"
-	"github.com/shoaldb/shoal/pkg/client"
 )
 
 // TestPoolFaultsAndSinks drives real servers through the faults the pool
@@ -143,11 +143,11 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 		testkit.WaitFor(t, 5*time.Second, "file sink drops db3", func() bool { return readers() == sorted(r1.Addr()) })
 		// The transitions are in the history: the pool change on the app agent,
 		// the probe's verdict on db3's own agent.
-		h := app.a.History(client.HistoryFilter{Node: "db3", Kind: "pool"})
+		h := app.a.History(history.Filter{Node: "db3", Kind: "pool"})
 		if n := len(h.Entries); n == 0 || h.Entries[n-1].From != "reader" || h.Entries[n-1].To != "out" || h.Entries[n-1].Reason != "critical" {
 			t.Errorf("app history of db3: %+v", h.Entries)
 		}
-		h = db3.a.History(client.HistoryFilter{Kind: "health", Limit: 1})
+		h = db3.a.History(history.Filter{Kind: "health", Limit: 1})
 		if len(h.Entries) != 1 || h.Entries[0].From != "passing" || h.Entries[0].To != "critical" || h.Entries[0].Reason != "timeout" {
 			t.Errorf("db3 health history: %+v", h.Entries)
 		}
@@ -285,14 +285,14 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 		if readers() != sorted(r1.Addr(), r2.Addr()) {
 			t.Errorf("isolated app host changed the readers list: %q", readers())
 		}
-		if h := app.a.History(client.HistoryFilter{Kind: "isolation"}); len(h.Entries) != 1 || h.Entries[0].To != "isolated" {
+		if h := app.a.History(history.Filter{Kind: "isolation"}); len(h.Entries) != 1 || h.Entries[0].To != "isolated" {
 			t.Errorf("isolation history: %+v", h.Entries)
 		}
 	})
 
 	stage("history file", func(t *testing.T) {
 		// The history file holds every entry the ring does, one JSON object a line.
-		hist := app.a.History(client.HistoryFilter{})
+		hist := app.a.History(history.Filter{})
 		data, err := os.ReadFile(appCfg.History.File)
 		if err != nil {
 			t.Fatal(err)
@@ -302,7 +302,7 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 			t.Errorf("history file has %d lines, ring %d entries", len(lines), len(hist.Entries))
 		}
 		for _, l := range lines {
-			var e client.HistoryEntry
+			var e history.Entry
 			if err := json.Unmarshal([]byte(l), &e); err != nil || e.Seq == 0 || e.Kind == "" {
 				t.Errorf("history line %q: %v", l, err)
 			}

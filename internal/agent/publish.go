@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/tags"
-	"github.com/shoaldb/shoal/pkg/client"
+	"github.com/shoaldb/shoal/internal/view"
 )
 
 // Publishing the local tags, health first.
@@ -72,11 +72,11 @@ func (p *pubState) record(err error, withheld []string, minimal bool, now time.T
 
 // PublishStatus reports whether this agent's tags, its health above all,
 // reach the cluster.
-func (a *Agent) PublishStatus() client.PublishStatus {
+func (a *Agent) PublishStatus() view.PublishStatus {
 	p := &a.pub
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return client.PublishStatus{
+	return view.PublishStatus{
 		OK:            p.ok,
 		Error:         p.err,
 		WithheldTags:  slices.Clone(p.withheld),

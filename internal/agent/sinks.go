@@ -9,7 +9,7 @@ import (
 	"github.com/shoaldb/shoal/internal/routing"
 	filesink "github.com/shoaldb/shoal/internal/sink/file"
 	"github.com/shoaldb/shoal/internal/sink/haproxy"
-	"github.com/shoaldb/shoal/pkg/client"
+	"github.com/shoaldb/shoal/internal/view"
 )
 
 // poolSink is a local router the agent drives from the pool. Update must not
@@ -18,7 +18,7 @@ type poolSink interface {
 	Start(ctx context.Context)
 	Update(p *pool.Pool, frozen bool)
 	Close() error
-	Status() client.SinkStatus
+	Status() view.SinkStatus
 }
 
 // newSinks builds the configured sinks; it does no I/O.
@@ -60,8 +60,8 @@ func (a *Agent) closeSinks() {
 	}
 }
 
-func (a *Agent) sinkStatus() []client.SinkStatus {
-	out := make([]client.SinkStatus, 0, len(a.sinks))
+func (a *Agent) sinkStatus() []view.SinkStatus {
+	out := make([]view.SinkStatus, 0, len(a.sinks))
 	for _, s := range a.sinks {
 		out = append(out, s.Status())
 	}
@@ -84,7 +84,7 @@ type haproxySink struct {
 	addr string
 }
 
-func (h haproxySink) Status() client.SinkStatus {
+func (h haproxySink) Status() view.SinkStatus {
 	st := h.Sink.Status()
 	var notes []string
 	add := func(prefix string, items []string) {
@@ -96,7 +96,7 @@ func (h haproxySink) Status() client.SinkStatus {
 	add("server maps to no node: ", st.Unmapped)
 	add("node has no server: ", st.Missing)
 	add("naming: ", st.Naming)
-	return client.SinkStatus{
+	return view.SinkStatus{
 		Name: "haproxy", Target: h.addr, State: sinkState(st.LastSuccess, st.LastErrorAt),
 		LastSuccess: st.LastSuccess, LastError: st.LastError, LastErrorAt: st.LastErrorAt,
 		Failures: st.Failures, Frozen: st.Frozen, Notes: notes,
@@ -108,14 +108,14 @@ type fileSink struct {
 	path string
 }
 
-func (f fileSink) Status() client.SinkStatus {
+func (f fileSink) Status() view.SinkStatus {
 	st := f.Sink.Status()
 	var notes []string
 	for _, h := range st.Held {
 		notes = append(notes, "kept in its list while frozen: "+h)
 	}
 	notes = append(notes, st.NoLists...)
-	return client.SinkStatus{
+	return view.SinkStatus{
 		Name: "file", Target: f.path, State: sinkState(st.LastSuccess, st.LastErrorAt),
 		LastSuccess: st.LastSuccess, LastError: st.LastError, LastErrorAt: st.LastErrorAt,
 		Failures: st.Failures, Frozen: st.Frozen, Notes: notes,

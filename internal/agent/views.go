@@ -6,13 +6,13 @@ import (
 
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/tags"
-	"github.com/shoaldb/shoal/pkg/client"
+	"github.com/shoaldb/shoal/internal/view"
 )
 
-func poolNodes(ns []pool.Node) []client.PoolNode {
-	out := make([]client.PoolNode, 0, len(ns))
+func poolNodes(ns []pool.Node) []view.PoolNode {
+	out := make([]view.PoolNode, 0, len(ns))
 	for _, n := range ns {
-		out = append(out, client.PoolNode{Name: n.Name, Addr: n.Addr, Reason: string(n.Reason), Detail: n.Detail, Until: n.Until})
+		out = append(out, view.PoolNode{Name: n.Name, Addr: n.Addr, Reason: string(n.Reason), Detail: n.Detail, Until: n.Until})
 	}
 	return out
 }
@@ -20,8 +20,8 @@ func poolNodes(ns []pool.Node) []client.PoolNode {
 // clusterPools returns p's clusters (only the named one unless cluster is
 // "") as the API shows them: the pool schema (package poolschema), with
 // until on damped nodes.
-func clusterPools(p *pool.Pool, cluster string) []client.ClusterPool {
-	out := []client.ClusterPool{}
+func clusterPools(p *pool.Pool, cluster string) []view.ClusterPool {
+	out := []view.ClusterPool{}
 	if p == nil {
 		return out
 	}
@@ -29,7 +29,7 @@ func clusterPools(p *pool.Pool, cluster string) []client.ClusterPool {
 		if cluster != "" && c.Name != cluster {
 			continue
 		}
-		out = append(out, client.ClusterPool{
+		out = append(out, view.ClusterPool{
 			Name: c.Name, Writers: poolNodes(c.Writers), Readers: poolNodes(c.Readers), Out: poolNodes(c.Out),
 			Conflict: c.Schema().Conflict,
 		})
@@ -37,10 +37,11 @@ func clusterPools(p *pool.Pool, cluster string) []client.ClusterPool {
 	return out
 }
 
-// PoolView returns the current pool for the API; cluster "" means all.
-func (a *Agent) PoolView(cluster string) (client.PoolResponse, error) {
+// PoolView returns the current pool as the API and the metrics show it;
+// cluster "" means all.
+func (a *Agent) PoolView(cluster string) (view.Pool, error) {
 	u := a.router.Current()
-	r := client.PoolResponse{Clusters: []client.ClusterPool{}, Isolated: u.Isolated, UpdatedAt: u.At}
+	r := view.Pool{Clusters: []view.ClusterPool{}, Isolated: u.Isolated, UpdatedAt: u.At}
 	if u.Isolated {
 		r.Isolation = fmt.Sprintf("this agent sees %d of %d members it had failed: it assumes it is the one cut off and freezes removals in its local sinks", u.Isolation.Failed, u.Isolation.Baseline)
 	}
@@ -48,7 +49,7 @@ func (a *Agent) PoolView(cluster string) (client.PoolResponse, error) {
 	if cluster != "" && len(r.Clusters) == 0 {
 		return r, fmt.Errorf("no cluster %q in the pool", cluster)
 	}
-	r.Writers, r.Readers, r.Out = []client.PoolNode{}, []client.PoolNode{}, []client.PoolNode{}
+	r.Writers, r.Readers, r.Out = []view.PoolNode{}, []view.PoolNode{}, []view.PoolNode{}
 	for _, c := range r.Clusters {
 		r.Writers = append(r.Writers, withCluster(c.Name, c.Writers)...)
 		r.Readers = append(r.Readers, withCluster(c.Name, c.Readers)...)
@@ -59,13 +60,13 @@ func (a *Agent) PoolView(cluster string) (client.PoolResponse, error) {
 }
 
 // LocalHealth returns the role and, on db agents, the probe's state.
-func (a *Agent) LocalHealth() (string, *client.LocalHealth) {
+func (a *Agent) LocalHealth() (string, *view.LocalHealth) {
 	st, ok := a.ProbeStatus()
 	if !ok {
 		return a.role, nil
 	}
 	f := st.Last.Facts
-	h := &client.LocalHealth{
+	h := &view.LocalHealth{
 		State: st.State.String(), Reason: string(st.Reason), Message: st.Message, Since: st.Since,
 		Target: a.probe.Config().Target(), LastCheck: st.Last.Start, Checks: st.Checks, Connects: st.Connects,
 		Reachable: f.Reachable, Version: f.Version, ServerID: f.ServerID, ReadOnly: f.ReadOnly,
@@ -74,7 +75,7 @@ func (a *Agent) LocalHealth() (string, *client.LocalHealth) {
 		Published: a.Serf().LocalMember().Tags[tags.KeyHealth],
 	}
 	if st.Last.Duration > 0 {
-		h.LastDuration = st.Last.Duration.String()
+		h.LastDuration = st.Last.Duration
 	}
 	if f.Replication.LagKnown {
 		lag := f.Replication.LagSeconds
@@ -83,8 +84,8 @@ func (a *Agent) LocalHealth() (string, *client.LocalHealth) {
 	return a.role, h
 }
 
-func withCluster(cluster string, ns []client.PoolNode) []client.PoolNode {
-	out := make([]client.PoolNode, len(ns))
+func withCluster(cluster string, ns []view.PoolNode) []view.PoolNode {
+	out := make([]view.PoolNode, len(ns))
 	for i, n := range ns {
 		n.Cluster = cluster
 		out[i] = n

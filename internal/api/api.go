@@ -24,33 +24,36 @@ import (
 	"github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/internal/ui"
+	"github.com/shoaldb/shoal/internal/view"
 	"github.com/shoaldb/shoal/pkg/client"
 )
 
-// Backend is what the API needs from the agent.
+// Backend is what the API needs from the agent. It speaks the agent's
+// types (package view and serf's); the handlers convert them to the public
+// wire types of pkg/client (convert.go), here and nowhere else.
 type Backend interface {
-	Info(httpAddr string) client.Info
+	Info(httpAddr string) view.Info
 	Members() []serf.Member
 	Join(addrs []string, replay bool) (int, error)
 	// ForceLeave fails with an error wrapping ErrNoSuchMember when node is
 	// not a member.
-	ForceLeave(node string, prune bool) (client.ForceLeaveResponse, error)
+	ForceLeave(node string, prune bool) (view.ForceLeave, error)
 	UserEvent(name string, payload []byte, coalesce bool) error
 	Query(name string, payload []byte, params *serf.QueryParam) (*serf.QueryResponse, error)
 	UpdateTags(set map[string]string, del []string) (map[string]string, error)
 	KeyOp(op, key string) (*serf.KeyResponse, error)
 	Monitor(f func(line string)) (stop func())
 	RequestLeave()
-	PoolView(cluster string) (client.PoolResponse, error)
-	LocalHealth() (role string, mysql *client.LocalHealth)
-	Maint() client.MaintStatus
-	SetMaint(enable bool, reason string) (client.MaintStatus, error)
-	History(f client.HistoryFilter) client.HistoryResponse
+	PoolView(cluster string) (view.Pool, error)
+	LocalHealth() (role string, mysql *view.LocalHealth)
+	Maint() view.Maint
+	SetMaint(enable bool, reason string) (view.Maint, error)
+	History(f history.Filter) view.History
 	// MemberRTT is the round trip to a member estimated from serf's
 	// network coordinates; false when unknown (and for the agent itself).
 	MemberRTT(name string) (time.Duration, bool)
-	HookStats() []client.HookStats
-	TestHook(ctx context.Context, req client.HookTestRequest) (client.HookTestResponse, error)
+	HookStats() []hooks.HandlerStats
+	TestHook(ctx context.Context, req view.HookTest) (view.HookTestResult, error)
 	// APIToken is the token the closed routes need; APITokenFile where
 	// it is kept (named in the 401 answer).
 	APIToken() string
@@ -302,7 +305,7 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) self(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.b.Info(s.httpAddr))
+	writeJSON(w, http.StatusOK, toInfo(s.b.Info(s.httpAddr)))
 }
 
 // health answers 200 when the agent is healthy, 503 otherwise (for load
@@ -314,7 +317,8 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	info := s.b.Info(s.httpAddr)
 	role, mysql := s.b.LocalHealth()
 	pub := info.Publish
-	resp := client.HealthResponse{Status: "ok", Node: info.Node, Gossip: info.Status, Role: role, MySQL: mysql, Publish: &pub}
+	cpub := toPublish(pub)
+	resp := client.HealthResponse{Status: "ok", Node: info.Node, Gossip: info.Status, Role: role, MySQL: toLocalHealth(mysql), Publish: &cpub}
 	switch {
 	case info.Status != "alive":
 		resp.Status = "gossip " + info.Status
@@ -335,7 +339,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 
 // notJoined is the health status of an agent whose start-up join has not
 // reached any node yet (a wrong gossip key, a firewall, peers down).
-func notJoined(j client.JoinStatus) string {
+func notJoined(j view.JoinStatus) string {
 	st := fmt.Sprintf("not joined: no node of %s answered", strings.Join(j.Addrs, ", "))
 	if j.Attempts > 0 {
 		st += fmt.Sprintf(" (%d attempts)", j.Attempts)
@@ -352,7 +356,7 @@ func (s *Server) pool(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	writeJSON(w, http.StatusOK, ToPool(p))
 }
 
 func (s *Server) join(w http.ResponseWriter, r *http.Request) {
@@ -395,7 +399,7 @@ func (s *Server) forceLeave(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("force-leave %s: %w", req.Node, err))
 		return
 	}
-	writeJSON(w, http.StatusOK, resp)
+	writeJSON(w, http.StatusOK, toForceLeave(resp))
 }
 
 func (s *Server) tags(w http.ResponseWriter, r *http.Request) {
@@ -587,7 +591,7 @@ func levelAtLeast(line, level string) bool {
 }
 
 func (s *Server) maint(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.b.Maint())
+	writeJSON(w, http.StatusOK, toMaint(s.b.Maint()))
 }
 
 func (s *Server) setMaint(w http.ResponseWriter, r *http.Request) {
@@ -604,7 +608,7 @@ func (s *Server) setMaint(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, toMaint(st))
 }
 
 // maxHistoryLimit bounds ?limit= (the ring holds at most a million entries).
@@ -612,11 +616,12 @@ const maxHistoryLimit = 1_000_000
 
 func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := client.HistoryFilter{Node: q.Get("node"), Cluster: q.Get("cluster"), Kind: q.Get("kind")}
-	if _, err := history.ParseKind(f.Kind); err != nil {
+	kind, err := history.ParseKind(q.Get("kind"))
+	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
+	f := history.Filter{Node: q.Get("node"), Cluster: q.Get("cluster"), Kind: kind}
 	if v := q.Get("since"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
@@ -633,14 +638,14 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Limit = n
 	}
-	writeJSON(w, http.StatusOK, s.b.History(f))
+	writeJSON(w, http.StatusOK, toHistory(s.b.History(f)))
 }
 
 // hooks lists the event handlers. A handler's arguments may hold a secret
 // (env TOKEN=... cmd, --password=...), so without the API token each spec
 // is shown as its filter and program only, and Redacted is set.
 func (s *Server) hooks(w http.ResponseWriter, r *http.Request) {
-	hs := s.b.HookStats()
+	hs := toHookStats(s.b.HookStats())
 	resp := client.HooksResponse{Handlers: hs}
 	if !s.hasToken(r) {
 		for i := range hs {
@@ -676,13 +681,10 @@ func (s *Server) testHook(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), maxHookTestWait)
 	defer cancel()
-	resp, err := s.b.TestHook(ctx, req)
+	res, err := s.b.TestHook(ctx, view.HookTest{Event: req.Event, Name: req.Name, Payload: req.Payload})
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if resp.Handlers == nil {
-		resp.Handlers = []client.HookStats{}
-	}
-	writeJSON(w, http.StatusOK, resp)
+	writeJSON(w, http.StatusOK, client.HookTestResponse{Handlers: toHookStats(res.Handlers), Response: res.Response, TimedOut: res.TimedOut})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -257,11 +258,16 @@ func TestAPIErrorsAreJSON(t *testing.T) {
 	}
 }
 
+// No agent at the address: an *UnreachableError naming it and wrapping the
+// network error. The advice on what to do (--http-addr, SHOAL_HTTP_ADDR) is
+// the CLI's to add (internal/cli TestNoAgentAdvice), not the library's.
 func TestClientUnreachable(t *testing.T) {
 	addr := ports.Free(t)
 	_, err := client.New(addr).Members(context.Background(), client.MemberFilter{})
 	var ue *client.UnreachableError
-	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "no shoal agent reachable at "+addr) || !strings.Contains(err.Error(), "--http-addr") {
+	var oe *net.OpError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "no shoal agent reachable at "+addr) || !errors.As(err, &oe) ||
+		strings.Contains(err.Error(), "--http-addr") {
 		t.Fatalf("got %v", err)
 	}
 }

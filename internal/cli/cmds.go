@@ -295,7 +295,7 @@ func writeInfo(w io.Writer, in *client.Info) error {
 	row("profile", fmt.Sprintf("%s (probe %s/%s, suspicion x%d, gossip %s, retransmit x%d)", in.Profile, t.ProbeInterval, t.ProbeTimeout, t.SuspicionMult, t.GossipInterval, t.RetransmitMult))
 	row("health score", fmt.Sprint(in.HealthScore))
 	row("tags publish", publishText(in.Publish))
-	row("members", fmt.Sprintf("%s (failed %s, left %s)", in.Serf["members"], in.Serf["failed"], in.Serf["left"]))
+	row("members", fmt.Sprintf("%d (failed %d, left %d)", in.Serf.Members, in.Serf.Failed, in.Serf.Left))
 	if in.RPCAddr != "" {
 		row("serf rpc", in.RPCAddr)
 	}

@@ -68,7 +68,7 @@ func TestInfoGolden(t *testing.T) {
 		Started: time.Unix(0, 0).UTC(),
 		Join:    client.JoinStatus{Addrs: []string{"10.0.0.12"}, Joined: false, Attempts: 3, LastError: "no installed keys could decrypt the message"},
 		Profile: "fast", Timings: client.Timings{ProbeInterval: "150ms", ProbeTimeout: "100ms", SuspicionMult: 3, GossipInterval: "50ms", RetransmitMult: 8},
-		Serf:    map[string]string{"members": "3", "failed": "1", "left": "0"},
+		Serf:    client.SerfStats{Members: 3, Failed: 1, Left: 0},
 		RPCAddr: "127.0.0.1:7373", APITokenFile: "/var/lib/shoal/api-token",
 		Publish: client.PublishStatus{OK: true},
 	}

@@ -105,7 +105,7 @@ func TestRenderersEscapeHostileText(t *testing.T) {
 				Tags: map[string]string{s: s}, Encrypted: true, KeyringFile: s, KeyWarning: s, Snapshot: s, RPCAddr: s,
 				Join:    client.JoinStatus{Addrs: []string{s}, Attempts: 2, LastError: s},
 				Timings: client.Timings{ProbeInterval: s, ProbeTimeout: s, GossipInterval: s},
-				Serf:    map[string]string{"members": s, "failed": s, "left": s}})
+				Serf:    client.SerfStats{Members: 3, Failed: 1}})
 			return b.Bytes()
 		},
 		"health": func(s string) []byte {
@@ -171,7 +171,7 @@ func hostileAgent(t *testing.T, text string) string {
 	hooks := []client.HookStats{{Spec: text, LastError: text, LastExitCode: 1, LastStart: historyTime, LastDuration: text}}
 	reply("GET /v1/members", 200, client.MembersResponse{Members: []client.Member{{Name: text, Addr: text, Port: 1, Status: text, Tags: map[string]string{text: text}}}})
 	reply("GET /v1/agent/self", 200, client.Info{Node: text, Addr: text, Status: text, Version: text, Tags: map[string]string{text: text},
-		Join: client.JoinStatus{Addrs: []string{text}, LastError: text}, Serf: map[string]string{"members": text}})
+		Join: client.JoinStatus{Addrs: []string{text}, LastError: text}, Serf: client.SerfStats{Members: 1}})
 	reply("GET /v1/health", 200, client.HealthResponse{Status: text, Node: text, Role: text, Gossip: text, MySQL: &client.LocalHealth{State: text, Message: text, Version: text}})
 	reply("POST /v1/agent/join", 500, fail)
 	reply("POST /v1/agent/force-leave", 500, fail)

@@ -21,6 +21,7 @@ import (
 	"github.com/shoaldb/shoal/internal/pool"
 	filesink "github.com/shoaldb/shoal/internal/sink/file"
 	"github.com/shoaldb/shoal/internal/tags"
+	"github.com/shoaldb/shoal/internal/view"
 	"github.com/shoaldb/shoal/pkg/client"
 )
 
@@ -87,12 +88,12 @@ func FuzzHostileMembers(f *testing.F) {
 		checkFiles(t, dir, lists)
 
 		// The views the API serves, and /metrics.
-		view := poolView(p, sink)
+		pv := poolView(p, sink)
 		var ms []client.Member
 		for _, m := range members {
 			ms = append(ms, api.ToMember(m))
 		}
-		gatherAll(t, view, members, pool.Diff(prev, p))
+		gatherAll(t, pv, members, pool.Diff(prev, p))
 
 		// The CLI renderers.
 		var out bytes.Buffer
@@ -106,7 +107,8 @@ func FuzzHostileMembers(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		if err := writePool(&out, &view); err != nil {
+		cv := api.ToPool(pv)
+		if err := writePool(&out, &cv); err != nil {
 			t.Fatal(err)
 		}
 		if !utf8.Valid(out.Bytes()) || bytes.ContainsAny(out.Bytes(), "\x1b\r\x00") {
@@ -181,34 +183,34 @@ func checkFiles(t *testing.T, dir, lists string) {
 	}
 }
 
-// poolView is the pool as the API serves it (agent.PoolView).
-func poolView(p *pool.Pool, sink *filesink.Sink) client.PoolResponse {
-	nodes := func(ns []pool.Node) []client.PoolNode {
-		out := []client.PoolNode{}
+// poolView is the pool as the agent shows it (agent.PoolView).
+func poolView(p *pool.Pool, sink *filesink.Sink) view.Pool {
+	nodes := func(ns []pool.Node) []view.PoolNode {
+		out := []view.PoolNode{}
 		for _, n := range ns {
-			out = append(out, client.PoolNode{Name: n.Name, Addr: n.Addr, Reason: string(n.Reason), Detail: n.Detail})
+			out = append(out, view.PoolNode{Name: n.Name, Addr: n.Addr, Reason: string(n.Reason), Detail: n.Detail})
 		}
 		return out
 	}
-	v := client.PoolResponse{Clusters: []client.ClusterPool{}}
+	v := view.Pool{Clusters: []view.ClusterPool{}}
 	for _, c := range p.Clusters {
-		v.Clusters = append(v.Clusters, client.ClusterPool{Name: c.Name, Writers: nodes(c.Writers), Readers: nodes(c.Readers),
+		v.Clusters = append(v.Clusters, view.ClusterPool{Name: c.Name, Writers: nodes(c.Writers), Readers: nodes(c.Readers),
 			Out: nodes(c.Out), Conflict: c.Conflict})
 	}
 	st := sink.Status()
-	v.Sinks = []client.SinkStatus{{Name: "file", State: "ok", LastError: st.LastError, Notes: st.NoLists}}
+	v.Sinks = []view.SinkStatus{{Name: "file", State: "ok", LastError: st.LastError, Notes: st.NoLists}}
 	return v
 }
 
 // gatherAll registers the collectors and the pool counters on a fresh
 // registry, gathers, and checks every label value.
-func gatherAll(t *testing.T, view client.PoolResponse, members []serf.Member, changes []pool.Change) {
+func gatherAll(t *testing.T, pv view.Pool, members []serf.Member, changes []pool.Change) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	ag := metrics.NewAgent()
 	reg.MustRegister(ag.Collectors()...)
 	reg.MustRegister(
-		metrics.NewPoolCollector(func() client.PoolResponse { return view }),
+		metrics.NewPoolCollector(func() view.Pool { return pv }),
 		metrics.NewMembersCollector(func() []serf.Member { return members }, func() int { return 0 }),
 	)
 	for _, c := range changes {

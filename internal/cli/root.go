@@ -74,7 +74,9 @@ func (g *globals) loadTLS() error {
 // SHOAL_HTTP_TOKEN) when given, else finding the token by itself when the
 // agent asks for it; with --ca-file for an https:// address.
 func (g *globals) client() *client.Client {
-	var opts []client.Option
+	// No timeout of the client's: a command waits as long as the agent
+	// takes (a join of dead addresses, a long query), and Ctrl-C ends it.
+	opts := []client.Option{client.WithTimeout(0)}
 	tok := g.token
 	if tok == "" {
 		tok = g.getenv("SHOAL_HTTP_TOKEN")
@@ -130,13 +132,22 @@ func checkCommand(root *cobra.Command, args []string) error {
 // errorText is err as printed: an error the agent answered (its message
 // may quote other machines: join, force-leave, keys, query) is escaped
 // whole, newlines included; the CLI's own errors keep their line breaks.
+// When no agent answered, it says how to start one or point elsewhere.
 func errorText(err error) string {
 	var ae *client.APIError
 	if errors.As(err, &ae) {
 		return sanitize(err.Error())
 	}
-	return sanitizeLines(err.Error())
+	msg := err.Error()
+	var ue *client.UnreachableError
+	if errors.As(err, &ue) {
+		msg = strings.Replace(msg, ue.Error(), ue.Error()+unreachableAdvice, 1)
+	}
+	return sanitizeLines(msg)
 }
+
+// unreachableAdvice follows the client's error when no agent answered.
+const unreachableAdvice = "; start one with `shoal agent`, or point elsewhere with --http-addr or SHOAL_HTTP_ADDR"
 
 // NewRoot builds the command tree.
 func NewRoot(stdout, stderr io.Writer) *cobra.Command {

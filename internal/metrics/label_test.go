@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shoaldb/shoal/internal/member"
-	"github.com/shoaldb/shoal/pkg/client"
+	"github.com/shoaldb/shoal/internal/view"
 )
 
 // hostile strings as they arrive from other machines, before any escaping.
@@ -19,17 +19,17 @@ var hostile = []string{"db\xff", "main\n\x1b[31mX", "c\xff", "\u202egpj", "\x00"
 // the view holds raw invalid UTF-8 and control characters, and every label
 // value it produces is printable UTF-8.
 func TestCollectorsGatherHostileNames(t *testing.T) {
-	var view client.PoolResponse
+	var pv view.Pool
 	var members []serf.Member
 	for _, s := range hostile {
-		view.Clusters = append(view.Clusters, client.ClusterPool{
+		pv.Clusters = append(pv.Clusters, view.ClusterPool{
 			Name:     s,
-			Writers:  []client.PoolNode{{Name: s + "w"}},
-			Readers:  []client.PoolNode{{Name: s + "r"}},
-			Out:      []client.PoolNode{{Name: s + "o", Reason: s}},
+			Writers:  []view.PoolNode{{Name: s + "w"}},
+			Readers:  []view.PoolNode{{Name: s + "r"}},
+			Out:      []view.PoolNode{{Name: s + "o", Reason: s}},
 			Conflict: []string{s, s + "2"},
 		})
-		view.Sinks = append(view.Sinks, client.SinkStatus{Name: s + "sink", State: "ok"})
+		pv.Sinks = append(pv.Sinks, view.SinkStatus{Name: s + "sink", State: "ok"})
 		members = append(members, serf.Member{Name: s, Addr: net.IPv4(127, 0, 0, 1), Status: serf.StatusAlive, Tags: map[string]string{"cluster": s}})
 	}
 	hooks := []HookState{{Handler: "member-join=/bin/\xff"}}
@@ -38,7 +38,7 @@ func TestCollectorsGatherHostileNames(t *testing.T) {
 	ag := NewAgent()
 	reg.MustRegister(ag.Collectors()...)
 	reg.MustRegister(
-		NewPoolCollector(func() client.PoolResponse { return view }),
+		NewPoolCollector(func() view.Pool { return pv }),
 		NewMembersCollector(func() []serf.Member { return members }, func() int { return 0 }),
 		NewStateCollector(func() (ProbeState, bool) { return ProbeState{State: "passing"}, true }, func() []HookState { return hooks }),
 	)

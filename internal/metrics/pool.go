@@ -3,19 +3,19 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/shoaldb/shoal/pkg/client"
+	"github.com/shoaldb/shoal/internal/view"
 )
 
 // PoolCollector reports the routing pool, isolation and the sinks at scrape
 // time, from the same view `shoal pool` prints.
 type PoolCollector struct {
-	view                                 func() client.PoolResponse
+	view                                 func() view.Pool
 	nodes, in, out, conflict, isolated   *prometheus.Desc
 	sinkOK, sinkLastSuccess, sinkFailure *prometheus.Desc
 }
 
 // NewPoolCollector reads view when scraped.
-func NewPoolCollector(view func() client.PoolResponse) *PoolCollector {
+func NewPoolCollector(view func() view.Pool) *PoolCollector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(Namespace+"_"+name, help, labels, nil)
 	}
@@ -68,7 +68,7 @@ func (c *PoolCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.isolated, b2f(v.Isolated))
 	for _, s := range v.Sinks {
-		gauge(c.sinkOK, b2f(s.State == "ok"), s.Name)
+		gauge(c.sinkOK, b2f(s.State == view.SinkOK), s.Name)
 		var last float64
 		if !s.LastSuccess.IsZero() {
 			last = float64(s.LastSuccess.UnixNano()) / 1e9

@@ -7,25 +7,25 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/shoaldb/shoal/pkg/client"
+	"github.com/shoaldb/shoal/internal/view"
 )
 
 func TestPoolCollector(t *testing.T) {
-	view := client.PoolResponse{
+	pv := view.Pool{
 		Isolated: true,
-		Clusters: []client.ClusterPool{{
+		Clusters: []view.ClusterPool{{
 			Name:     "main",
-			Writers:  []client.PoolNode{{Name: "db1"}},
-			Readers:  []client.PoolNode{{Name: "db2"}},
-			Out:      []client.PoolNode{{Name: "db3", Reason: "lag"}, {Name: "db4", Reason: "conflict"}},
+			Writers:  []view.PoolNode{{Name: "db1"}},
+			Readers:  []view.PoolNode{{Name: "db2"}},
+			Out:      []view.PoolNode{{Name: "db3", Reason: "lag"}, {Name: "db4", Reason: "conflict"}},
 			Conflict: []string{"db1", "db4"},
 		}},
-		Sinks: []client.SinkStatus{
+		Sinks: []view.SinkStatus{
 			{Name: "haproxy", State: "failing", LastSuccess: time.Unix(1700000000, 500_000_000), Failures: 3},
 			{Name: "file", State: "ok"},
 		},
 	}
-	c := NewPoolCollector(func() client.PoolResponse { return view })
+	c := NewPoolCollector(func() view.Pool { return pv })
 	want := `
 # HELP shoal_pool_in 1 for each node in the pool, by cluster and role (writer or reader).
 # TYPE shoal_pool_in gauge

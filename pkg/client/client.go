@@ -1,5 +1,21 @@
-// Package client is the Go client of the shoal agent's HTTP API. The shoal
-// CLI uses it; other programs may import it.
+// Package client is the Go client of the shoal agent's HTTP API, and its
+// wire types. The shoal CLI uses it; other programs may import it.
+//
+// A Client talks to one agent:
+//
+//	c := client.New("127.0.0.1:8946", client.WithToken(tok))
+//	p, err := c.Pool(ctx, "")
+//
+// Calls are bounded by their context and, when the context has no deadline,
+// by the client's timeout (DefaultTimeout unless WithTimeout says
+// otherwise); Monitor streams until its context ends. Errors are typed: an
+// *APIError is an answer of the agent (its HTTP status and message), an
+// *UnreachableError means no agent answered at the address (it wraps the
+// network error), a *TimeoutError means the agent did not answer in time.
+//
+// The open routes (members, self, health, pool, maint, history, hooks)
+// need no token; every other call needs the agent's API token (WithToken,
+// or WithTokenFinder to find it on the first 401).
 package client
 
 import (
@@ -27,11 +43,22 @@ const DefaultAddr = "127.0.0.1:8946"
 // TokenHeader is the header that carries the API token.
 const TokenHeader = "X-Shoal-Token"
 
+// DefaultTimeout bounds a call whose context has no deadline, unless
+// WithTimeout sets another bound.
+const DefaultTimeout = 30 * time.Second
+
+// hookTestWait is how long the agent waits at most for the handlers of
+// POST /v1/hooks/test (the API's maxHookTestWait): TestHook's timeout is
+// the client's plus this.
+const hookTestWait = 2 * time.Minute
+
 // Client talks to one agent. It is safe for concurrent use.
 type Client struct {
-	addr string
-	base string
-	http *http.Client
+	addr    string
+	base    string
+	http    *http.Client
+	tls     *tls.Config
+	timeout time.Duration // 0: calls are bounded by their context only
 
 	mu     sync.Mutex
 	token  string
@@ -56,13 +83,23 @@ func WithToken(tok string) Option { return func(c *Client) { c.token = tok } }
 func WithTokenFinder(f TokenFinder) Option { return func(c *Client) { c.finder = f } }
 
 // WithTLSConfig sets the TLS configuration for an https:// address (for
-// example RootCAs holding the CA that signed the agent's certificate).
-func WithTLSConfig(cfg *tls.Config) Option {
-	return func(c *Client) {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.TLSClientConfig = cfg
-		c.http = &http.Client{Transport: tr}
-	}
+// example RootCAs holding the CA that signed the agent's certificate). It
+// applies to the client's transport when that is an *http.Transport (the
+// default one, or WithHTTPClient's); with another http.RoundTripper,
+// configure TLS in it instead.
+func WithTLSConfig(cfg *tls.Config) Option { return func(c *Client) { c.tls = cfg } }
+
+// WithHTTPClient sends the requests with hc instead of a client of the
+// package's own. hc's Timeout, if set, applies to every call, Monitor's
+// stream included; prefer WithTimeout, which leaves streams alone.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
+
+// WithTimeout bounds each call whose context has no deadline to d (default
+// DefaultTimeout); d <= 0 leaves calls bounded by their context only.
+// Monitor is never bounded by it. Query adds the query's own timeout and
+// TestHook the agent's wait for the handlers (2 minutes) to d.
+func WithTimeout(d time.Duration) Option {
+	return func(c *Client) { c.timeout = max(d, 0) }
 }
 
 // New returns a client for the agent at addr: "host:port" (HTTP),
@@ -75,11 +112,46 @@ func New(addr string, opts ...Option) *Client {
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
 	}
-	c := &Client{addr: addr, base: strings.TrimRight(base, "/"), http: &http.Client{}}
+	c := &Client{addr: addr, base: strings.TrimRight(base, "/"), timeout: DefaultTimeout}
 	for _, o := range opts {
 		o(c)
 	}
+	if c.http == nil {
+		c.http = &http.Client{}
+	}
+	if c.tls != nil {
+		c.http = withTLS(c.http, c.tls)
+	}
 	return c
+}
+
+// withTLS returns a copy of hc whose transport uses cfg; hc is unchanged.
+// A transport that is not an *http.Transport is kept as it is.
+func withTLS(hc *http.Client, cfg *tls.Config) *http.Client {
+	var tr *http.Transport
+	switch t := hc.Transport.(type) {
+	case nil:
+		tr = http.DefaultTransport.(*http.Transport).Clone()
+	case *http.Transport:
+		tr = t.Clone()
+	default:
+		return hc
+	}
+	tr.TLSClientConfig = cfg
+	out := *hc
+	out.Transport = tr
+	return &out
+}
+
+// bound applies the client's timeout, plus extra, to a call whose ctx has
+// no deadline.
+func (c *Client) bound(ctx context.Context, extra time.Duration) (context.Context, context.CancelFunc, time.Duration) {
+	if _, ok := ctx.Deadline(); ok || c.timeout <= 0 {
+		return ctx, func() {}, 0
+	}
+	d := c.timeout + extra
+	ctx, cancel := context.WithTimeout(ctx, d)
+	return ctx, cancel, d
 }
 
 // currentToken is the token to send, "" for none.
@@ -152,7 +224,8 @@ func (c *Client) send(ctx context.Context, method, u string, body []byte) (*http
 func (c *Client) Addr() string { return c.addr }
 
 // APIError is an error answered by the agent. Its text is the agent's
-// message; Status is the HTTP status, for code that needs it.
+// message; Status is the HTTP status, for code that needs it (401: the
+// token is missing or wrong, 404: no such member, cluster or endpoint).
 type APIError struct {
 	Status  int
 	Message string
@@ -165,19 +238,45 @@ func (e *APIError) Error() string {
 	return e.Message
 }
 
-// UnreachableError means no agent answered at the address.
+// UnreachableError means no agent answered at the address: the connection
+// failed. Err is the network error.
 type UnreachableError struct {
 	Addr string
 	Err  error
 }
 
 func (e *UnreachableError) Error() string {
-	return fmt.Sprintf("no shoal agent reachable at %s (%v); start one with `shoal agent`, or point elsewhere with --http-addr or SHOAL_HTTP_ADDR", e.Addr, e.Err)
+	return fmt.Sprintf("no shoal agent reachable at %s (%v)", e.Addr, e.Err)
 }
 
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
+// TimeoutError means the agent did not answer a call in time. Timeout is
+// the client's bound that ran out (see WithTimeout), 0 when it was the
+// context's own deadline. It matches context.DeadlineExceeded (errors.Is).
+type TimeoutError struct {
+	Addr    string
+	Timeout time.Duration
+	Err     error
+}
+
+func (e *TimeoutError) Error() string {
+	if e.Timeout > 0 {
+		return fmt.Sprintf("no answer from the shoal agent at %s within %s", e.Addr, e.Timeout)
+	}
+	return fmt.Sprintf("no answer from the shoal agent at %s before the deadline", e.Addr)
+}
+
+func (e *TimeoutError) Unwrap() error { return e.Err }
+
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	return c.doWithin(ctx, 0, method, path, q, in, out)
+}
+
+// doWithin is do with extra time on top of the client's timeout.
+func (c *Client) doWithin(ctx context.Context, extra time.Duration, method, path string, q url.Values, in, out any) error {
+	ctx, cancel, bound := c.bound(ctx, extra)
+	defer cancel()
 	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -192,11 +291,14 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	}
 	resp, err := c.sendAuthed(ctx, method, u, body)
 	if err != nil {
-		return c.transportError(err)
+		return c.transportError(err, bound)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return &TimeoutError{Addr: c.addr, Timeout: bound, Err: err}
+		}
 		return fmt.Errorf("read answer from %s: %w", c.addr, err)
 	}
 	if resp.StatusCode/100 != 2 {
@@ -219,11 +321,16 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 }
 
 // transportError turns a failed round trip into an UnreachableError when
-// no agent answered.
-func (c *Client) transportError(err error) error {
+// no agent answered, and into a TimeoutError when one was connected but
+// did not answer in time (bound: the client's timeout applied, 0 none).
+func (c *Client) transportError(err error, bound time.Duration) error {
 	var ne net.Error
 	var oe *net.OpError
-	if errors.As(err, &oe) || (errors.As(err, &ne) && !errors.Is(err, context.Canceled)) {
+	dial := errors.As(err, &oe) && oe.Op == "dial"
+	switch {
+	case !dial && errors.Is(err, context.DeadlineExceeded):
+		return &TimeoutError{Addr: c.addr, Timeout: bound, Err: err}
+	case oe != nil || (errors.As(err, &ne) && !errors.Is(err, context.Canceled)):
 		return &UnreachableError{Addr: c.addr, Err: err}
 	}
 	return err
@@ -305,8 +412,12 @@ func (c *Client) Event(ctx context.Context, name string, payload []byte, coalesc
 
 // Query runs a query and returns the collected responses.
 func (c *Client) Query(ctx context.Context, req QueryRequest) (*QueryResponse, error) {
+	var extra time.Duration
+	if d, err := time.ParseDuration(req.Timeout); err == nil && d > 0 {
+		extra = d
+	}
 	var r QueryResponse
-	if err := c.do(ctx, http.MethodPost, "/v1/query", nil, req, &r); err != nil {
+	if err := c.doWithin(ctx, extra, http.MethodPost, "/v1/query", nil, req, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -459,7 +570,7 @@ func (c *Client) Hooks(ctx context.Context) (*HooksResponse, error) {
 // them.
 func (c *Client) TestHook(ctx context.Context, req HookTestRequest) (*HookTestResponse, error) {
 	var r HookTestResponse
-	if err := c.do(ctx, http.MethodPost, "/v1/hooks/test", nil, req, &r); err != nil {
+	if err := c.doWithin(ctx, hookTestWait, http.MethodPost, "/v1/hooks/test", nil, req, &r); err != nil {
 		return nil, err
 	}
 	return &r, nil

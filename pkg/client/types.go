@@ -113,8 +113,29 @@ type Info struct {
 	EventsDrop   uint64     `json:"events_dropped"`
 	// Publish is the state of this agent's tag publishing (its health
 	// above all).
-	Publish PublishStatus     `json:"publish"`
-	Serf    map[string]string `json:"serf"`
+	Publish PublishStatus `json:"publish"`
+	// Serf is serf's own counters on this agent.
+	Serf SerfStats `json:"serf"`
+}
+
+// SerfStats are serf's own counters on the answering agent. In JSON each
+// value is a string ("3", "true"), as serf's Stats reports them.
+type SerfStats struct {
+	Members     int `json:"members,string"`      // members serf knows, left ones included until reaped
+	Failed      int `json:"failed,string"`       // of them, failed and not yet reaped
+	Left        int `json:"left,string"`         // of them, left and not yet reaped
+	HealthScore int `json:"health_score,string"` // memberlist's awareness: 0 is healthy, higher is worse
+	// Lamport clocks of member changes, user events and queries.
+	MemberTime uint64 `json:"member_time,string"`
+	EventTime  uint64 `json:"event_time,string"`
+	QueryTime  uint64 `json:"query_time,string"`
+	// Messages queued for gossip: member intents, user events, queries.
+	IntentQueue int  `json:"intent_queue,string"`
+	EventQueue  int  `json:"event_queue,string"`
+	QueryQueue  int  `json:"query_queue,string"`
+	Encrypted   bool `json:"encrypted,string"` // gossip is encrypted
+	// CoordinateResets counts resets of this agent's network coordinate.
+	CoordinateResets uint64 `json:"coordinate_resets,string"`
 }
 
 // JoinRequest is POST /v1/agent/join.

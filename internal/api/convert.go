@@ -1,0 +1,163 @@
+package api
+
+import (
+	"time"
+
+	"github.com/shoaldb/shoal/internal/history"
+	"github.com/shoaldb/shoal/internal/hooks"
+	"github.com/shoaldb/shoal/internal/view"
+	"github.com/shoaldb/shoal/pkg/client"
+)
+
+// The conversions from the agent's read models (package view) to the
+// public wire types (pkg/client): the one place where the two meet. They
+// keep nil and empty apart (a nil list stays null or omitted, an empty one
+// stays []), so that the JSON is what the agent's values say. A test
+// (convert_test.go) fills every field of each view and checks that every
+// field of its client type is set.
+
+// each converts a slice with f, nil staying nil.
+func each[T, U any](in []T, f func(T) U) []U {
+	if in == nil {
+		return nil
+	}
+	out := make([]U, len(in))
+	for i, v := range in {
+		out[i] = f(v)
+	}
+	return out
+}
+
+// durationText is d as the API shows it: "" for none.
+func durationText(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return d.String()
+}
+
+func toInfo(in view.Info) client.Info {
+	t := in.Timings
+	return client.Info{
+		Node: in.Node, Addr: in.Addr, Tags: in.Tags, Status: in.Status,
+		Version: in.Version, GoVersion: in.GoVersion, Started: in.Started, Uptime: in.Uptime.String(),
+		Profile: in.Profile,
+		Timings: client.Timings{
+			ProbeInterval: t.ProbeInterval.String(), ProbeTimeout: t.ProbeTimeout.String(),
+			SuspicionMult: t.SuspicionMult, SuspicionMaxMult: t.SuspicionMaxMult,
+			GossipInterval: t.GossipInterval.String(), GossipNodes: t.GossipNodes,
+			RetransmitMult: t.RetransmitMult, IndirectChecks: t.IndirectChecks,
+			PushPullInterval: t.PushPullInterval.String(), ReconnectInterval: t.ReconnectInterval.String(),
+		},
+		Encrypted: in.Encrypted, KeyringFile: in.KeyringFile, KeyWarning: in.KeyWarning,
+		Snapshot: in.Snapshot, HTTPAddr: in.HTTPAddr, RPCAddr: in.RPCAddr, APITokenFile: in.APITokenFile,
+		Join:        toJoin(in.Join),
+		HealthScore: in.HealthScore, EventsDrop: in.EventsDrop,
+		Publish: toPublish(in.Publish),
+		Serf:    toSerfStats(in.Serf),
+	}
+}
+
+func toJoin(j view.JoinStatus) client.JoinStatus {
+	return client.JoinStatus{
+		Addrs: j.Addrs, Joined: j.Joined, JoinedNodes: j.JoinedNodes, Attempts: j.Attempts,
+		LastAttempt: j.LastAttempt, LastError: j.LastError,
+	}
+}
+
+func toSerfStats(s view.SerfStats) client.SerfStats {
+	return client.SerfStats{
+		Members: s.Members, Failed: s.Failed, Left: s.Left, HealthScore: s.HealthScore,
+		MemberTime: s.MemberTime, EventTime: s.EventTime, QueryTime: s.QueryTime,
+		IntentQueue: s.IntentQueue, EventQueue: s.EventQueue, QueryQueue: s.QueryQueue,
+		Encrypted: s.Encrypted, CoordinateResets: s.CoordinateResets,
+	}
+}
+
+func toPublish(p view.PublishStatus) client.PublishStatus {
+	return client.PublishStatus{
+		OK: p.OK, Error: p.Error, WithheldTags: p.WithheldTags, MinimalHealth: p.MinimalHealth,
+		Failures: p.Failures, Since: p.Since,
+	}
+}
+
+func toForceLeave(f view.ForceLeave) client.ForceLeaveResponse {
+	return client.ForceLeaveResponse{Node: f.Node, Before: f.Before, Result: f.Result}
+}
+
+func toPoolNode(n view.PoolNode) client.PoolNode {
+	return client.PoolNode{Cluster: n.Cluster, Name: n.Name, Addr: n.Addr, Reason: n.Reason, Detail: n.Detail, Until: n.Until}
+}
+
+func toClusterPool(c view.ClusterPool) client.ClusterPool {
+	return client.ClusterPool{
+		Name: c.Name, Writers: each(c.Writers, toPoolNode), Readers: each(c.Readers, toPoolNode),
+		Out: each(c.Out, toPoolNode), Conflict: c.Conflict,
+	}
+}
+
+func toSinkStatus(s view.SinkStatus) client.SinkStatus {
+	return client.SinkStatus{
+		Name: s.Name, Target: s.Target, State: s.State, LastSuccess: s.LastSuccess,
+		LastError: s.LastError, LastErrorAt: s.LastErrorAt, Failures: s.Failures, Frozen: s.Frozen, Notes: s.Notes,
+	}
+}
+
+// ToPool is the pool as GET /v1/pool serves it.
+func ToPool(p view.Pool) client.PoolResponse {
+	return client.PoolResponse{
+		Clusters: each(p.Clusters, toClusterPool),
+		Writers:  each(p.Writers, toPoolNode), Readers: each(p.Readers, toPoolNode), Out: each(p.Out, toPoolNode),
+		Isolated: p.Isolated, Isolation: p.Isolation, UpdatedAt: p.UpdatedAt,
+		Sinks: each(p.Sinks, toSinkStatus),
+	}
+}
+
+// toLocalHealth converts the probe's state; nil (an app agent) stays nil.
+func toLocalHealth(h *view.LocalHealth) *client.LocalHealth {
+	if h == nil {
+		return nil
+	}
+	return &client.LocalHealth{
+		State: h.State, Reason: h.Reason, Message: h.Message, Since: h.Since, Target: h.Target,
+		LastCheck: h.LastCheck, LastDuration: durationText(h.LastDuration), Checks: h.Checks, Connects: h.Connects,
+		Reachable: h.Reachable, Version: h.Version, ServerID: h.ServerID, ReadOnly: h.ReadOnly,
+		Replica: h.Replica, IORunning: h.IORunning, SQLRunning: h.SQLRunning, LagSeconds: h.LagSeconds,
+		LastIOError: h.LastIOError, LastSQLError: h.LastSQLError, Published: h.Published,
+	}
+}
+
+func toMaint(m view.Maint) client.MaintStatus {
+	return client.MaintStatus{
+		Node: m.Node, Enabled: m.Enabled, Reason: m.Reason, Persisted: m.Persisted,
+		Damped: m.Damped, DampedUntil: m.DampedUntil, DampDetail: m.DampDetail,
+	}
+}
+
+func toHistoryEntry(e history.Entry) client.HistoryEntry {
+	return client.HistoryEntry{
+		Seq: e.Seq, Time: e.Time, Kind: string(e.Kind), Cluster: e.Cluster, Node: e.Node,
+		From: e.From, To: e.To, Reason: e.Reason, Detail: e.Detail,
+	}
+}
+
+func toHistory(h view.History) client.HistoryResponse {
+	return client.HistoryResponse{
+		Entries: each(h.Entries, toHistoryEntry), Capacity: h.Capacity, Total: h.Total, Evicted: h.Evicted, File: h.File,
+	}
+}
+
+// toHookStats converts the handlers' stats; the list is never null.
+func toHookStats(hs []hooks.HandlerStats) []client.HookStats {
+	out := make([]client.HookStats, 0, len(hs))
+	for _, h := range hs {
+		out = append(out, client.HookStats{
+			Spec: h.Spec, QueueDepth: h.QueueDepth, QueueMax: h.QueueMax, QueueHigh: h.QueueHigh,
+			Queued: h.Queued, Started: h.Started, Ran: h.Ran, Failed: h.Failed, TimedOut: h.TimedOut,
+			Coalesced: h.Coalesced, Dropped: h.Dropped, DroppedByReason: h.DroppedByReason, DroppedByClass: h.DroppedByClass,
+			Running: h.Running, LastStart: h.LastStart, LastExitCode: h.LastExitCode,
+			LastDuration: durationText(h.LastDuration), LastError: h.LastError,
+		})
+	}
+	return out
+}

@@ -1,0 +1,215 @@
+// Package view holds the agent's read models: what package agent returns
+// about itself (its description, pool, local health, maintenance, history,
+// a hook test run) for the HTTP API, the metrics and the tests to read.
+// Where a part's own type says it all (history.Entry, hooks.HandlerStats),
+// the views hold that type.
+//
+// These are internal types. The public wire types are in pkg/client; the
+// HTTP API (package api) converts one into the other at its boundary, so
+// that a change here changes no public type, and no package under internal/
+// but the API and the CLI depends on pkg/client.
+package view
+
+import (
+	"time"
+
+	"github.com/shoaldb/shoal/internal/history"
+	"github.com/shoaldb/shoal/internal/hooks"
+)
+
+// JoinStatus reports the start-up join.
+type JoinStatus struct {
+	Addrs       []string
+	Joined      bool
+	JoinedNodes int
+	Attempts    int
+	LastAttempt time.Time // zero before the first attempt
+	LastError   string
+}
+
+// Timings are the gossip timings in force.
+type Timings struct {
+	ProbeInterval     time.Duration
+	ProbeTimeout      time.Duration
+	SuspicionMult     int
+	SuspicionMaxMult  int
+	GossipInterval    time.Duration
+	GossipNodes       int
+	RetransmitMult    int
+	IndirectChecks    int
+	PushPullInterval  time.Duration
+	ReconnectInterval time.Duration
+}
+
+// SerfStats are the counters serf keeps (serf.Serf.Stats), parsed.
+type SerfStats struct {
+	Members, Failed, Left   int
+	HealthScore             int
+	MemberTime, EventTime   uint64 // Lamport clocks
+	QueryTime               uint64
+	IntentQueue, EventQueue int
+	QueryQueue              int
+	Encrypted               bool
+	CoordinateResets        uint64
+}
+
+// PublishStatus says whether the agent's own tags, its health above all,
+// reach the cluster.
+type PublishStatus struct {
+	OK            bool
+	Error         string
+	WithheldTags  []string
+	MinimalHealth bool
+	Failures      uint64
+	Since         time.Time
+}
+
+// Info describes the running agent.
+type Info struct {
+	Node         string
+	Addr         string
+	Tags         map[string]string
+	Status       string
+	Version      string
+	GoVersion    string
+	Started      time.Time
+	Uptime       time.Duration
+	Profile      string
+	Timings      Timings
+	Encrypted    bool
+	KeyringFile  string
+	KeyWarning   string
+	Snapshot     string
+	HTTPAddr     string
+	RPCAddr      string
+	APITokenFile string
+	Join         JoinStatus
+	HealthScore  int
+	EventsDrop   uint64
+	Publish      PublishStatus
+	Serf         SerfStats
+}
+
+// ForceLeave says what a force-leave did.
+type ForceLeave struct {
+	Node   string // the member's display name
+	Before string // its status when asked
+	Result string // one of the ForceLeave* results
+}
+
+// Force-leave results.
+const (
+	ForceLeaveLeft      = "left"
+	ForceLeavePruned    = "pruned"
+	ForceLeaveUnchanged = "unchanged"
+)
+
+// PoolNode is a member's place in the routing pool.
+type PoolNode struct {
+	Cluster string // set in Pool's flat lists
+	Name    string
+	Addr    string
+	Reason  string // why it is out (or "floor" when kept in)
+	Detail  string
+	Until   time.Time // for reason damped: when the hold ends if it stays healthy
+}
+
+// ClusterPool is the pool of one cluster.
+type ClusterPool struct {
+	Name     string
+	Writers  []PoolNode
+	Readers  []PoolNode
+	Out      []PoolNode
+	Conflict []string // never nil
+}
+
+// Pool is the routing pool as this agent computed it, with its sinks.
+type Pool struct {
+	Clusters  []ClusterPool
+	Writers   []PoolNode // every cluster's, each naming its cluster
+	Readers   []PoolNode
+	Out       []PoolNode
+	Isolated  bool
+	Isolation string // why, when Isolated
+	UpdatedAt time.Time
+	Sinks     []SinkStatus
+}
+
+// Sink states.
+const (
+	SinkOK      = "ok"
+	SinkFailing = "failing"
+	SinkPending = "pending" // nothing applied yet
+)
+
+// SinkStatus is what one pool sink has done.
+type SinkStatus struct {
+	Name        string // "haproxy" or "file"
+	Target      string // runtime API address or file path
+	State       string // SinkOK, SinkFailing or SinkPending
+	LastSuccess time.Time
+	LastError   string
+	LastErrorAt time.Time
+	Failures    uint64
+	Frozen      bool // removals withheld: this agent looks isolated
+	Notes       []string
+}
+
+// LocalHealth is the local MySQL probe's state (db agents).
+type LocalHealth struct {
+	State        string
+	Reason       string
+	Message      string
+	Since        time.Time
+	Target       string
+	LastCheck    time.Time
+	LastDuration time.Duration
+	Checks       uint64
+	Connects     uint64
+	Reachable    bool
+	Version      string
+	ServerID     uint32
+	ReadOnly     bool
+	Replica      bool
+	IORunning    bool
+	SQLRunning   bool
+	LagSeconds   *int64 // nil when unknown
+	LastIOError  string
+	LastSQLError string
+	Published    string // the health tag as gossiped
+}
+
+// Maint is a node's maintenance state, and whether this agent's pool holds
+// it out by flap damping.
+type Maint struct {
+	Node        string
+	Enabled     bool
+	Reason      string
+	Persisted   bool
+	Damped      bool
+	DampedUntil time.Time
+	DampDetail  string
+}
+
+// History is the agent's transition history, oldest first.
+type History struct {
+	Entries  []history.Entry // never nil
+	Capacity int
+	Total    uint64
+	Evicted  uint64
+	File     string
+}
+
+// HookTest is a synthetic event to run the matching handlers with once.
+type HookTest struct {
+	Event   string
+	Name    string
+	Payload []byte
+}
+
+// HookTestResult is what a test run did.
+type HookTestResult struct {
+	Handlers []hooks.HandlerStats // the handlers that ran, after their run
+	Response []byte
+	TimedOut bool
+}
