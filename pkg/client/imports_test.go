@@ -14,10 +14,11 @@ import (
 
 // clientUsers are the only packages under internal/ whose code may import
 // pkg/client: the HTTP API, where the agent's own types become the wire
-// types, and the CLI, a client. Everything else uses internal types
+// types, and the CLI and the demo, clients of running agents. Everything
+// else uses internal types
 // (package view for the agent's read models), so that an internal change
 // never changes the public API. Test files may use the client as a client.
-var clientUsers = map[string]bool{"internal/api": true, "internal/cli": true}
+var clientUsers = map[string]bool{"internal/api": true, "internal/cli": true, "internal/demo": true}
 
 func TestOnlyTheAPIAndTheCLIImportTheClient(t *testing.T) {
 	const self = "github.com/shoaldb/shoal/pkg/client"
