@@ -1,4 +1,4 @@
-package agent
+package gossip
 
 import (
 	"fmt"
@@ -11,9 +11,9 @@ import (
 	"github.com/shoaldb/shoal/internal/config"
 )
 
-// serfConfig translates the shoal configuration into serf's and memberlist's.
+// SerfConfig translates the shoal configuration into serf's and memberlist's.
 // Event coalescing stays off: events reach handlers as they happen.
-func serfConfig(c *config.Config, logOutput io.Writer) (*serf.Config, error) {
+func SerfConfig(c *config.Config, logOutput io.Writer) (*serf.Config, error) {
 	sc := serf.DefaultConfig()
 	prof := config.Profiles[c.Profile]
 	switch prof.Base {
