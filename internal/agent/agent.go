@@ -1,11 +1,13 @@
-// Package agent runs a shoal agent and wires its parts together: serf gossip
-// membership (through serf's own agent package, so that the Serf RPC
-// protocol is served unchanged) with failure confirmation and name-conflict
-// handling, the start-up join with retries, tags, keyring and API token
-// persistence, the local MySQL probe and the health it publishes, the
+// Package agent runs a shoal agent and wires its parts together: serf's
+// agent (so that the Serf RPC protocol is served unchanged) with the gossip
+// layer of package gossip (transport, failure confirmation, name-conflict
+// vote, peers file), the start-up join with retries, tags, keyring and API
+// token persistence, the local MySQL probe and the health it publishes, the
 // routing pool and its sinks (HAProxy, pool file), event hooks, history,
-// maintenance, metrics and the Serf-compatible RPC gate. The HTTP API is
-// served by package api on top of the methods here.
+// maintenance, metrics and the Serf-compatible RPC gate. Start runs in
+// steps (start.go) and shuts down what it started when one fails. The HTTP
+// API is served by package api on top of the methods here. The package only
+// wires: TestFunctionsStayShort keeps its functions under 80 lines.
 package agent
 
 import (
