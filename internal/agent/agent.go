@@ -318,7 +318,9 @@ func (a *Agent) Shutdown() {
 			_ = a.tr.Shutdown() // when serf never took it over
 		}
 		a.wg.Wait()
-		a.conflicts.Close()
+		if a.conflicts != nil {
+			a.conflicts.Close()
+		}
 		if a.hist != nil {
 			if err := a.hist.Close(); err != nil {
 				a.log.Warn("close history file", "err", err)
