@@ -1,26 +1,25 @@
-// Package agent runs a shoal agent and wires its parts together: serf gossip
-// membership (through serf's own agent package, so that the Serf RPC
-// protocol is served unchanged) with failure confirmation and name-conflict
-// handling, the start-up join with retries, tags, keyring and API token
-// persistence, the local MySQL probe and the health it publishes, the
+// Package agent runs a shoal agent and wires its parts together: serf's
+// agent (so that the Serf RPC protocol is served unchanged) with the gossip
+// layer of package gossip (transport, failure confirmation, name-conflict
+// vote, peers file), the start-up join with retries, tags, keyring and API
+// token persistence, the local MySQL probe and the health it publishes, the
 // routing pool and its sinks (HAProxy, pool file), event hooks, history,
-// maintenance, metrics and the Serf-compatible RPC gate. The HTTP API is
-// served by package api on top of the methods here.
+// maintenance, metrics and the Serf-compatible RPC gate. Start runs in
+// steps (start.go) and shuts down what it started when one fails. The HTTP
+// API is served by package api on top of the methods here. The package only
+// wires: TestFunctionsStayShort keeps its functions under 80 lines.
 package agent
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"log"
 	"log/slog"
 	"maps"
 	"net"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,11 +31,11 @@ import (
 	"github.com/shoaldb/shoal/internal/apitoken"
 	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/fsutil"
+	"github.com/shoaldb/shoal/internal/gossip"
 	"github.com/shoaldb/shoal/internal/history"
 	"github.com/shoaldb/shoal/internal/hooks"
 	"github.com/shoaldb/shoal/internal/logging"
 	"github.com/shoaldb/shoal/internal/metrics"
-	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/probe"
 	"github.com/shoaldb/shoal/internal/routing"
 	"github.com/shoaldb/shoal/internal/serfrpc"
@@ -69,12 +68,11 @@ type Agent struct {
 	apiToken     string // required by state-changing API and RPC requests
 	apiTokenFile string
 
-	mu        sync.Mutex
-	join      view.JoinStatus
-	conflict  string // address of the other holder of our name, once known
-	resolving bool
+	mu   sync.Mutex
+	join view.JoinStatus
 
 	joinInFlight atomic.Int32
+	conflicts    *gossip.Conflicts // the name-conflict vote; exists from New
 
 	tagsFileMu  sync.Mutex
 	tagsWritten map[string]string // tags last written to the tags file
@@ -93,10 +91,15 @@ type Agent struct {
 	sinks  []poolSink
 	hist   *history.Log
 	hooks  *hooks.Runner
-	gate   *failureGate // nil when gossip.confirm_failures is off
+	gate   *gossip.Gate      // nil when gossip.confirm_failures is off
+	tr     *gossip.Transport // memberlist's; memberlist shuts it down too
+	peers  *gossip.Peers     // nil without a snapshot
+
+	// afterStep, when set (tests), runs after each step of Start; an error
+	// fails Start there.
+	afterStep func(step string) error
 
 	metrics    *metrics.Agent
-	peersDirty chan struct{}
 	flapMu     sync.Mutex
 	failedSeen map[string]bool // members seen failed, for the flap counter
 	dirty      chan struct{}
@@ -128,267 +131,31 @@ func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
 		health:   tags.Health{State: tags.Critical, Reason: "starting"},
 		metrics:  metrics.NewAgent(),
 
-		peersDirty: make(chan struct{}, 1),
-
 		failedSeen: map[string]bool{},
 	}
 	a.events.onEvent = a.observeEvent
+	// serf may log a conflict over our name while it is being created:
+	// the vote exists before serf does and waits for it (Attach).
+	a.conflicts = gossip.NewConflicts(gossip.ConflictConfig{
+		Node:    cfg.Node,
+		Joining: func() bool { return a.joinInFlight.Load() > 0 },
+		Lost:    a.fail,
+		Log:     a.log,
+	})
+	if path := a.peersPath(); path != "" {
+		a.peers = gossip.NewPeers(gossip.PeersConfig{
+			Path: path, Self: cfg.Node,
+			Members:       func() []serf.Member { return a.Serf().Members() },
+			Join:          func(addrs []string) (int, error) { return a.joinCounted(addrs, false) },
+			RetryInterval: cfg.RetryInterval, RetryMaxWait: cfg.RetryMaxWait,
+			Log: a.log,
+		})
+	}
 	return a, nil
 }
 
-// Start binds the gossip ports, starts serf, the RPC listener and the join.
-func (a *Agent) Start(ctx context.Context) error {
-	a.started = time.Now()
-	serfOut := &logging.StdWriter{Logger: a.logs.Logger, Observe: a.observeSerfLog, Relevel: a.serfLogLevel}
-	sc, err := serfConfig(a.cfg, serfOut)
-	if err != nil {
-		return err
-	}
-	// The checks --config-check runs: every file the configuration names.
-	files, err := a.cfg.CheckFiles(os.Getenv, os.Geteuid())
-	if err != nil {
-		return config.Invalid(err)
-	}
-	for _, w := range files.Warnings {
-		a.log.Warn(w)
-	}
-	kr, warn, err := setupKeyring(a.cfg.Encrypt, a.cfg.KeyringFile)
-	if err != nil {
-		return config.Invalid(fmt.Errorf("keyring_file: %w", err))
-	}
-	sc.MemberlistConfig.Keyring = kr
-	a.keyWarning = warn
-	if warn != "" {
-		a.log.Warn(warn)
-	}
-	if kr == nil {
-		a.log.Warn("gossip encryption is OFF: any host that can reach the gossip port can join and read cluster traffic", "insecure_no_encryption", a.cfg.InsecureNoEncryption, "dev", a.cfg.Dev)
-	}
-	if err := a.loadAPIToken(); err != nil {
-		return err
-	}
-	a.removeStaleTemps()
-	user, err := a.initialTags()
-	if err != nil {
-		return config.Invalid(err)
-	}
-	if a.role == tags.RoleDB {
-		a.health.Port = uint16(a.cfg.MySQLPort())
-	}
-	full, err := a.fullTags(userTags(user))
-	if err != nil {
-		return config.Invalid(fmt.Errorf("tags: %w", err))
-	}
-	sc.Tags = full
-	a.setWantedUserTags(userTags(user))
-	a.published = full
-	a.pub.record(nil, nil, false, time.Now())
-	if a.role == tags.RoleDB {
-		pc, err := probeConfig(a.cfg, os.Getenv)
-		if err != nil {
-			return config.Invalid(err)
-		}
-		a.probe, err = probe.New(pc, a.logs.Logger, probe.NotifierFunc(a.onProbe)) // probe adds its component
-		if err != nil {
-			return fmt.Errorf("mysql probe: %w", err)
-		}
-	}
-	a.router = routing.New(routing.Config{
-		Policy: pool.Policy{
-			MaxLag:            a.cfg.Pool.MaxLag,
-			MinReaders:        minReaders(a.cfg.Pool.MinReaders),
-			WriterServesReads: a.cfg.Pool.WriterServesReads,
-		},
-		Damp:            pool.DampConfig{HalfLife: a.cfg.Pool.DampHalfLife},
-		NoDamping:       !a.cfg.Pool.Damping,
-		IsolationWindow: a.cfg.Pool.IsolationWindow,
-	}, a.poolMembers, a.logs.Logger.With("component", "pool"))
-	if a.sinks, err = a.newSinks(); err != nil {
-		return err
-	}
-	if a.hist, err = history.Open(a.cfg.History.WithDefaults(), a.logs.Logger); err != nil {
-		return err
-	}
-	if a.hooks, err = a.newHooks(); err != nil {
-		return err
-	}
-	a.router.Listen(a.onPool())
-
-	lw := sagent.NewLogWriter(512)
-	a.monitor = lw
-	a.logs.SetMonitor(lw)
-
-	mc := sc.MemberlistConfig
-	bindIP := mc.BindAddr
-	if bindIP == "" {
-		bindIP = "0.0.0.0"
-	}
-	tr, err := newTransport(bindIP, mc.BindPort, log.New(serfOut, "", log.LstdFlags), newKeyCheck(mc))
-	if err != nil {
-		return fmt.Errorf("start gossip on %s: %w", a.cfg.Bind, err)
-	}
-	mc.Transport = tr
-
-	ac := sagent.DefaultConfig()
-	ac.NodeName = a.cfg.Node
-	sa, err := sagent.Create(ac, sc, serfOut)
-	if err != nil {
-		_ = tr.Shutdown()
-		return fmt.Errorf("create serf agent: %w", err)
-	}
-	// Set before sa.Start: serf's goroutines, and the event handlers they
-	// feed (a hook reads the local member through a.Serf), start there.
-	a.sa = sa
-	if a.cfg.Gossip.ConfirmFailures {
-		retry := sc.MemberlistConfig.ProbeInterval
-		probeTimeout := sc.MemberlistConfig.ProbeTimeout
-		// serf exists only once sa.Start has run; events come after that.
-		var (
-			pgOnce sync.Once
-			pg     *pinger
-		)
-		getPinger := func() *pinger {
-			pgOnce.Do(func() {
-				pg = newPinger(sa.Serf().Memberlist(), pingsInFlight)
-				pg.watch = tr.Watch
-			})
-			return pg
-		}
-		waitFor := func(s *serf.Serf, name string) time.Duration {
-			rtt, known := time.Duration(0), false
-			if me, err := s.GetCoordinate(); err == nil {
-				if them, ok := s.GetCachedCoordinate(name); ok {
-					rtt, known = me.DistanceTo(them), true
-				}
-			}
-			return confirmWait(rtt, known, probeTimeout)
-		}
-		a.gate = newFailureGate(gateConfig{
-			Ping: func(m serf.Member) bool {
-				return getPinger().ping(m, confirmPings, waitFor(sa.Serf(), m.Name), true)
-			},
-			Emit: func(e serf.Event) {
-				a.events.HandleEvent(e)
-				a.hooks.HandleEvent(e)
-			},
-			Retry: retry, MaxHold: confirmMaxHold, Log: a.logs.Logger.With("component", "gossip"),
-			PingCareful: func(m serf.Member) bool {
-				return getPinger().ping(m, confirmPings, max(waitFor(sa.Serf(), m.Name), carefulWait), true)
-			},
-			Heard: func(m serf.Member) (<-chan struct{}, func()) {
-				ap, ok := memberAddr(m)
-				if !ok {
-					return nil, func() {}
-				}
-				return tr.Watch(ap)
-			},
-			HeardSince: func(m serf.Member) (time.Duration, bool) {
-				ap, ok := memberAddr(m)
-				if !ok {
-					return 0, false
-				}
-				return tr.HeardSince(ap)
-			},
-			RevivePing: func(m serf.Member) bool {
-				return getPinger().ping(m, 1, waitFor(sa.Serf(), m.Name), false)
-			},
-			Size:        func() int { return sa.Serf().NumNodes() },
-			ReviveEvery: func() time.Duration { return reviveInterval(sa.Serf().Memberlist().NumMembers()) },
-			Rejoin: func(m serf.Member) {
-				addr := net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port)))
-				if _, err := sa.Serf().Join([]string{addr}, false); err != nil {
-					a.log.Debug("rejoin a member that answers again", "member", m.Name, "addr", addr, "err", err)
-				}
-			},
-		})
-		sa.RegisterEventHandler(a.gate)
-	} else {
-		sa.RegisterEventHandler(a.events)
-		sa.RegisterEventHandler(a.hooks)
-	}
-	if err := sa.Start(); err != nil {
-		_ = tr.Shutdown() // memberlist shuts it down only once it is created
-		return fmt.Errorf("start gossip on %s: %w", a.cfg.Bind, err)
-	}
-
-	if a.cfg.RPCAddr != "" {
-		ln, err := net.Listen("tcp", a.cfg.RPCAddr)
-		if err != nil {
-			a.sa.Shutdown()
-			return fmt.Errorf("rpc_addr %s: %w", a.cfg.RPCAddr, err)
-		}
-		a.rpcLn = ln
-		// serf serves the protocol behind the gate, which does the auth:
-		// rpc_auth when set (then for every command), else the API token.
-		token := cmp.Or(a.cfg.RPCAuth, a.APIToken())
-		a.rpcGate, err = serfrpc.New(ln, serfrpc.Config{Token: token, Strict: a.cfg.RPCAuth != "",
-			CheckTags: a.CheckTagChange, EventHandlers: a.serfInfoHandlers, Leave: a.LeaveForRPC, AfterLeave: a.RequestLeave,
-			Logger: a.logs.Logger.With("component", "rpc")})
-		if err != nil {
-			_ = ln.Close()
-			a.sa.Shutdown()
-			return fmt.Errorf("rpc_addr %s: %w", a.cfg.RPCAddr, err)
-		}
-		// The IPC's own logger must not feed the monitor stream it serves.
-		ipcOut := &logging.StdWriter{Logger: a.logs.Plain}
-		a.ipc = sagent.NewAgentIPC(sa, "", a.rpcGate.Backend(), ipcOut, lw, false)
-		a.log.Info("serf-compatible rpc listening", "addr", ln.Addr().String(), "rpc_auth", a.cfg.RPCAuth != "")
-	}
-
-	ctx, a.cancel = context.WithCancel(ctx)
-	if a.probe != nil {
-		if err := a.probe.Start(ctx); err != nil {
-			return fmt.Errorf("mysql probe: %w", err)
-		}
-	}
-	a.startSinks(ctx)
-	if a.peersPath() != "" {
-		a.wg.Add(2)
-		go func() {
-			defer a.wg.Done()
-			a.peersLoop(ctx)
-		}()
-		go func() {
-			defer a.wg.Done()
-			a.rejoinPeers(ctx)
-		}()
-		a.markPeersDirty()
-	}
-	a.wg.Add(5)
-	go func() {
-		defer a.wg.Done()
-		a.reannounce(ctx)
-	}()
-	go func() {
-		defer a.wg.Done()
-		a.publishLoop(ctx)
-	}()
-	go func() {
-		defer a.wg.Done()
-		a.router.Run(ctx)
-	}()
-	go func() {
-		defer a.wg.Done()
-		a.retryJoin(ctx)
-	}()
-	go func() {
-		defer a.wg.Done()
-		select {
-		case <-ctx.Done():
-		case <-sa.ShutdownCh():
-			a.mu.Lock()
-			conflict := a.conflict
-			a.mu.Unlock()
-			if conflict == "" {
-				a.fail(errors.New("gossip layer shut down unexpectedly (see the log)"))
-			}
-		}
-	}()
-	local := sa.Serf().LocalMember()
-	a.log.Info("agent started", "node", a.cfg.Node, "gossip", net.JoinHostPort(local.Addr.String(), strconv.Itoa(int(local.Port))),
-		"profile", a.cfg.Profile, "encrypted", kr != nil, "snapshot", a.cfg.Snapshot)
-	return nil
-}
+// peersPath is the peers file kept next to the snapshot, or "".
+func (a *Agent) peersPath() string { return gossip.PeersPath(a.cfg.Snapshot) }
 
 // loadAPIToken reads the API token from api_token_file, creating the file
 // with a new token at the first start.
@@ -483,8 +250,8 @@ func (a *Agent) observeEvent(e serf.Event) {
 		return
 	}
 	a.countEvent(me)
-	if a.peersPath() != "" {
-		a.markPeersDirty()
+	if a.peers != nil {
+		a.peers.MarkDirty()
 	}
 	if a.router != nil {
 		a.router.Trigger()
@@ -547,7 +314,13 @@ func (a *Agent) Shutdown() {
 				a.log.Warn("serf shutdown", "err", err)
 			}
 		}
+		if a.tr != nil {
+			_ = a.tr.Shutdown() // when serf never took it over
+		}
 		a.wg.Wait()
+		if a.conflicts != nil {
+			a.conflicts.Close()
+		}
 		if a.hist != nil {
 			if err := a.hist.Close(); err != nil {
 				a.log.Warn("close history file", "err", err)

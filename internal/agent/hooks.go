@@ -15,14 +15,15 @@ import (
 	"github.com/shoaldb/shoal/internal/view"
 )
 
-// newHooks builds the hook runner from the configuration.
-func (a *Agent) newHooks() (*hooks.Runner, error) {
+// newHooks builds the hook runner from the configuration; self returns the
+// local member.
+func (a *Agent) newHooks(self func() serf.Member) (*hooks.Runner, error) {
 	specs, err := a.cfg.HookSpecs()
 	if err != nil {
 		return nil, err
 	}
 	rc := a.cfg.Hooks.RunnerConfig()
-	rc.Self = func() serf.Member { return a.Serf().LocalMember() }
+	rc.Self = self
 	rc.Logger = a.logs.Logger.With("component", "hooks")
 	rc.OnRun = func(spec, _, result string, d time.Duration) {
 		a.metrics.HookRuns.WithLabelValues(metrics.Label(spec), result).Inc()

@@ -65,7 +65,7 @@ func flatten(err error) error {
 	return errors.New(strings.Join(parts, "; "))
 }
 
-// joinCounted joins while marking a join in flight (see conflict.go).
+// joinCounted joins while marking a join in flight (see gossip.Conflicts).
 func (a *Agent) joinCounted(addrs []string, replay bool) (int, error) {
 	a.joinInFlight.Add(1)
 	defer a.joinInFlight.Add(-1)

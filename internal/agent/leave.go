@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -13,9 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/serf/serf"
+
+	"github.com/shoaldb/shoal/internal/gossip"
 )
 
 // The graceful leave.
@@ -63,21 +63,9 @@ const leavePoll = 25 * time.Millisecond
 // maxLeavePeersListed bounds the peers an unconfirmed leave names.
 const maxLeavePeersListed = 5
 
-// serf's messages when a leave broadcast was not sent out in time
-// (serf.Leave): after them, serf's nil return does not mean sent.
-var serfLeaveTimeouts = []string{
-	"timeout while waiting for graceful leave",
-	"timeout waiting for leave broadcast",
-}
-
 func (a *Agent) observeLeaveLog(component, msg string) {
-	if component != "serf" {
-		return
-	}
-	for _, p := range serfLeaveTimeouts {
-		if strings.HasPrefix(msg, p) {
-			a.leave.timedOut.Store(true)
-		}
+	if gossip.IsLeaveTimeout(component, msg) {
+		a.leave.timedOut.Store(true)
 	}
 }
 
@@ -223,18 +211,6 @@ func (a *Agent) pingAny(s *serf.Serf, peers []string) bool {
 	return false
 }
 
-// serfLeaveMsg is serf's leave intent on the wire (serf/messages.go
-// messageLeave, type messageLeaveType = 0): a one-byte type, then the
-// struct as a msgpack map. shoal already speaks serf's internal messages
-// for the name conflict vote (conflict.go).
-type serfLeaveMsg struct {
-	LTime uint64
-	Node  string
-	Prune bool
-}
-
-const serfMessageLeaveType = 0
-
 // maxTellLeaving bounds the peers tellLeaving writes to.
 const maxTellLeaving = 256
 
@@ -253,9 +229,8 @@ func (a *Agent) tellLeaving(s *serf.Serf) {
 		a.log.Debug("leave: no lamport time to tell the leaving peers", "err", err)
 		return
 	}
-	var buf bytes.Buffer
-	buf.WriteByte(serfMessageLeaveType)
-	if err := codec.NewEncoder(&buf, &codec.MsgpackHandle{}).Encode(&serfLeaveMsg{LTime: lt, Node: a.cfg.Node}); err != nil {
+	intent, err := gossip.LeaveIntent(lt, a.cfg.Node) // serf's wire format: see package gossip
+	if err != nil {
 		a.log.Debug("leave: encode the leave intent", "err", err)
 		return
 	}
@@ -273,7 +248,7 @@ func (a *Agent) tellLeaving(s *serf.Serf) {
 	for _, m := range targets[:min(len(targets), maxTellLeaving)] {
 		node := &memberlist.Node{Name: m.Name, Addr: m.Addr, Port: m.Port}
 		for range 2 {
-			if err := ml.SendBestEffort(node, buf.Bytes()); err != nil {
+			if err := ml.SendBestEffort(node, intent); err != nil {
 				a.log.Debug("leave: tell a leaving peer", "member", m.Name, "err", err)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/serf/serf"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/shoaldb/shoal/internal/config"
@@ -26,7 +27,7 @@ func TestPoolListenerPartsIndependent(t *testing.T) {
 	a := &Agent{cfg: cfg, logs: logging.New(buf, "text", slog.LevelDebug), metrics: metrics.NewAgent()}
 	a.log = a.logs.Logger
 	var err error
-	if a.hooks, err = a.newHooks(); err != nil {
+	if a.hooks, err = a.newHooks(func() serf.Member { return serf.Member{Name: "db1"} }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.hooks.Close() })

@@ -83,7 +83,7 @@ func serfStats(m map[string]string) view.SerfStats {
 // Members returns serf's member list.
 //
 // With gossip.confirm_failures, a member whose failure is not yet confirmed
-// by this agent's own pings is shown alive (see confirm.go).
+// by this agent's own pings is shown alive (see gossip.Gate).
 func (a *Agent) Members() []serf.Member {
 	ms := a.Serf().Members()
 	if a.gate != nil {

@@ -2,23 +2,22 @@ package agent
 
 import (
 	"log/slog"
-	"strings"
+
+	"github.com/shoaldb/shoal/internal/gossip"
 )
 
-// serfLogLevel is the level a serf or memberlist log line is logged at:
-// its own, but for routine lines that would drown the rest. serf logs
-// "attempting reconnect" at INFO for every failed member at every
-// reconnect_interval (every second with the fast profile, for up to
-// reconnect_timeout): DEBUG. Its agent logs "Serf shutdown detected" at
-// WARN also when we shut it down: INFO then.
+// observeSerfLog watches serf's log for the timeouts of its leave
+// (observeLeaveLog) and for a conflict over our own name, which serf
+// reports only there (gossip.Conflicts).
+func (a *Agent) observeSerfLog(_ slog.Level, component, msg string) {
+	a.observeLeaveLog(component, msg)
+	a.conflicts.Observe(component, msg)
+}
+
+// serfLogLevel is the level a serf or memberlist log line is logged at (see
+// gossip.SerfLogLevel).
 func (a *Agent) serfLogLevel(lv slog.Level, component, msg string) slog.Level {
-	switch {
-	case component == "serf" && strings.HasPrefix(msg, "attempting reconnect to "):
-		return min(lv, slog.LevelDebug)
-	case component == "agent" && msg == "Serf shutdown detected, quitting" && a.isStopping():
-		return min(lv, slog.LevelInfo)
-	}
-	return lv
+	return gossip.SerfLogLevel(lv, component, msg, a.isStopping())
 }
 
 // isStopping reports whether Shutdown has begun.

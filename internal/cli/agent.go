@@ -115,6 +115,9 @@ func runAgent(ctx context.Context, g *globals, cfg *config.Config, flags *config
 	if err != nil {
 		return err
 	}
+	// Every return from here shuts the agent down (Shutdown is idempotent;
+	// a failed Start has already rolled back what it started).
+	defer a.Shutdown()
 	// The registry exists before the agent starts, so that serf's and
 	// memberlist's telemetry is bridged from the first message.
 	reg := metrics.New()
@@ -122,10 +125,8 @@ func runAgent(ctx context.Context, g *globals, cfg *config.Config, flags *config
 		log.Warn("gossip telemetry not exported", "err", err)
 	}
 	if err := a.Start(ctx); err != nil {
-		a.Shutdown()
 		return startError(err)
 	}
-	defer a.Shutdown()
 
 	var srv *http.Server
 	if cfg.HTTPAddr != "" {

@@ -161,7 +161,7 @@ type Gossip struct {
 	DeadNodeReclaimTime time.Duration `yaml:"dead_node_reclaim_time"`
 	// ConfirmFailures withholds a member-failed from everything shoal does
 	// (pool, hooks, members, metrics) until this agent's own direct pings
-	// to the member go unanswered (see package agent, confirm.go).
+	// to the member go unanswered (see package gossip, confirm.go).
 	ConfirmFailures bool `yaml:"confirm_failures"`
 }
 

@@ -1,4 +1,4 @@
-package agent
+package gossip
 
 import (
 	"log/slog"
@@ -13,7 +13,7 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
-// Failure confirmation.
+// Failure confirmation: the Gate.
 //
 // memberlist declares a member dead when its suspicion timer runs out, or at
 // once when a "dead" message arrives from any other member. With fast timers
@@ -36,7 +36,7 @@ import (
 // member that keeps answering but that gossip keeps calling failed is
 // passed on as failed after maxHold: gossip has the last word. A confirmed
 // member is then watched until it answers again (watchRevival).
-type failureGate struct {
+type Gate struct {
 	ping func(m serf.Member) bool // true when the member answered
 	// rejoin, when set, is called when a confirmed-failed member answers
 	// pings again (see watchRevival); revivePing checks once whether it
@@ -78,9 +78,9 @@ type pendingFailure struct {
 	done   chan struct{} // closed when resolved by a later event
 }
 
-// gateConfig is what a failureGate needs. Ping and Emit are required; the
+// GateConfig is what a Gate needs. Ping and Emit are required; the
 // rest has defaults.
-type gateConfig struct {
+type GateConfig struct {
 	Ping    func(serf.Member) bool // direct pings; true when the member answered
 	Emit    func(serf.Event)       // downstream; called with the gate's lock held, in order
 	Retry   time.Duration          // re-check interval while the member answers
@@ -101,8 +101,8 @@ type gateConfig struct {
 	Size        func() int
 }
 
-func newFailureGate(c gateConfig) *failureGate {
-	g := &failureGate{ping: c.Ping, emit: c.Emit, retry: c.Retry, maxHold: c.MaxHold, log: c.Log, clock: c.Clock,
+func NewGate(c GateConfig) *Gate {
+	g := &Gate{ping: c.Ping, emit: c.Emit, retry: c.Retry, maxHold: c.MaxHold, log: c.Log, clock: c.Clock,
 		rejoin: c.Rejoin, revivePing: c.RevivePing, reviveEvery: c.ReviveEvery,
 		pingCareful: c.PingCareful, heardSince: c.HeardSince, heard: c.Heard, size: c.Size,
 		pending: map[string]*pendingFailure{}, confirmed: map[string]uint64{}, stop: make(chan struct{})}
@@ -123,7 +123,7 @@ func newFailureGate(c gateConfig) *failureGate {
 
 // HandleEvent implements serf's agent.EventHandler. It runs in serf's event
 // loop and never blocks on the network.
-func (g *failureGate) HandleEvent(e serf.Event) {
+func (g *Gate) HandleEvent(e serf.Event) {
 	me, ok := e.(serf.MemberEvent)
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -173,14 +173,14 @@ func (g *failureGate) HandleEvent(e serf.Event) {
 }
 
 // resolve ends a pending failure; mu is held.
-func (g *failureGate) resolve(name string, p *pendingFailure) {
+func (g *Gate) resolve(name string, p *pendingFailure) {
 	delete(g.pending, name)
 	close(p.done)
 }
 
 // check pings the member until it is confirmed failed, resolved by a later
 // event, or held for maxHold.
-func (g *failureGate) check(p *pendingFailure) {
+func (g *Gate) check(p *pendingFailure) {
 	name := p.member.Name
 	warned := false
 	for {
@@ -234,7 +234,7 @@ func (g *failureGate) check(p *pendingFailure) {
 // at once: the push/pull tells it it was declared dead, it refutes, and
 // every agent sees it alive within a gossip round or two. A random pause
 // before the rejoin lets one agent's rejoin make the others' unnecessary.
-func (g *failureGate) watchRevival(m serf.Member, gen uint64) {
+func (g *Gate) watchRevival(m serf.Member, gen uint64) {
 	started := g.clock.Now()
 	// The first packet from the member is the first sign that it (or the
 	// link to it) is back: it is asked right away, not at the next tick.
@@ -294,7 +294,7 @@ func (g *failureGate) watchRevival(m serf.Member, gen uint64) {
 // back, or lost packets on a loaded network) was usually heard from
 // moments ago. Such a member gets a second, longer check before it is
 // called failed, and a real failure pays nothing for it.
-func (g *failureGate) recentlyHeard(p *pendingFailure) bool {
+func (g *Gate) recentlyHeard(p *pendingFailure) bool {
 	if g.heardSince == nil {
 		return false
 	}
@@ -307,7 +307,7 @@ func (g *failureGate) recentlyHeard(p *pendingFailure) bool {
 // most likely the one cut off, and the packet says its link is back: for
 // carefulFor, every failure it still has to check (its suspicions from
 // while it was cut off, which expire now) gets the second check.
-func (g *failureGate) heardFromFailed() {
+func (g *Gate) heardFromFailed() {
 	if g.size == nil {
 		return
 	}
@@ -321,13 +321,13 @@ func (g *failureGate) heardFromFailed() {
 
 // rejoining reports whether this agent is rejoining after it was cut off
 // (see heardFromFailed).
-func (g *failureGate) rejoining() bool {
+func (g *Gate) rejoining() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.clock.Now().Before(g.cutUntil)
 }
 
-func (g *failureGate) stillConfirmed(name string, gen uint64) bool {
+func (g *Gate) stillConfirmed(name string, gen uint64) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return !g.closed && g.confirmed[name] == gen
@@ -335,7 +335,7 @@ func (g *failureGate) stillConfirmed(name string, gen uint64) bool {
 
 // Overlay rewrites serf's member list to what shoal acts on: a member serf
 // reports failed whose failure is not confirmed is shown alive.
-func (g *failureGate) Overlay(ms []serf.Member) []serf.Member {
+func (g *Gate) Overlay(ms []serf.Member) []serf.Member {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i := range ms {
@@ -347,14 +347,14 @@ func (g *failureGate) Overlay(ms []serf.Member) []serf.Member {
 }
 
 // Pending is the number of withheld failures.
-func (g *failureGate) Pending() int {
+func (g *Gate) Pending() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.pending)
 }
 
 // Close stops the checks; later failures pass through unconfirmed.
-func (g *failureGate) Close() {
+func (g *Gate) Close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.closed {

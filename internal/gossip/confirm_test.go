@@ -1,4 +1,4 @@
-package agent
+package gossip
 
 import (
 	"context"
@@ -40,13 +40,13 @@ func member(name string, st serf.MemberStatus) serf.Member {
 
 // fakeGate is a gate on a fake clock: time moves only when a test
 // advances it, so no assertion depends on how fast the machine is.
-func fakeGate(ping func(serf.Member) bool, emit func(serf.Event), retry, maxHold time.Duration, more ...func(*gateConfig)) (*failureGate, *clockwork.FakeClock) {
+func fakeGate(ping func(serf.Member) bool, emit func(serf.Event), retry, maxHold time.Duration, more ...func(*GateConfig)) (*Gate, *clockwork.FakeClock) {
 	clk := clockwork.NewFakeClock()
-	c := gateConfig{Ping: ping, Emit: emit, Retry: retry, MaxHold: maxHold, Clock: clk}
+	c := GateConfig{Ping: ping, Emit: emit, Retry: retry, MaxHold: maxHold, Clock: clk}
 	for _, f := range more {
 		f(&c)
 	}
-	return newFailureGate(c), clk
+	return NewGate(c), clk
 }
 
 // advanceUntil moves the fake clock by step until cond holds. The real-time
@@ -213,7 +213,7 @@ func TestFailureGateRejoinsMemberThatAnswersAgain(t *testing.T) {
 	var asked atomic.Int32
 	rejoined := make(chan string, 10)
 	g, clk := fakeGate(func(serf.Member) bool { asked.Add(1); return up.Load() }, r.emit, 10*time.Millisecond, time.Minute,
-		func(c *gateConfig) { c.Rejoin = func(m serf.Member) { rejoined <- m.Name } })
+		func(c *GateConfig) { c.Rejoin = func(m serf.Member) { rejoined <- m.Name } })
 	defer g.Close()
 	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member("db2", serf.StatusFailed)}})
 	waitEvents(t, r, 1)
@@ -388,7 +388,7 @@ func TestPingerCountsLateAnswers(t *testing.T) {
 func TestFailureGateAsksAgainWhenRecentlyHeard(t *testing.T) {
 	r := &gateRecorder{}
 	var careful atomic.Int32
-	g, clk := fakeGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute, func(c *gateConfig) {
+	g, clk := fakeGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute, func(c *GateConfig) {
 		c.PingCareful = func(serf.Member) bool { careful.Add(1); return true }
 		c.HeardSince = func(m serf.Member) (time.Duration, bool) {
 			switch m.Name {
@@ -430,7 +430,7 @@ func TestFailureGateAsksOnFirstPacket(t *testing.T) {
 	var up atomic.Bool
 	var asked atomic.Int32
 	rejoined := make(chan struct{}, 1)
-	g, clk := fakeGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute, func(c *gateConfig) {
+	g, clk := fakeGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute, func(c *GateConfig) {
 		var watches atomic.Int32
 		c.Heard = func(serf.Member) (<-chan struct{}, func()) {
 			if watches.Add(1) == 1 {
@@ -479,7 +479,7 @@ func TestFailureGateCarefulAfterItsOwnIsolation(t *testing.T) {
 		packets := map[string]chan struct{}{}
 		var mu sync.Mutex
 		var heardFrom atomic.Int32
-		g, clk := fakeGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute, func(gc *gateConfig) {
+		g, clk := fakeGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute, func(gc *GateConfig) {
 			gc.Heard = func(m serf.Member) (<-chan struct{}, func()) {
 				mu.Lock()
 				defer mu.Unlock()

@@ -1,4 +1,4 @@
-package agent
+package gossip
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ import (
 // (profiled: 15 agents, profile fast). Here one buffer per listener is
 // reused and each packet is copied out at its own size, so memberlist may
 // keep the bytes it is handed.
-type transport struct {
+type Transport struct {
 	bindIP  net.IP
 	port    int
 	logger  *log.Logger
@@ -31,6 +31,8 @@ type transport struct {
 	packets chan *memberlist.Packet
 	streams chan net.Conn
 	closed  atomic.Bool
+	stop    sync.Once
+	done    chan struct{} // closed by Shutdown: the loops stop handing over
 	wg      sync.WaitGroup
 
 	// Watches for the next packet from an address (see Watch). nwatch lets
@@ -53,22 +55,34 @@ type transport struct {
 
 const maxHeard = 8192
 
-var _ memberlist.NodeAwareTransport = (*transport)(nil)
+var _ memberlist.NodeAwareTransport = (*Transport)(nil)
 
 const (
 	udpReadBufSize = 65536           // the largest UDP payload
 	udpRecvBufSize = 2 * 1024 * 1024 // socket receive buffer we ask for (halved until granted)
 )
 
+// NewTransport binds the transport for memberlist's configuration: its bind
+// address (all interfaces when empty) and port, and its keyring (see
+// newKeyCheck). Set it as mc.Transport; memberlist shuts it down with
+// itself, and Shutdown may be called again.
+func NewTransport(mc *memberlist.Config, logger *log.Logger) (*Transport, error) {
+	bindIP := mc.BindAddr
+	if bindIP == "" {
+		bindIP = "0.0.0.0"
+	}
+	return newTransport(bindIP, mc.BindPort, logger, newKeyCheck(mc))
+}
+
 // newTransport binds TCP and UDP on bindAddr:port (port 0: any, the same for
 // both). keys (nil: gossip is not encrypted) decides which packets count as
 // heard from their source address (see HeardSince).
-func newTransport(bindAddr string, port int, logger *log.Logger, keys *keyCheck) (*transport, error) {
+func newTransport(bindAddr string, port int, logger *log.Logger, keys *keyCheck) (*Transport, error) {
 	ip := net.ParseIP(bindAddr)
 	if ip == nil {
 		return nil, fmt.Errorf("bind address %q is not an IP address", bindAddr)
 	}
-	t := &transport{bindIP: ip, logger: logger, packets: make(chan *memberlist.Packet), streams: make(chan net.Conn),
+	t := &Transport{bindIP: ip, logger: logger, packets: make(chan *memberlist.Packet), streams: make(chan net.Conn), done: make(chan struct{}),
 		last: map[netip.AddrPort]time.Time{}, keys: keys}
 	tcp, err := net.ListenTCP("tcp", &net.TCPAddr{IP: ip, Port: port})
 	if err != nil {
@@ -96,7 +110,7 @@ func newTransport(bindAddr string, port int, logger *log.Logger, keys *keyCheck)
 
 // FinalAdvertiseAddr is NetTransport's: the given address, else a private
 // address when bound to all interfaces, else the bound address.
-func (t *transport) FinalAdvertiseAddr(ip string, port int) (net.IP, int, error) {
+func (t *Transport) FinalAdvertiseAddr(ip string, port int) (net.IP, int, error) {
 	if ip != "" {
 		addr := net.ParseIP(ip)
 		if addr == nil {
@@ -127,11 +141,11 @@ func (t *transport) FinalAdvertiseAddr(ip string, port int) (net.IP, int, error)
 	return t.tcp.Addr().(*net.TCPAddr).IP, t.port, nil
 }
 
-func (t *transport) WriteTo(b []byte, addr string) (time.Time, error) {
+func (t *Transport) WriteTo(b []byte, addr string) (time.Time, error) {
 	return t.WriteToAddress(b, memberlist.Address{Addr: addr})
 }
 
-func (t *transport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, error) {
+func (t *Transport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, error) {
 	addr, err := net.ResolveUDPAddr("udp", a.Addr)
 	if err != nil {
 		return time.Time{}, err
@@ -140,28 +154,34 @@ func (t *transport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, e
 	return time.Now(), err
 }
 
-func (t *transport) PacketCh() <-chan *memberlist.Packet { return t.packets }
+func (t *Transport) PacketCh() <-chan *memberlist.Packet { return t.packets }
 
-func (t *transport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
+func (t *Transport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
 	return t.DialAddressTimeout(memberlist.Address{Addr: addr}, timeout)
 }
 
-func (t *transport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
+func (t *Transport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	return d.Dial("tcp", a.Addr)
 }
 
-func (t *transport) StreamCh() <-chan net.Conn { return t.streams }
+func (t *Transport) StreamCh() <-chan net.Conn { return t.streams }
 
-func (t *transport) Shutdown() error {
-	t.closed.Store(true)
-	t.tcp.Close()
-	t.udp.Close()
+// Shutdown closes the listeners and waits for their loops. It is
+// idempotent: memberlist calls it, and so does an agent whose start failed
+// before memberlist existed.
+func (t *Transport) Shutdown() error {
+	t.stop.Do(func() {
+		t.closed.Store(true)
+		close(t.done)
+		t.tcp.Close()
+		t.udp.Close()
+	})
 	t.wg.Wait()
 	return nil
 }
 
-func (t *transport) acceptLoop() {
+func (t *Transport) acceptLoop() {
 	defer t.wg.Done()
 	var delay time.Duration
 	for {
@@ -176,11 +196,16 @@ func (t *transport) acceptLoop() {
 			continue
 		}
 		delay = 0
-		t.streams <- conn
+		select {
+		case t.streams <- conn:
+		case <-t.done:
+			conn.Close()
+			return
+		}
 	}
 }
 
-func (t *transport) readLoop() {
+func (t *Transport) readLoop() {
 	defer t.wg.Done()
 	buf := make([]byte, udpReadBufSize)
 	for {
@@ -203,13 +228,17 @@ func (t *transport) readLoop() {
 		}
 		pkt := make([]byte, n)
 		copy(pkt, buf[:n])
-		t.packets <- &memberlist.Packet{Buf: pkt, From: addr, Timestamp: ts}
+		select {
+		case t.packets <- &memberlist.Packet{Buf: pkt, From: addr, Timestamp: ts}:
+		case <-t.done:
+			return
+		}
 	}
 }
 
 // noteHeard records a packet from addr for HeardSince and wakes its
 // watchers, if the packet counts.
-func (t *transport) noteHeard(addr *net.UDPAddr, ts time.Time, pkt []byte) {
+func (t *Transport) noteHeard(addr *net.UDPAddr, ts time.Time, pkt []byte) {
 	ap := addr.AddrPort()
 	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 	if !t.counts(ap, ts, pkt) {
@@ -236,7 +265,7 @@ const verifyEvery = 5 * time.Millisecond
 // anyone can send bytes with a member's source address, only a key holder
 // can seal them. Without encryption there is nothing to verify (memberlist
 // takes any packet): every packet counts, and forged ones too.
-func (t *transport) counts(addr netip.AddrPort, ts time.Time, pkt []byte) bool {
+func (t *Transport) counts(addr netip.AddrPort, ts time.Time, pkt []byte) bool {
 	if t.keys == nil {
 		return true
 	}
@@ -251,7 +280,7 @@ func (t *transport) counts(addr netip.AddrPort, ts time.Time, pkt []byte) bool {
 	return t.keys.fromKeyHolder(pkt)
 }
 
-func (t *transport) watched(addr netip.AddrPort) bool {
+func (t *Transport) watched(addr netip.AddrPort) bool {
 	if t.nwatch.Load() == 0 {
 		return false
 	}
@@ -271,7 +300,7 @@ func (t *transport) watched(addr netip.AddrPort) bool {
 // member's source address do not keep it from being confirmed. Without
 // encryption they could; the gate's maxHold bounds that, and gossip has
 // the last word.
-func (t *transport) Watch(addr netip.AddrPort) (<-chan struct{}, func()) {
+func (t *Transport) Watch(addr netip.AddrPort) (<-chan struct{}, func()) {
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 	ch := make(chan struct{})
 	t.watchMu.Lock()
@@ -303,7 +332,7 @@ func (t *transport) Watch(addr netip.AddrPort) (<-chan struct{}, func()) {
 // HeardSince reports how long ago the last UDP packet from addr arrived
 // (false: none, or forgotten). Like Watch, it counts only packets from key
 // holders when gossip is encrypted.
-func (t *transport) HeardSince(addr netip.AddrPort) (time.Duration, bool) {
+func (t *Transport) HeardSince(addr netip.AddrPort) (time.Duration, bool) {
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 	t.heardMu.Lock()
 	at, ok := t.last[addr]
@@ -315,7 +344,7 @@ func (t *transport) HeardSince(addr netip.AddrPort) (time.Duration, bool) {
 }
 
 // heard wakes the watchers of addr (unmapped).
-func (t *transport) heard(addr netip.AddrPort) {
+func (t *Transport) heard(addr netip.AddrPort) {
 	t.watchMu.Lock()
 	defer t.watchMu.Unlock()
 	ws := t.watches[addr]

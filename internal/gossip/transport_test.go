@@ -1,4 +1,4 @@
-package agent
+package gossip
 
 import (
 	"bytes"
@@ -215,7 +215,7 @@ func TestTransportCountsOnlyKeyHolders(t *testing.T) {
 // watchedTransport is a transport on 127.0.0.1 whose packets are drained
 // (the tests look at what it heard, not at what it hands to memberlist),
 // shut down when the test ends.
-func watchedTransport(t *testing.T, kc *keyCheck) *transport {
+func watchedTransport(t *testing.T, kc *keyCheck) *Transport {
 	t.Helper()
 	tr, err := newTransport("127.0.0.1", 0, log.New(io.Discard, "", 0), kc)
 	if err != nil {

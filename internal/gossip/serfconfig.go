@@ -1,4 +1,4 @@
-package agent
+package gossip
 
 import (
 	"fmt"
@@ -11,9 +11,9 @@ import (
 	"github.com/shoaldb/shoal/internal/config"
 )
 
-// serfConfig translates the shoal configuration into serf's and memberlist's.
+// SerfConfig translates the shoal configuration into serf's and memberlist's.
 // Event coalescing stays off: events reach handlers as they happen.
-func serfConfig(c *config.Config, logOutput io.Writer) (*serf.Config, error) {
+func SerfConfig(c *config.Config, logOutput io.Writer) (*serf.Config, error) {
 	sc := serf.DefaultConfig()
 	prof := config.Profiles[c.Profile]
 	switch prof.Base {
@@ -48,6 +48,27 @@ func serfConfig(c *config.Config, logOutput io.Writer) (*serf.Config, error) {
 	}
 
 	g := c.Effective()
+	applyTuning(sc, g)
+	mc.DeadNodeReclaimTime = g.DeadNodeReclaimTime
+	if mc.ProbeTimeout > mc.ProbeInterval {
+		return nil, fmt.Errorf("gossip.probe_timeout %s exceeds gossip.probe_interval %s", mc.ProbeTimeout, mc.ProbeInterval)
+	}
+
+	sc.SnapshotPath = c.Snapshot
+	sc.RejoinAfterLeave = c.Rejoin
+	sc.KeyringFile = c.KeyringFile
+	sc.EnableNameConflictResolution = false // see conflict.go
+	sc.CoalescePeriod = 0
+	sc.QuiescentPeriod = 0
+	sc.UserCoalescePeriod = 0
+	sc.UserQuiescentPeriod = 0
+	return sc, nil
+}
+
+// applyTuning sets the timers and fan-outs the profile and the gossip
+// section set (0: memberlist's or serf's default stays).
+func applyTuning(sc *serf.Config, g config.Gossip) {
+	mc := sc.MemberlistConfig
 	if g.ProbeInterval != 0 {
 		mc.ProbeInterval = g.ProbeInterval
 	}
@@ -84,18 +105,4 @@ func serfConfig(c *config.Config, logOutput io.Writer) (*serf.Config, error) {
 	if g.TombstoneTimeout != 0 {
 		sc.TombstoneTimeout = g.TombstoneTimeout
 	}
-	mc.DeadNodeReclaimTime = g.DeadNodeReclaimTime
-	if mc.ProbeTimeout > mc.ProbeInterval {
-		return nil, fmt.Errorf("gossip.probe_timeout %s exceeds gossip.probe_interval %s", mc.ProbeTimeout, mc.ProbeInterval)
-	}
-
-	sc.SnapshotPath = c.Snapshot
-	sc.RejoinAfterLeave = c.Rejoin
-	sc.KeyringFile = c.KeyringFile
-	sc.EnableNameConflictResolution = false // see conflict.go
-	sc.CoalescePeriod = 0
-	sc.QuiescentPeriod = 0
-	sc.UserCoalescePeriod = 0
-	sc.UserQuiescentPeriod = 0
-	return sc, nil
 }

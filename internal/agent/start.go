@@ -1,0 +1,333 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	sagent "github.com/hashicorp/serf/cmd/serf/command/agent"
+	"github.com/hashicorp/serf/serf"
+
+	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/gossip"
+	"github.com/shoaldb/shoal/internal/history"
+	"github.com/shoaldb/shoal/internal/logging"
+	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/probe"
+	"github.com/shoaldb/shoal/internal/routing"
+	"github.com/shoaldb/shoal/internal/serfrpc"
+	"github.com/shoaldb/shoal/internal/tags"
+)
+
+// startup is what Start's steps hand on to each other.
+type startup struct {
+	serfOut *logging.StdWriter // serf's and memberlist's log output
+	sc      *serf.Config
+	kr      *memberlist.Keyring // nil: gossip is not encrypted
+	// newIPC serves serf's RPC protocol on ln, with serf's log ring for
+	// its monitor command (serf's type for the ring is unexported).
+	newIPC func(ln net.Listener, logOutput io.Writer) *sagent.AgentIPC
+}
+
+// startStep is one step of Start. What a step starts is recorded on the
+// agent as soon as it exists, so that Shutdown releases it.
+type startStep struct {
+	name string
+	run  func(ctx context.Context, st *startup) error
+}
+
+// startSteps are Start's steps in order: everything that only reads files
+// and builds parts first, ports and goroutines last.
+func (a *Agent) startSteps() []startStep {
+	return []startStep{
+		{"config", a.startConfig},   // serf config, files, keyring, API token, tags
+		{"probe", a.startProbe},     // the MySQL probe (db agents), not yet running
+		{"pool", a.startPool},       // router and sinks, not yet running
+		{"history", a.startHistory}, // the history file
+		{"serf", a.startSerfAgent},  // serf's agent (not started) and the hooks
+		{"gossip", a.startGossip},   // transport, handlers, serf started
+		{"rpc", a.startRPC},         // the Serf-compatible RPC listener
+		{"run", a.startLoops},       // probe, sinks, join and the other loops
+	}
+}
+
+// Start binds the gossip ports, starts serf, the RPC listener and the join.
+// When a step fails, everything the steps before it started is shut down
+// (Shutdown) before Start returns the error.
+func (a *Agent) Start(ctx context.Context) (err error) {
+	a.started = time.Now()
+	ctx, a.cancel = context.WithCancel(ctx)
+	defer func() {
+		if err != nil {
+			a.Shutdown()
+		}
+	}()
+	st := &startup{}
+	for _, s := range a.startSteps() {
+		if err := s.run(ctx, st); err != nil {
+			return err
+		}
+		if a.afterStep != nil {
+			if err := a.afterStep(s.name); err != nil {
+				return err
+			}
+		}
+	}
+	local := a.Serf().LocalMember()
+	a.log.Info("agent started", "node", a.cfg.Node, "gossip", net.JoinHostPort(local.Addr.String(), strconv.Itoa(int(local.Port))),
+		"profile", a.cfg.Profile, "encrypted", st.kr != nil, "snapshot", a.cfg.Snapshot)
+	return nil
+}
+
+// startConfig checks what the configuration names and builds serf's
+// configuration, the keyring, the API token and the initial tags.
+func (a *Agent) startConfig(_ context.Context, st *startup) error {
+	st.serfOut = &logging.StdWriter{Logger: a.logs.Logger, Observe: a.observeSerfLog, Relevel: a.serfLogLevel}
+	sc, err := gossip.SerfConfig(a.cfg, st.serfOut)
+	if err != nil {
+		return err
+	}
+	st.sc = sc
+	// The checks --config-check runs: every file the configuration names.
+	files, err := a.cfg.CheckFiles(os.Getenv, os.Geteuid())
+	if err != nil {
+		return config.Invalid(err)
+	}
+	for _, w := range files.Warnings {
+		a.log.Warn(w)
+	}
+	kr, warn, err := setupKeyring(a.cfg.Encrypt, a.cfg.KeyringFile)
+	if err != nil {
+		return config.Invalid(fmt.Errorf("keyring_file: %w", err))
+	}
+	sc.MemberlistConfig.Keyring, st.kr = kr, kr
+	a.keyWarning = warn
+	if warn != "" {
+		a.log.Warn(warn)
+	}
+	if kr == nil {
+		a.log.Warn("gossip encryption is OFF: any host that can reach the gossip port can join and read cluster traffic", "insecure_no_encryption", a.cfg.InsecureNoEncryption, "dev", a.cfg.Dev)
+	}
+	if err := a.loadAPIToken(); err != nil {
+		return err
+	}
+	a.removeStaleTemps()
+	return a.startTags(sc)
+}
+
+// startTags sets the tags serf starts with and what publish starts from.
+func (a *Agent) startTags(sc *serf.Config) error {
+	user, err := a.initialTags()
+	if err != nil {
+		return config.Invalid(err)
+	}
+	if a.role == tags.RoleDB {
+		a.health.Port = uint16(a.cfg.MySQLPort())
+	}
+	full, err := a.fullTags(userTags(user))
+	if err != nil {
+		return config.Invalid(fmt.Errorf("tags: %w", err))
+	}
+	sc.Tags = full
+	a.setWantedUserTags(userTags(user))
+	a.published = full
+	a.pub.record(nil, nil, false, time.Now())
+	return nil
+}
+
+// startProbe builds the MySQL probe of a db agent; startLoops runs it.
+func (a *Agent) startProbe(context.Context, *startup) error {
+	if a.role != tags.RoleDB {
+		return nil
+	}
+	pc, err := probeConfig(a.cfg, os.Getenv)
+	if err != nil {
+		return config.Invalid(err)
+	}
+	a.probe, err = probe.New(pc, a.logs.Logger, probe.NotifierFunc(a.onProbe)) // probe adds its component
+	if err != nil {
+		return fmt.Errorf("mysql probe: %w", err)
+	}
+	return nil
+}
+
+// startPool builds the router and the sinks; startLoops runs them.
+func (a *Agent) startPool(context.Context, *startup) (err error) {
+	a.router = routing.New(routing.Config{
+		Policy: pool.Policy{
+			MaxLag:            a.cfg.Pool.MaxLag,
+			MinReaders:        minReaders(a.cfg.Pool.MinReaders),
+			WriterServesReads: a.cfg.Pool.WriterServesReads,
+		},
+		Damp:            pool.DampConfig{HalfLife: a.cfg.Pool.DampHalfLife},
+		NoDamping:       !a.cfg.Pool.Damping,
+		IsolationWindow: a.cfg.Pool.IsolationWindow,
+	}, a.poolMembers, a.logs.Logger.With("component", "pool"))
+	a.sinks, err = a.newSinks()
+	return err
+}
+
+// startHistory opens the history file.
+func (a *Agent) startHistory(context.Context, *startup) (err error) {
+	a.hist, err = history.Open(a.cfg.History.WithDefaults(), a.logs.Logger)
+	return err
+}
+
+// startSerfAgent creates serf's agent (nothing runs yet) and the hooks. The
+// hooks' local member is read from this serf agent: by construction it
+// exists before any event can reach a hook, and serf's agent sets its serf
+// before it starts the event loop that feeds them.
+func (a *Agent) startSerfAgent(_ context.Context, st *startup) (err error) {
+	ac := sagent.DefaultConfig()
+	ac.NodeName = a.cfg.Node
+	sa, err := sagent.Create(ac, st.sc, st.serfOut)
+	if err != nil {
+		return fmt.Errorf("create serf agent: %w", err)
+	}
+	a.sa = sa
+	if a.hooks, err = a.newHooks(func() serf.Member { return sa.Serf().LocalMember() }); err != nil {
+		return err
+	}
+	a.router.Listen(a.onPool())
+	return nil
+}
+
+// startGossip binds the gossip ports and starts serf with the event
+// handlers: the failure gate in front of the events and the hooks when
+// gossip.confirm_failures is on.
+func (a *Agent) startGossip(_ context.Context, st *startup) error {
+	lw := sagent.NewLogWriter(512)
+	a.monitor = lw
+	a.logs.SetMonitor(lw)
+	st.newIPC = func(ln net.Listener, out io.Writer) *sagent.AgentIPC {
+		return sagent.NewAgentIPC(a.sa, "", ln, out, lw, false)
+	}
+
+	mc := st.sc.MemberlistConfig
+	tr, err := gossip.NewTransport(mc, log.New(st.serfOut, "", log.LstdFlags))
+	if err != nil {
+		return fmt.Errorf("start gossip on %s: %w", a.cfg.Bind, err)
+	}
+	a.tr, mc.Transport = tr, tr
+
+	sa := a.sa
+	if a.cfg.Gossip.ConfirmFailures {
+		a.gate = gossip.NewSerfGate(gossip.SerfGateConfig{
+			Serf: sa.Serf, Transport: tr, Memberlist: mc,
+			Emit: func(e serf.Event) {
+				a.events.HandleEvent(e)
+				a.hooks.HandleEvent(e)
+			},
+			Log: a.logs.Logger.With("component", "gossip"),
+		})
+		sa.RegisterEventHandler(a.gate)
+	} else {
+		sa.RegisterEventHandler(a.events)
+		sa.RegisterEventHandler(a.hooks)
+	}
+	if err := sa.Start(); err != nil {
+		return fmt.Errorf("start gossip on %s: %w", a.cfg.Bind, err)
+	}
+	a.conflicts.Attach(sa.Serf())
+	return nil
+}
+
+// startRPC serves the Serf RPC protocol behind the gate, when rpc_addr is
+// set.
+func (a *Agent) startRPC(_ context.Context, st *startup) error {
+	if a.cfg.RPCAddr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", a.cfg.RPCAddr)
+	if err != nil {
+		return fmt.Errorf("rpc_addr %s: %w", a.cfg.RPCAddr, err)
+	}
+	// serf serves the protocol behind the gate, which does the auth:
+	// rpc_auth when set (then for every command), else the API token.
+	token := cmp.Or(a.cfg.RPCAuth, a.APIToken())
+	gate, err := serfrpc.New(ln, serfrpc.Config{Token: token, Strict: a.cfg.RPCAuth != "",
+		CheckTags: a.CheckTagChange, EventHandlers: a.serfInfoHandlers, Leave: a.LeaveForRPC, AfterLeave: a.RequestLeave,
+		Logger: a.logs.Logger.With("component", "rpc")})
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("rpc_addr %s: %w", a.cfg.RPCAddr, err)
+	}
+	a.rpcLn, a.rpcGate = ln, gate
+	// The IPC's own logger must not feed the monitor stream it serves.
+	ipcOut := &logging.StdWriter{Logger: a.logs.Plain}
+	a.ipc = st.newIPC(gate.Backend(), ipcOut)
+	a.log.Info("serf-compatible rpc listening", "addr", ln.Addr().String(), "rpc_auth", a.cfg.RPCAuth != "")
+	return nil
+}
+
+// startLoops runs the probe, the sinks and the agent's loops until ctx ends
+// (Shutdown cancels it and waits for them).
+func (a *Agent) startLoops(ctx context.Context, _ *startup) error {
+	if a.probe != nil {
+		if err := a.probe.Start(ctx); err != nil {
+			return fmt.Errorf("mysql probe: %w", err)
+		}
+	}
+	a.startSinks(ctx)
+	loops := []func(context.Context){a.reannounce, a.publishLoop, a.router.Run, a.retryJoin, a.watchSerf}
+	if a.peers != nil {
+		loops = append(loops, a.peers.Run, a.peers.Rejoin)
+		a.peers.MarkDirty()
+	}
+	for _, loop := range loops {
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			loop(ctx)
+		}()
+	}
+	return nil
+}
+
+// watchSerf stops the agent when serf shuts down by itself: not for a
+// name conflict this agent lost (that already stops it), nor when ctx ends.
+func (a *Agent) watchSerf(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-a.sa.ShutdownCh():
+		if a.conflicts.Lost() == "" {
+			a.fail(errors.New("gossip layer shut down unexpectedly (see the log)"))
+		}
+	}
+}
+
+// reannounce pushes this agent's state to a few alive peers once, just after
+// the dead-node reclaim time has passed since start. An agent that restarts
+// at a new address within that time after it was declared dead is refused
+// by its peers ("conflicting address"), and memberlist would only retry at
+// the next push-pull, up to push_pull_interval later; this makes it one
+// reclaim time.
+func (a *Agent) reannounce(ctx context.Context) {
+	reclaim := a.cfg.Gossip.DeadNodeReclaimTime
+	if reclaim <= 0 {
+		return
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(reclaim + time.Second):
+	}
+	peers := gossip.AlivePeers(a.Serf().Members(), a.cfg.Node)
+	if len(peers) == 0 {
+		return
+	}
+	rand.Shuffle(len(peers), func(i, j int) { peers[i], peers[j] = peers[j], peers[i] })
+	peers = peers[:min(3, len(peers))]
+	if _, err := a.joinCounted(peers, false); err != nil {
+		a.log.Debug("re-announce after the reclaim time", "err", flatten(err))
+	}
+}
