@@ -56,17 +56,13 @@ func startNode(t testing.TB, c *config.Config) *testNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = a.Start(context.Background())
-	// ports.Free cannot reserve the port: another test process may take it
-	// before the agent binds. Retry on a new one.
-	for try := 0; err != nil && strings.Contains(err.Error(), "address already in use") && try < 3; try++ {
+	err = testkit.StartRetrying(func() error { return a.Start(context.Background()) }, func() {
 		a.Shutdown()
 		c.Bind = ports.Free(t)
 		if a, err = New(c, logs); err != nil {
 			t.Fatal(err)
 		}
-		err = a.Start(context.Background())
-	}
+	})
 	if err != nil {
 		t.Fatalf("start %s: %v", c.Node, err)
 	}

@@ -48,14 +48,8 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 	db3Cfg.EventHandlers = []string{"health-change=" + writeScript(t, filepath.Dir(healthLog), "health-hook.sh", `cat >> "`+healthLog+`"`+"\n")}
 	db3 := startNode(t, db3Cfg)
 	appCfg := withPolicy(testConfig(t, "app1", "fast", "", db1.cfg.Bind))
-	appCfg.Sinks.HAProxy = haproxy.Config{
-		Address:  hx.Addr,
-		Interval: time.Second,
-		Backends: []haproxy.Mapping{
-			{Cluster: "default", Role: haproxy.RoleWriter, Backend: "db_rw"},
-			{Cluster: "default", Role: haproxy.RoleReader, Backend: "db_ro"},
-		},
-	}
+	appCfg.Sinks.HAProxy = haproxy.Config{Address: hx.Addr, Interval: time.Second,
+		Backends: haproxy.WriterReader("default", "db_rw", "db_ro")}
 	out := t.TempDir()
 	appCfg.Sinks.File = filesink.Config{Path: filepath.Join(out, "pool.json"), ListsDir: out}
 	appCfg.History.File = filepath.Join(out, "history.jsonl")

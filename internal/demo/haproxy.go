@@ -1,10 +1,8 @@
 package demo
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"time"
@@ -75,18 +73,11 @@ func (l *Layout) startHAProxy(ctx context.Context) error {
 
 // haproxyCommand sends one runtime API command and returns the answer.
 func (l *Layout) haproxyCommand(cmd string) (string, error) {
-	c, err := net.DialTimeout("unix", l.HAProxySock(), time.Second)
+	c, err := haproxy.NewClient("unix:"+l.HAProxySock(), 2*time.Second)
 	if err != nil {
 		return "", err
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := c.Write([]byte(cmd + "\n")); err != nil {
-		return "", err
-	}
-	var b bytes.Buffer
-	_, err = b.ReadFrom(c)
-	return b.String(), err
+	return c.Do(context.Background(), cmd)
 }
 
 // HAProxyStates maps "backend/server" to ready, drain or maint: the admin

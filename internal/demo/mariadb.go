@@ -184,31 +184,7 @@ func (l *Layout) waitReplicating(ctx context.Context, node string, timeout time.
 func (l *Layout) slaveStatus(ctx context.Context, node string) (map[string]string, error) {
 	db := l.adminDB(node)
 	defer db.Close()
-	rows, err := db.QueryContext(ctx, "SHOW SLAVE STATUS")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	if !rows.Next() {
-		return out, rows.Err()
-	}
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	if err := rows.Scan(ptrs...); err != nil {
-		return nil, err
-	}
-	for i, c := range cols {
-		out[c] = vals[i].String
-	}
-	return out, rows.Err()
+	return launch.FirstRow(ctx, db, "SHOW SLAVE STATUS")
 }
 
 // queryString runs a one-value query as root on node.

@@ -1,7 +1,6 @@
 package ui_test
 
 import (
-	"io"
 	"io/fs"
 	"net/http"
 	"regexp"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/shoaldb/shoal/internal/api"
 	"github.com/shoaldb/shoal/internal/testutil/agenttest"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 	"github.com/shoaldb/shoal/internal/ui"
 )
 
@@ -30,16 +30,7 @@ func request(t *testing.T, method, url string, header ...string) (*http.Response
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(b)
+	return testkit.Fetch(t, req)
 }
 
 // TestPageServedOpenWithHeaders: /ui and its two assets are served without

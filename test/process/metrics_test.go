@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -36,16 +35,12 @@ func needTool(t *testing.T, name, pkg string) string {
 
 func scrape(t *testing.T, httpAddr string) string {
 	t.Helper()
-	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	req, err := http.NewRequest("GET", "http://"+httpAddr+"/metrics", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	_, body := testkit.Fetch(t, req)
+	return body
 }
 
 // TestMetricsPromtoolAndPrometheus: two agents' /metrics pass `promtool

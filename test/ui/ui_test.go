@@ -63,14 +63,8 @@ func TestStatusPageInBrowser(t *testing.T) {
 	startAgent(t, dbConfig(t, "db3", r2, db1.cfg.Bind))
 	appCfg := baseConfig(t, "app1", db1.cfg.Bind)
 	appCfg.Role = tags.RoleApp
-	appCfg.Sinks.HAProxy = haproxy.Config{
-		Address:  hx.Addr,
-		Interval: time.Second,
-		Backends: []haproxy.Mapping{
-			{Cluster: "default", Role: haproxy.RoleWriter, Backend: "db_rw"},
-			{Cluster: "default", Role: haproxy.RoleReader, Backend: "db_ro"},
-		},
-	}
+	appCfg.Sinks.HAProxy = haproxy.Config{Address: hx.Addr, Interval: time.Second,
+		Backends: haproxy.WriterReader("default", "db_rw", "db_ro")}
 	out := t.TempDir()
 	appCfg.Sinks.File = filesink.Config{Path: filepath.Join(out, "pool.json"), ListsDir: out}
 	if err := appCfg.Validate(); err != nil {
@@ -474,16 +468,13 @@ func startAgent(t *testing.T, c *config.Config) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = a.Start(context.Background())
-	// ports.Free cannot reserve the port: retry on a new one.
-	for try := 0; err != nil && strings.Contains(err.Error(), "address already in use") && try < 3; try++ {
+	err = testkit.StartRetrying(func() error { return a.Start(context.Background()) }, func() {
 		a.Shutdown()
 		c.Bind = ports.Free(t)
 		if a, err = agent.New(c, logging.New(&logs, "text", slog.LevelInfo)); err != nil {
 			t.Fatal(err)
 		}
-		err = a.Start(context.Background())
-	}
+	})
 	if err != nil {
 		t.Fatalf("start %s: %v", c.Node, err)
 	}

@@ -133,14 +133,7 @@ func TestJSONDocument(t *testing.T) {
 	p := testPool(cluster("empty", nil, nil), main)
 	mustApply(t, s, p, false)
 
-	raw, err := os.ReadFile(s.cfg.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := readJSON(t, s.cfg.Path)
 	keys := func(m map[string]any) []string {
 		var ks []string
 		for k := range m {
@@ -197,7 +190,7 @@ func TestJSONDocument(t *testing.T) {
 
 	// A nil pool is an empty document, clusters an empty array.
 	mustApply(t, s, nil, false)
-	raw, _ = os.ReadFile(s.cfg.Path)
+	raw, _ := os.ReadFile(s.cfg.Path)
 	if !strings.Contains(string(raw), `"clusters": []`) {
 		t.Errorf("nil pool:\n%s", raw)
 	}
@@ -863,13 +856,20 @@ func TestReadersNeverSeePartialFiles(t *testing.T) {
 func TestDocumentIsTheSchemaPlusHeld(t *testing.T) {
 	s := newTestSink(t, "")
 	mustApply(t, s, pooltest.Fixture(), false)
-	raw, err := os.ReadFile(s.cfg.Path)
+	m := readJSON(t, s.cfg.Path)
+	pooltest.RequireSuperset(t, m["clusters"], "held")
+}
+
+// readJSON reads the JSON object in the file at path.
+func readJSON(t *testing.T, path string) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", path, err)
 	}
-	pooltest.RequireSuperset(t, m["clusters"], "held")
+	return m
 }

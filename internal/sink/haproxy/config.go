@@ -78,6 +78,12 @@ type Mapping struct {
 	Backend string `yaml:"backend"`
 }
 
+// WriterReader is the usual mapping of one cluster: its writer to the
+// backend writer, its readers to the backend reader.
+func WriterReader(cluster, writer, reader string) []Mapping {
+	return []Mapping{{Cluster: cluster, Role: RoleWriter, Backend: writer}, {Cluster: cluster, Role: RoleReader, Backend: reader}}
+}
+
 // WithDefaults returns c with zero fields replaced by their defaults. The
 // Backends slice is shared with c.
 func (c Config) WithDefaults() Config {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/shoaldb/shoal/internal/mariadb/launch"
 )
 
 // DSN is a go-sql-driver/mysql DSN for root over TCP (root has no password
@@ -162,29 +164,9 @@ func (s *Server) WaitReplicating(timeout time.Duration) {
 func (s *Server) SlaveStatus() (map[string]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rows, err := s.DB().QueryContext(ctx, "SHOW SLAVE STATUS")
+	st, err := launch.FirstRow(ctx, s.DB(), "SHOW SLAVE STATUS")
 	if err != nil {
 		return nil, fmt.Errorf("%s: show slave status: %w", s.Addr(), err)
 	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	if !rows.Next() {
-		return out, rows.Err()
-	}
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	if err := rows.Scan(ptrs...); err != nil {
-		return nil, err
-	}
-	for i, c := range cols {
-		out[c] = vals[i].String
-	}
-	return out, rows.Err()
+	return st, nil
 }
