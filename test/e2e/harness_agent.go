@@ -154,17 +154,7 @@ func (a *Agent) Stop(timeout time.Duration) {
 }
 
 // LogTail returns the last n lines of the agent's log.
-func (a *Agent) LogTail(n int) string {
-	b, err := os.ReadFile(a.LogPath())
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func (a *Agent) LogTail(n int) string { return tailFile(a.LogPath(), n) }
 
 // Log returns the whole log.
 func (a *Agent) Log() string {

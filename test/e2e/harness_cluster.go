@@ -73,20 +73,7 @@ func NewCluster(t testing.TB, opts Options) *Cluster {
 		opts.FormTimeout = 60 * time.Second
 	}
 	c := &Cluster{T: t, Net: NewNet(t)}
-	dir, err := os.MkdirTemp("", c.Net.Prefix+"-")
-	if err != nil {
-		t.Fatalf("e2e: %v", err)
-	}
-	c.Dir = dir
-	reg.addDir(dir)
-	t.Cleanup(func() {
-		reg.removeDir(dir)
-		if t.Failed() {
-			t.Logf("e2e: logs kept in %s", dir)
-			return
-		}
-		os.RemoveAll(dir)
-	})
+	c.Dir = runDir(t, c.Net.Prefix)
 	c.Key = Keygen(t)
 
 	for i := 1; i <= opts.DBHosts; i++ {
@@ -114,10 +101,10 @@ func NewCluster(t testing.TB, opts Options) *Cluster {
 	}
 	c.Obs = NewObserver(t)
 	for _, d := range c.DBs {
-		d.Agent = NewAgent(t, d.Host, dir, AgentSpec{Name: d.Name, Role: "db", Key: c.Key, Join: without(seeds, d.Host.IP)})
+		d.Agent = NewAgent(t, d.Host, c.Dir, AgentSpec{Name: d.Name, Role: "db", Key: c.Key, Join: without(seeds, d.Host.IP)})
 	}
 	for _, a := range c.Apps {
-		a.HAProxy = StartHAProxyBalance(t, a.Host, dir, c.DBs, opts.ROBalance)
+		a.HAProxy = StartHAProxyBalance(t, a.Host, c.Dir, c.DBs, opts.ROBalance)
 		cfg := fmt.Sprintf(`sinks:
   haproxy:
     address: unix:%s
@@ -125,7 +112,7 @@ func NewCluster(t testing.TB, opts Options) *Cluster {
       - {cluster: main, role: writer, backend: %s}
       - {cluster: main, role: reader, backend: %s}
 `, a.HAProxy.Sock, RWBackend, ROBackend) + opts.AppConfig
-		a.Agent = NewAgent(t, a.Host, dir, AgentSpec{Name: a.Name, Role: "app", Key: c.Key, Join: seeds, Config: cfg})
+		a.Agent = NewAgent(t, a.Host, c.Dir, AgentSpec{Name: a.Name, Role: "app", Key: c.Key, Join: seeds, Config: cfg})
 		c.Obs.WatchHAProxy(a.Name, a.HAProxy)
 	}
 	t.Cleanup(c.stopAgents)
@@ -195,14 +182,69 @@ func (c *Cluster) Agents() []*Agent {
 }
 
 // AgentNames lists the names of the cluster's agents, except those given.
-func (c *Cluster) AgentNames(except ...string) []string {
+func (c *Cluster) AgentNames(except ...string) []string { return agentNames(c.Agents(), except...) }
+
+// runDir makes the directory of one run's state and logs, deleted at the
+// end of the test unless it failed (then its path is logged).
+func runDir(t testing.TB, prefix string) string {
+	dir, err := os.MkdirTemp("", prefix+"-")
+	if err != nil {
+		t.Fatalf("e2e: %v", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // mariadbd may run as mysql
+		t.Fatalf("e2e: %v", err)
+	}
+	reg.addDir(dir)
+	t.Cleanup(func() {
+		reg.removeDir(dir)
+		if t.Failed() {
+			t.Logf("e2e: logs kept in %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
+	return dir
+}
+
+// tailFile returns the last n lines of the file at path (the error, when
+// it cannot be read).
+func tailFile(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// agentNames lists the names of agents, except those given.
+func agentNames(agents []*Agent, except ...string) []string {
 	var out []string
-	for _, a := range c.Agents() {
+	for _, a := range agents {
 		if !slices.Contains(except, a.Name) {
 			out = append(out, a.Name)
 		}
 	}
 	return out
+}
+
+// describeAgents writes each agent's latest sample, for messages.
+func describeAgents(b *strings.Builder, obs *Observer, agents []*Agent) {
+	latest := obs.Latest()
+	for _, a := range agents {
+		s, ok := latest[a.Name]
+		switch {
+		case !ok:
+			fmt.Fprintf(b, "  %s: no sample\n", a.Name)
+		case s.Err != "":
+			fmt.Fprintf(b, "  %s: %s\n", a.Name, s.Err)
+		default:
+			fmt.Fprintf(b, "  %s: pool %s members %s\n", a.Name, s.Pool(), s.MembersString())
+		}
+	}
 }
 
 // Primary is the current primary.
@@ -278,18 +320,7 @@ func (c *Cluster) WaitHealthy(since time.Time, limit time.Duration) WaitResult {
 // Describe is the latest sample of every agent and HAProxy, for messages.
 func (c *Cluster) Describe() string {
 	var b strings.Builder
-	latest := c.Obs.Latest()
-	for _, a := range c.Agents() {
-		s, ok := latest[a.Name]
-		switch {
-		case !ok:
-			fmt.Fprintf(&b, "  %s: no sample\n", a.Name)
-		case s.Err != "":
-			fmt.Fprintf(&b, "  %s: %s\n", a.Name, s.Err)
-		default:
-			fmt.Fprintf(&b, "  %s: pool %s members %s\n", a.Name, s.Pool(), s.MembersString())
-		}
-	}
+	describeAgents(&b, c.Obs, c.Agents())
 	for _, a := range c.Apps {
 		if hs := c.Obs.HXSnaps(a.Name, time.Now().Add(-time.Second), time.Now()); len(hs) > 0 {
 			fmt.Fprintf(&b, "  haproxy %s: %s\n", a.Name, hxString(hs[len(hs)-1]))

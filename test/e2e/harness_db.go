@@ -55,18 +55,25 @@ func startServer(t testing.TB, name string, h *Host) *mariadbtest.Server {
 // replicate, the probe and client accounts, a replication account any test
 // host may use (for switchovers), and the client's table; then waits until
 // every replica has them.
-func setupAccounts(t testing.TB, primary *DBHost, replicas []*DBHost) {
-	t.Helper()
-	for _, q := range []string{
+// clientSchema is the probe's account, the client's account and the
+// client's table, as statements for the primary (or the first Galera node).
+func clientSchema() []string {
+	return []string{
 		fmt.Sprintf("CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY '%s' WITH MAX_USER_CONNECTIONS 2", ProbeUser, ProbePassword),
 		fmt.Sprintf("GRANT SLAVE MONITOR ON *.* TO '%s'@'127.0.0.1'", ProbeUser),
 		fmt.Sprintf("CREATE USER '%s'@'%s%%' IDENTIFIED BY '%s'", AppUser, Subnet, AppPassword),
 		"CREATE DATABASE e2e",
 		"CREATE TABLE e2e.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)",
 		fmt.Sprintf("GRANT SELECT, INSERT ON e2e.* TO '%s'@'%s%%'", AppUser, Subnet),
+	}
+}
+
+func setupAccounts(t testing.TB, primary *DBHost, replicas []*DBHost) {
+	t.Helper()
+	for _, q := range append(clientSchema(),
 		fmt.Sprintf("CREATE USER '%s'@'%s%%' IDENTIFIED BY '%s'", mariadbtest.ReplUser, Subnet, mariadbtest.ReplPassword),
 		fmt.Sprintf("GRANT REPLICATION SLAVE ON *.* TO '%s'@'%s%%'", mariadbtest.ReplUser, Subnet),
-	} {
+	) {
 		primary.Server.MustExec(q)
 	}
 	pos := gtidPos(t, primary.Server)

@@ -107,15 +107,7 @@ func (g *GaleraNode) datadir() string {
 
 // ErrorLogTail returns the last n lines of the node's error log.
 func (g *GaleraNode) ErrorLogTail(n int) string {
-	b, err := os.ReadFile(filepath.Join(g.Dir, "error.log"))
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return tailFile(filepath.Join(g.Dir, "error.log"), n)
 }
 
 // newGaleraNode writes the node's my.cnf. members are every node's host.
@@ -392,23 +384,7 @@ func NewGaleraCluster(t testing.TB, opts GaleraOptions) *GaleraCluster {
 	}
 	c := &GaleraCluster{Net: NewNet(t)}
 	// Not under a 0700 directory: mariadbd runs as mysql.
-	dir, err := os.MkdirTemp("", c.Net.Prefix+"-")
-	if err != nil {
-		t.Fatalf("e2e galera: %v", err)
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatalf("e2e galera: %v", err)
-	}
-	c.Dir = dir
-	reg.addDir(dir)
-	t.Cleanup(func() {
-		reg.removeDir(dir)
-		if t.Failed() {
-			t.Logf("e2e galera: logs kept in %s", dir)
-			return
-		}
-		os.RemoveAll(dir)
-	})
+	c.Dir = runDir(t, c.Net.Prefix)
 	c.Key = Keygen(t)
 
 	var hosts []*Host
@@ -416,7 +392,7 @@ func NewGaleraCluster(t testing.TB, opts GaleraOptions) *GaleraCluster {
 		hosts = append(hosts, c.Net.AddHost(t, i))
 	}
 	for i, h := range hosts {
-		c.Nodes = append(c.Nodes, newGaleraNode(t, filepath.Join(dir, "galera"), i+1, h, hosts, opts.ProviderOptions))
+		c.Nodes = append(c.Nodes, newGaleraNode(t, filepath.Join(c.Dir, "galera"), i+1, h, hosts, opts.ProviderOptions))
 	}
 	for _, g := range c.Nodes {
 		g := g
@@ -456,14 +432,7 @@ func NewGaleraCluster(t testing.TB, opts GaleraOptions) *GaleraCluster {
 	}
 	// Replicated to the joiners by SST (DDL and account statements are
 	// total-order isolated in Galera).
-	for _, q := range []string{
-		fmt.Sprintf("CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY '%s' WITH MAX_USER_CONNECTIONS 2", ProbeUser, ProbePassword),
-		fmt.Sprintf("GRANT SLAVE MONITOR ON *.* TO '%s'@'127.0.0.1'", ProbeUser),
-		fmt.Sprintf("CREATE USER '%s'@'%s%%' IDENTIFIED BY '%s'", AppUser, Subnet, AppPassword),
-		"CREATE DATABASE e2e",
-		"CREATE TABLE e2e.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)",
-		fmt.Sprintf("GRANT SELECT, INSERT ON e2e.* TO '%s'@'%s%%'", AppUser, Subnet),
-	} {
+	for _, q := range clientSchema() {
 		if err := first.Exec(q); err != nil {
 			t.Fatalf("e2e galera: %v", err)
 		}
@@ -485,11 +454,11 @@ func NewGaleraCluster(t testing.TB, opts GaleraOptions) *GaleraCluster {
 	}
 	c.Obs = NewObserver(t)
 	for i, g := range c.Nodes {
-		c.DBs = append(c.DBs, NewAgent(t, g.Host, dir, AgentSpec{Name: g.Name, Role: "db", Key: c.Key, Join: without(seeds, hosts[i].IP)}))
+		c.DBs = append(c.DBs, NewAgent(t, g.Host, c.Dir, AgentSpec{Name: g.Name, Role: "db", Key: c.Key, Join: without(seeds, hosts[i].IP)}))
 	}
 	for i := 1; i <= opts.AppHosts; i++ {
 		h := c.Net.AddHost(t, opts.Nodes+i)
-		c.Apps = append(c.Apps, NewAgent(t, h, dir, AgentSpec{Name: fmt.Sprintf("app%d", i), Role: "app", Key: c.Key, Join: seeds}))
+		c.Apps = append(c.Apps, NewAgent(t, h, c.Dir, AgentSpec{Name: fmt.Sprintf("app%d", i), Role: "app", Key: c.Key, Join: seeds}))
 	}
 	t.Cleanup(func() {
 		for _, a := range c.Agents() {
@@ -525,17 +494,7 @@ func (c *GaleraCluster) Agents() []*Agent { return append(append([]*Agent(nil), 
 
 // AgentNames lists the agents' names.
 func (c *GaleraCluster) AgentNames(except ...string) []string {
-	var out []string
-	for _, a := range c.Agents() {
-		skip := false
-		for _, e := range except {
-			skip = skip || a.Name == e
-		}
-		if !skip {
-			out = append(out, a.Name)
-		}
-	}
-	return out
+	return agentNames(c.Agents(), except...)
 }
 
 func (c *GaleraCluster) allAlive(s Snap) bool {
@@ -562,18 +521,7 @@ func (c *GaleraCluster) ExpectPool(w string) string {
 // Describe is every agent's latest sample and every node's wsrep status.
 func (c *GaleraCluster) Describe() string {
 	var b strings.Builder
-	latest := c.Obs.Latest()
-	for _, a := range c.Agents() {
-		s, ok := latest[a.Name]
-		switch {
-		case !ok:
-			fmt.Fprintf(&b, "  %s: no sample\n", a.Name)
-		case s.Err != "":
-			fmt.Fprintf(&b, "  %s: %s\n", a.Name, s.Err)
-		default:
-			fmt.Fprintf(&b, "  %s: pool %s members %s\n", a.Name, s.Pool(), s.MembersString())
-		}
-	}
+	describeAgents(&b, c.Obs, c.Agents())
 	for _, g := range c.Nodes {
 		st, cl, n, err := g.WsrepStatus()
 		fmt.Fprintf(&b, "  mariadbd %s: %s %s size %d (err %v)\n", g.Name, st, cl, n, err)

@@ -173,6 +173,22 @@ func testGalera(t *testing.T) {
 	// polling saw that last long enough for a probe and gossip to see it,
 	// every agent must have shown the donor out with galera-not-synced.
 	// Once db1 is synced it is the writer again everywhere (first by name).
+	// Galera first evicts the killed node (evs.inactive_timeout): a node
+	// that rejoins before the survivors are a primary component of two can
+	// find them non-primary and abort ("failed to reach primary view").
+	for _, g := range c.Nodes[1:] {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			st, cl, n, err := g.WsrepStatus()
+			if err == nil && st == "Synced" && cl == "Primary" && n == 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				s.Fatalf("6. %s: not a synced primary component of 2 after the kill within 30s: %s %s size %d err %v", g.Name, st, cl, n, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 	if err := db1.Wipe(); err != nil {
 		s.Fatal(err)
 	}
