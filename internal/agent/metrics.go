@@ -51,7 +51,7 @@ func (a *Agent) Collectors() []prometheus.Collector {
 		}
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "shoal_member_failure_second_checks_total",
-			Help: "Member failure checks that got a second, longer round: the member missed the first but had sent a packet just before its failure arrived.",
+			Help: "Member failure checks that got a second, longer round: the member missed the first but had sent a packet just before its failure arrived, or failures did not arrive alone (another failure or comeback within 1 s, another confirmed failure within 30 s), or this agent's memberlist health score was 4 or more.",
 		}, func() float64 { return float64(g.Careful.Load()) }))
 		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "shoal_member_failures_withheld",

@@ -81,6 +81,7 @@ func NewSerfGate(c SerfGateConfig) *Gate {
 			return getPinger().ping(m, 1, waitFor(m.Name), false)
 		},
 		Size:        func() int { return c.Serf().NumNodes() },
+		Health:      func() int { return c.Serf().Memberlist().GetHealthScore() },
 		ReviveEvery: func() time.Duration { return reviveInterval(c.Serf().Memberlist().NumMembers()) },
 		Rejoin: func(m serf.Member) {
 			addr := net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port)))
