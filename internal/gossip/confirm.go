@@ -79,6 +79,10 @@ type Gate struct {
 	stop        chan struct{}
 
 	Confirmed, Refuted, Expired, Careful atomic.Uint64
+	// ConfirmPings and RevivePings count the direct pings sent to check
+	// failures and to watch confirmed-failed members (NewSerfGate counts
+	// them; a Gate on other pings leaves them at zero).
+	ConfirmPings, RevivePings atomic.Uint64
 }
 
 type pendingFailure struct {
@@ -463,6 +467,9 @@ type pinger struct {
 	// transport's Watch): a member whose answer comes after memberlist's
 	// Ping gave up, or who sends anything else, counts as answering.
 	watch func(netip.AddrPort) (<-chan struct{}, func())
+	// sent, when set, is told of every ping sent (mustSend: a
+	// confirmation).
+	sent func(mustSend bool)
 }
 
 func newPinger(ml interface {
@@ -502,6 +509,9 @@ func (p *pinger) ping(m serf.Member, n int, wait time.Duration, mustSend bool) b
 			}
 		}
 		sent++
+		if p.sent != nil {
+			p.sent(mustSend)
+		}
 		go func() {
 			defer func() { <-p.slots }()
 			_, err := p.ml.Ping(m.Name, addr)

@@ -291,6 +291,14 @@ func (s *slowML) Ping(string, net.Addr) (time.Duration, error) {
 func TestPingerBoundsPingsInFlight(t *testing.T) {
 	ml := &slowML{delay: 200 * time.Millisecond}
 	p := newPinger(ml, 4)
+	var confirms, revives atomic.Int32
+	p.sent = func(confirm bool) {
+		if confirm {
+			confirms.Add(1)
+		} else {
+			revives.Add(1)
+		}
+	}
 	var wg sync.WaitGroup
 	for i := 0; i < 10; i++ {
 		wg.Add(1)
@@ -315,6 +323,9 @@ func TestPingerBoundsPingsInFlight(t *testing.T) {
 	}
 	if ml.calls.Load() != before {
 		t.Fatal("a best-effort ping was sent with no free slot")
+	}
+	if confirms.Load() != 30 || revives.Load() != 0 {
+		t.Fatalf("counted %d confirmation and %d revival pings sent, want 30 and 0", confirms.Load(), revives.Load())
 	}
 	for i := 0; i < 4; i++ {
 		<-p.slots

@@ -32,11 +32,19 @@ func NewSerfGate(c SerfGateConfig) *Gate {
 	var (
 		pgOnce sync.Once
 		pg     *pinger
+		g      *Gate // set before the first check
 	)
 	getPinger := func() *pinger {
 		pgOnce.Do(func() {
 			pg = newPinger(c.Serf().Memberlist(), pingsInFlight)
 			pg.watch = tr.Watch
+			pg.sent = func(confirm bool) {
+				if confirm {
+					g.ConfirmPings.Add(1)
+				} else {
+					g.RevivePings.Add(1)
+				}
+			}
 		})
 		return pg
 	}
@@ -54,7 +62,7 @@ func NewSerfGate(c SerfGateConfig) *Gate {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return NewGate(GateConfig{
+	g = NewGate(GateConfig{
 		Ping: func(m serf.Member) bool {
 			return getPinger().ping(m, confirmPings, waitFor(m.Name), true)
 		},
@@ -90,4 +98,5 @@ func NewSerfGate(c SerfGateConfig) *Gate {
 			}
 		},
 	})
+	return g
 }
