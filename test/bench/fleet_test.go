@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -35,7 +36,8 @@ import (
 // Knobs: BENCH_FLEET_SIZES (15,50,100), BENCH_FLEET_PROFILES (lan,fast),
 // BENCH_FLEET_IDLE (idle window, 2m), BENCH_FLEET_TRIALS (crash trials, 5),
 // BENCH_FLEET_CUTS (1s,8s), BENCH_FLEET_HEAL_TRIALS (per cut length, 5),
-// BENCH_FLEET_STAGGER (between two agents' starts, 200ms).
+// BENCH_FLEET_STAGGER (between two agents' starts, 200ms), BENCH_FLEET_VARIANT
+// (a label: the row is kept beside the unlabelled one, to show a change).
 func TestFleet(t *testing.T) {
 	if os.Getenv("BENCH_FLEET") != "1" {
 		t.Skip("SKIPPED: TestFleet starts up to 100 agent processes in network namespaces for tens of minutes; set BENCH_FLEET=1 (make bench-fleet) to run it")
@@ -65,6 +67,7 @@ func TestFleet(t *testing.T) {
 type fleetResult struct {
 	Profile string    `json:"profile"`
 	N       int       `json:"n"`
+	Variant string    `json:"variant,omitempty"` // BENCH_FLEET_VARIANT: a label for a code change measured beside the baseline
 	Commit  string    `json:"commit"`
 	At      time.Time `json:"at"`
 	Took    float64   `json:"took_s"`
@@ -110,7 +113,7 @@ type fleetHeal struct {
 
 func runFleetCell(t *testing.T, impl Impl, n int, key string) *fleetResult {
 	start := time.Now()
-	res := &fleetResult{Profile: impl.Profile, N: n, Commit: codeVersion(), At: start.UTC()}
+	res := &fleetResult{Profile: impl.Profile, N: n, Variant: os.Getenv("BENCH_FLEET_VARIANT"), Commit: codeVersion(), At: start.UTC()}
 	defer func() { res.Took = time.Since(start).Seconds() }()
 	label := fmt.Sprintf("%s N=%d", impl.Name, n)
 	stagger := envDur("BENCH_FLEET_STAGGER", 200*time.Millisecond)
@@ -309,13 +312,15 @@ func loadFleetResults(t testing.TB) []*fleetResult {
 // saveFleetResult stores res in results.json, replacing an older row of
 // the same profile and N.
 func saveFleetResult(t testing.TB, res *fleetResult) {
-	all := slices.DeleteFunc(loadFleetResults(t), func(o *fleetResult) bool { return o.Profile == res.Profile && o.N == res.N })
+	all := slices.DeleteFunc(loadFleetResults(t), func(o *fleetResult) bool {
+		return o.Profile == res.Profile && o.N == res.N && o.Variant == res.Variant
+	})
 	all = append(all, res)
 	slices.SortFunc(all, func(a, b *fleetResult) int {
 		if a.N != b.N {
 			return a.N - b.N
 		}
-		return strings.Compare(a.Profile, b.Profile)
+		return cmp.Or(strings.Compare(a.Profile, b.Profile), strings.Compare(a.Variant, b.Variant))
 	})
 	data, err := json.MarshalIndent(all, "", " ")
 	if err != nil {
@@ -334,12 +339,12 @@ func writeFleetReport(t testing.TB) {
 	var rows [][]string
 	for _, r := range all {
 		if !r.Formed {
-			rows = append(rows, []string{"`" + r.Profile + "`", fmt.Sprint(r.N), "**no**: " + r.FormNote, "–", "–", "–",
+			rows = append(rows, []string{r.name(), fmt.Sprint(r.N), "**no**: " + r.FormNote, "–", "–", "–",
 				fmt.Sprintf("%.2f / %.2f", Summarize(r.CPUPct).P50, Summarize(r.CPUPct).Max), fmt.Sprintf("%.1f", Summarize(r.RSSMB).P50), "–", "–"})
 			continue
 		}
 		cpu, rss, rx, tx := Summarize(r.CPUPct), Summarize(r.RSSMB), Summarize(r.RxBps), Summarize(r.TxBps)
-		rows = append(rows, []string{"`" + r.Profile + "`", fmt.Sprint(r.N), fmt.Sprintf("yes, %.0f s (starts %.1f s apart)", r.FormSecs, r.Stagger),
+		rows = append(rows, []string{r.name(), fmt.Sprint(r.N), fmt.Sprintf("yes, %.0f s (starts %.1f s apart)", r.FormSecs, r.Stagger),
 			fmt.Sprintf("%.0f s", r.IdleSecs), fmt.Sprintf("**%d**", r.IdleFailed), gateSummary(r.IdleChecks),
 			fmt.Sprintf("%.2f / %.2f", cpu.P50, cpu.Max), fmt.Sprintf("%.1f / %.1f", rss.P50, rss.Max),
 			fmt.Sprintf("%s / %s", kib(rx.P50), kib(rx.Max)), fmt.Sprintf("%s / %s", kib(tx.P50), kib(tx.Max))})
@@ -353,7 +358,7 @@ func writeFleetReport(t testing.TB) {
 			continue
 		}
 		d, f, cp, sc, rv := Summarize(r.DetectLast), Summarize(r.DetectFirst), Summarize(r.ConfirmPings), Summarize(r.SecondChecks), Summarize(r.RevivePerSec)
-		rows = append(rows, []string{"`" + r.Profile + "`", fmt.Sprint(r.N), fmt.Sprint(d.N + r.Missed), fmtOr(f), d.Cells(), fmt.Sprint(r.Missed),
+		rows = append(rows, []string{r.name(), fmt.Sprint(r.N), fmt.Sprint(d.N + r.Missed), fmtOr(f), d.Cells(), fmt.Sprint(r.Missed),
 			fmt.Sprint(r.Collateral), fmt.Sprintf("%.0f / %.0f", cp.P50, cp.Max), fmt.Sprintf("%.0f / %.0f", sc.P50, sc.Max), fmt.Sprintf("%.1f / %.1f", rv.P50, rv.Max)})
 	}
 	b.WriteString(Table([]string{"profile", "N", "trials", "first survivor p50 (s)", "every survivor p50", "p90", "p99", "max", "not seen by all",
@@ -363,7 +368,7 @@ func writeFleetReport(t testing.TB) {
 	for _, r := range all {
 		for _, h := range r.Heal {
 			s := Summarize(h.Alive)
-			rows = append(rows, []string{"`" + r.Profile + "`", fmt.Sprint(r.N), h.Cut, fmt.Sprint(h.Trials), fmt.Sprintf("%d/%d", h.VictimFailed, h.Trials),
+			rows = append(rows, []string{r.name(), fmt.Sprint(r.N), h.Cut, fmt.Sprint(h.Trials), fmt.Sprintf("%d/%d", h.VictimFailed, h.Trials),
 				fmt.Sprintf("**%d** (in %d trials)", h.ByRest, h.TrialsWithAny), fmt.Sprint(h.ByCutHost), fmt.Sprint(h.Refailed), fmtOr(s), fmtMax(s)})
 		}
 	}
@@ -371,7 +376,7 @@ func writeFleetReport(t testing.TB) {
 	b.WriteString("\nCells: ")
 	var notes []string
 	for _, r := range all {
-		note := fmt.Sprintf("`%s` N=%d at %s, %s, %.0f s", r.Profile, r.N, r.Commit, r.At.Format("2006-01-02 15:04 UTC"), r.Took)
+		note := fmt.Sprintf("%s N=%d at %s, %s, %.0f s", r.name(), r.N, r.Commit, r.At.Format("2006-01-02 15:04 UTC"), r.Took)
 		if r.Aborted != "" {
 			note += " (stopped early: " + r.Aborted + ")"
 		}
@@ -393,6 +398,14 @@ func gateSummary(m map[string]float64) string {
 		get(`shoal_member_failure_checks_total{result="confirmed"}`)+get(`shoal_member_failure_checks_total{result="refuted"}`)+get(`shoal_member_failure_checks_total{result="expired"}`),
 		get(`shoal_member_failure_checks_total{result="confirmed"}`), get(`shoal_member_failure_checks_total{result="refuted"}`),
 		get(`shoal_member_failure_checks_total{result="expired"}`), get(secondChecks), get(pingsConfirm))
+}
+
+// name is the profile as the tables show it, with the variant.
+func (r *fleetResult) name() string {
+	if r.Variant != "" {
+		return fmt.Sprintf("`%s` (%s)", r.Profile, r.Variant)
+	}
+	return "`" + r.Profile + "`"
 }
 
 func kib(bps float64) string { return fmtBytes(bps) + "/s" }
