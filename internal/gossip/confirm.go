@@ -558,6 +558,21 @@ func reviveInterval(members int) time.Duration {
 	return reviveEvery * time.Duration(max(1, members/reviveFanout))
 }
 
+// confirmPingsFor is how many direct pings one check sends in a cluster of
+// n members: confirmPings in small clusters, fewer in larger ones, so that
+// the burst a whole cluster sends toward one accused member, about
+// n × confirmPingsFor(n) within the time a failure takes to spread, stays
+// near confirmBurst instead of 3n (at least one ping per agent: at 1,000
+// members 1,000 pings rather than 3,000). The burst matters when the
+// member is alive (accused by stale suspicions after a heal): its socket
+// buffer holds a few hundred packets, and a ping it drops is a check that
+// fails. A member that is really down loses nothing: any packet from it
+// counts as an answer (the transport's watch), and one unanswered ping
+// after several round trips says as much as three.
+func confirmPingsFor(n int) int {
+	return max(1, min(confirmPings, (confirmBurst+n-2)/max(1, n-1)))
+}
+
 // confirmWait is how long a confirmation waits for an answer: a multiple
 // of the round trip to the member that serf's network coordinates estimate,
 // within [confirmMinWait, max(probe timeout, confirmMaxWait)]. On a quiet
@@ -577,6 +592,7 @@ func confirmWait(rtt time.Duration, known bool, probeTimeout time.Duration) time
 // long a member that answers is kept alive against gossip's verdict.
 const (
 	confirmPings   = 3
+	confirmBurst   = 96
 	confirmMaxHold = 10 * time.Second
 	confirmRTTMult = 5
 	confirmMinWait = 60 * time.Millisecond

@@ -656,3 +656,13 @@ func TestFailureGateAsksAgainInUnrest(t *testing.T) {
 		}
 	})
 }
+
+// The pings per check shrink with the cluster so that the cluster-wide
+// burst toward one member stays near confirmBurst (at least one each).
+func TestConfirmPingsShrinkWithSize(t *testing.T) {
+	for _, c := range []struct{ n, want int }{{1, 3}, {2, 3}, {15, 3}, {48, 3}, {49, 2}, {50, 2}, {96, 2}, {97, 1}, {100, 1}, {1000, 1}, {5000, 1}} {
+		if got := confirmPingsFor(c.n); got != c.want {
+			t.Errorf("confirmPingsFor(%d) = %d, want %d", c.n, got, c.want)
+		}
+	}
+}

@@ -64,12 +64,12 @@ func NewSerfGate(c SerfGateConfig) *Gate {
 	}
 	g = NewGate(GateConfig{
 		Ping: func(m serf.Member) bool {
-			return getPinger().ping(m, confirmPings, waitFor(m.Name), true)
+			return getPinger().ping(m, confirmPingsFor(c.Serf().NumNodes()), waitFor(m.Name), true)
 		},
 		Emit:  c.Emit,
 		Retry: c.Memberlist.ProbeInterval, MaxHold: confirmMaxHold, Log: log,
 		PingCareful: func(m serf.Member) bool {
-			return getPinger().ping(m, confirmPings, max(waitFor(m.Name), carefulWait), true)
+			return getPinger().ping(m, confirmPingsFor(c.Serf().NumNodes()), max(waitFor(m.Name), carefulWait), true)
 		},
 		Heard: func(m serf.Member) (<-chan struct{}, func()) {
 			ap, ok := memberAddr(m)
