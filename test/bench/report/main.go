@@ -50,6 +50,7 @@ func main() {
 	b.WriteString("Reproduce everything: `sudo make bench` (about 45 minutes; `BENCH_QUICK=1 sudo make bench` runs every suite with few trials in minutes). " +
 		"Suites 1, 3 and 4 run at the same time (they leave the CPUs mostly idle; the comparisons inside each suite share the same conditions); " +
 		"suite 2 (CPUs saturated on purpose) and suite 5 (hundreds of agents) each run alone. Each section gives the command for that suite alone.\n\n")
+	b.WriteString("Fleet sizes with one agent process per host (15, 50 and 100 agents in network namespaces, `lan` and `fast`), the scaling model and predictions for 1,000 and 5,000 members are in [scale.md](scale.md) (`BENCH_FLEET=1 sudo make bench-fleet`, about 50 minutes, not part of `make bench`).\n\n")
 	for _, s := range sections {
 		data, err := os.ReadFile(s)
 		if err != nil {
