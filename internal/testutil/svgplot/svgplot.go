@@ -20,8 +20,10 @@ type Series struct {
 type Line struct {
 	Name string
 	X, Y []float64
-	// Dashed draws the line dashed (e.g. a second axis quantity).
+	// Dashed draws the line dashed (e.g. a second quantity).
 	Dashed bool
+	// Color is the line's colour; "" takes the palette's next.
+	Color string
 }
 
 // Palette is the colour of the i-th series (mod its length).
@@ -139,6 +141,9 @@ func Lines(title, xlabel, ylabel string, lines []Line) string {
 	fmt.Fprintf(&b, `<text x="14" y="%.1f" transform="rotate(-90 14 %.1f)" text-anchor="middle">%s</text>`+"\n", (f.T+f.H-f.B)/2, (f.T+f.H-f.B)/2, Esc(ylabel))
 	for i, l := range lines {
 		col := Palette[i%len(Palette)]
+		if l.Color != "" {
+			col = l.Color
+		}
 		dash := ""
 		if l.Dashed {
 			dash = ` stroke-dasharray="6,3"`
