@@ -88,59 +88,64 @@ func (r *soakRun) must(what string, err error) {
 	}
 }
 
+// hold injects a fault, keeps it for d and heals it: f's Start is just
+// before inject, its Heal just after heal.
+func (r *soakRun) hold(f soakcheck.Fault, inject func() error, d time.Duration, heal func() error) soakcheck.Fault {
+	f.Start = time.Now()
+	r.must(f.Target+": inject", inject())
+	time.Sleep(d)
+	r.must(f.Target+": heal", heal())
+	f.Heal = time.Now()
+	return f
+}
+
+// heldFor describes a target held for d.
+func heldFor(target string, d time.Duration) string {
+	return fmt.Sprintf("%s for %s", target, d.Round(100*time.Millisecond))
+}
+
 // agentKill: kill -9 of an agent, restarted 1-5 s later (with its usual
 // --join). The db node is out meanwhile; the agent's own pool is rebuilt.
 func (r *soakRun) agentKill() soakcheck.Fault {
 	h := r.anyHost()
 	a := r.agentOf(h.name)
-	f := soakcheck.Fault{Target: h.name, Start: time.Now(), Observers: []string{h.name}}
+	f := soakcheck.Fault{Target: h.name, Observers: []string{h.name}}
 	if h.db != nil {
 		f.Nodes = []string{h.name}
 	}
-	a.Kill()
-	time.Sleep(r.between(time.Second, 5*time.Second))
-	a.Start(r.t, true)
-	f.Heal = time.Now()
-	return f
+	return r.hold(f, func() error { a.Kill(); return nil }, r.between(time.Second, 5*time.Second),
+		func() error { a.Start(r.t, true); return nil })
 }
 
 // mysqldKill: kill -9 of a mysqld, restarted 1-5 s later.
 func (r *soakRun) mysqldKill() soakcheck.Fault {
 	d := r.anyDB()
-	f := soakcheck.Fault{Target: d.Name, Start: time.Now(), Nodes: r.dbFaultNodes(d)}
-	d.Server.Kill()
-	time.Sleep(r.between(time.Second, 5*time.Second))
-	d.Server.Restart()
-	f.Heal = time.Now()
-	return f
+	f := soakcheck.Fault{Target: d.Name, Nodes: r.dbFaultNodes(d)}
+	return r.hold(f, func() error { d.Server.Kill(); return nil }, r.between(time.Second, 5*time.Second),
+		func() error { d.Server.Restart(); return nil })
 }
 
 // mysqldStop: SIGSTOP of a mysqld for 1-10 s.
 func (r *soakRun) mysqldStop() soakcheck.Fault {
 	d := r.anyDB()
 	hold := r.between(time.Second, 10*time.Second)
-	f := soakcheck.Fault{Target: fmt.Sprintf("%s for %s", d.Name, hold.Round(100*time.Millisecond)), Start: time.Now(), Nodes: r.dbFaultNodes(d)}
-	d.Server.Stop()
-	time.Sleep(hold)
-	d.Server.Cont()
-	f.Heal = time.Now()
-	return f
+	f := soakcheck.Fault{Target: heldFor(d.Name, hold), Nodes: r.dbFaultNodes(d)}
+	return r.hold(f, func() error { d.Server.Stop(); return nil }, hold, func() error { d.Server.Cont(); return nil })
 }
 
 // linkCut: a host's cable pulled for 1-15 s. The others lose it; it loses
-// the others.
+// the others: its agent's view, and on an app host its HAProxy's too (cut
+// off, it reaches no server whatever its states say).
 func (r *soakRun) linkCut() soakcheck.Fault {
 	h := r.anyHost()
 	hold := r.between(time.Second, 15*time.Second)
-	f := soakcheck.Fault{Target: fmt.Sprintf("%s for %s", h.name, hold.Round(100*time.Millisecond)), Start: time.Now(), Observers: []string{h.name}}
+	f := soakcheck.Fault{Target: heldFor(h.name, hold), Observers: []string{h.name}}
 	if h.db != nil {
 		f.Nodes = r.dbFaultNodes(h.db)
+	} else {
+		f.Observers = append(f.Observers, "hx:"+h.name)
 	}
-	r.must("link down", h.host.LinkDown())
-	time.Sleep(hold)
-	r.must("link up", h.host.LinkUp())
-	f.Heal = time.Now()
-	return f
+	return r.hold(f, h.host.LinkDown, hold, h.host.LinkUp)
 }
 
 // partition: the hosts split in two random non-empty sides for 5-30 s.
@@ -149,33 +154,30 @@ func (r *soakRun) partition() soakcheck.Fault {
 	hs := r.hosts()
 	var sides [2][]string
 	var hosts [2][]*Host
-	for {
+	for len(sides[0]) == 0 || len(sides[1]) == 0 {
 		sides, hosts = [2][]string{}, [2][]*Host{}
 		for _, h := range hs {
 			i := r.rng.IntN(2)
 			sides[i] = append(sides[i], h.name)
 			hosts[i] = append(hosts[i], h.host)
 		}
-		if len(sides[0]) > 0 && len(sides[1]) > 0 {
-			break
-		}
 	}
 	hold := r.between(5*time.Second, 30*time.Second)
-	f := soakcheck.Fault{Target: fmt.Sprintf("%s | %s for %s", strings.Join(sides[0], " "), strings.Join(sides[1], " "), hold.Round(100*time.Millisecond)),
-		Start: time.Now(), Sides: sides}
+	f := soakcheck.Fault{Target: heldFor(strings.Join(sides[0], " ")+" | "+strings.Join(sides[1], " "), hold), Sides: sides}
 	p := r.c.Primary().Name
 	for _, d := range r.c.DBs {
 		if slices.Contains(sides[0], p) != slices.Contains(sides[0], d.Name) {
 			f.Nodes = append(f.Nodes, d.Name)
 		}
 	}
-	r.must("partition", Partition(hosts[0], hosts[1]))
-	time.Sleep(hold)
-	for _, h := range hs {
-		r.must("heal partition", h.host.ClearRules())
-	}
-	f.Heal = time.Now()
-	return f
+	return r.hold(f, func() error { return Partition(hosts[0], hosts[1]) }, hold, func() error {
+		for _, h := range hs {
+			if err := h.host.ClearRules(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // packetLoss: 5-20 % of the packets into one host dropped for 30 s. It
@@ -183,12 +185,8 @@ func (r *soakRun) partition() soakcheck.Fault {
 func (r *soakRun) packetLoss() soakcheck.Fault {
 	h := r.anyHost()
 	p := 0.05 + 0.15*r.rng.Float64()
-	f := soakcheck.Fault{Target: fmt.Sprintf("%s %.0f%%", h.name, 100*p), Start: time.Now()}
-	r.must("loss", h.host.SetLoss(p))
-	time.Sleep(30 * time.Second)
-	r.must("clear loss", h.host.ClearRules())
-	f.Heal = time.Now()
-	return f
+	f := soakcheck.Fault{Target: fmt.Sprintf("%s %.0f%%", h.name, 100*p)}
+	return r.hold(f, func() error { return h.host.SetLoss(p) }, 30*time.Second, h.host.ClearRules)
 }
 
 // switchover: read_only moves from the primary to a random replica. Every
@@ -219,16 +217,13 @@ func (r *soakRun) maintenance() soakcheck.Fault {
 	d := r.anyDB()
 	cl, err := d.Agent.Client()
 	r.must("api client", err)
-	f := soakcheck.Fault{Target: d.Name, Start: time.Now(), Nodes: []string{d.Name}}
+	f := soakcheck.Fault{Target: d.Name, Nodes: []string{d.Name}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err = cl.SetMaint(ctx, true, "soak")
-	r.must("maint enable on "+d.Name, err)
-	time.Sleep(r.between(3*time.Second, 10*time.Second))
-	_, err = cl.SetMaint(ctx, false, "")
-	r.must("maint disable on "+d.Name, err)
-	f.Heal = time.Now()
-	return f
+	setMaint := func(on bool, reason string) func() error {
+		return func() error { _, err := cl.SetMaint(ctx, on, reason); return err }
+	}
+	return r.hold(f, setMaint(true, "soak"), r.between(3*time.Second, 10*time.Second), setMaint(false, ""))
 }
 
 // sighup: an agent reloads its configuration. It explains nothing.
