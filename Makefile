@@ -6,7 +6,7 @@ REVISION  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X github.com/shoaldb/shoal/internal/version.Version=$(VERSION) -X github.com/shoaldb/shoal/internal/version.Revision=$(REVISION)
 PKGS      := ./...
 
-.PHONY: all build test deps unit e2e e2e-clean soak bench fuzz lint fmt vet staticcheck demo demo-fault demo-stop clean
+.PHONY: all build test deps unit e2e e2e-clean soak bench bench-fleet fuzz lint fmt vet staticcheck demo demo-fault demo-stop clean
 
 all: build
 
@@ -75,6 +75,15 @@ bench:
 	$(BENCH_GO) -run 'TestScale|TestMembersLatency' ./test/bench/ > build/bench/scale.log 2>&1; echo $$? > build/bench/scale.rc
 	$(GO) run ./test/bench/report
 	@for f in build/bench/*.rc; do echo "$$f: exit $$(cat $$f)"; done; ! grep -qv '^0$$' build/bench/*.rc
+
+## bench-fleet: one agent process per network namespace at N = 15, 50, 100,
+## profiles lan and fast (about 50 minutes; root); tables in
+## build/bench/fleet/fleet.md for docs/scale.md. Not part of `make bench`.
+## BENCH_FLEET_SIZES, _PROFILES, _IDLE, _TRIALS, _CUTS, _HEAL_TRIALS,
+## _STAGGER narrow it (see test/bench/fleet_test.go).
+bench-fleet:
+	bash test/install-deps.sh
+	BENCH_FLEET=1 $(BENCH_GO) -run 'TestFleet' ./test/bench/
 
 ## fuzz: every Fuzz target in the repository (found by go test -list, so new
 ## ones are included), one after the other, FUZZTIME each (default 1m); fails

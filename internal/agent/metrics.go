@@ -51,8 +51,18 @@ func (a *Agent) Collectors() []prometheus.Collector {
 		}
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "shoal_member_failure_second_checks_total",
-			Help: "Member failure checks that got a second, longer round: the member missed the first but had sent a packet just before its failure arrived.",
+			Help: "Member failure checks that got a second, longer round: the member missed the first but had sent a packet just before its failure arrived, or failures did not arrive alone (another failure or comeback within 1 s, another confirmed failure within 30 s), or this agent's memberlist health score was 4 or more.",
 		}, func() float64 { return float64(g.Careful.Load()) }))
+		for _, k := range []struct {
+			kind string
+			n    func() uint64
+		}{{"confirm", g.ConfirmPings.Load}, {"revive", g.RevivePings.Load}} {
+			cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name:        "shoal_member_failure_pings_total",
+				Help:        "Direct pings this agent sent to members gossip reported failed, by kind: confirm (checking a failure before acting on it), revive (watching a confirmed-failed member until it answers again).",
+				ConstLabels: prometheus.Labels{"kind": k.kind},
+			}, func() float64 { return float64(k.n()) }))
+		}
 		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "shoal_member_failures_withheld",
 			Help: "Member failures reported by gossip that this agent is still checking (not yet acted on).",

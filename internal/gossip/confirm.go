@@ -54,7 +54,10 @@ type Gate struct {
 	heard       func(m serf.Member) (<-chan struct{}, func())
 	// size, when set, is the number of members known, failed or not (see
 	// rejoining).
-	size    func() int
+	size func() int
+	// health, when set, is memberlist's awareness score of this agent (0
+	// healthy; see degraded).
+	health  func() int
 	emit    func(serf.Event) // downstream; called with mu held, in order
 	retry   time.Duration    // re-check interval while the member answers
 	maxHold time.Duration
@@ -66,10 +69,20 @@ type Gate struct {
 	confirmed map[string]uint64 // failed in serf and passed downstream: name → generation
 	gen       uint64
 	cutUntil  time.Time // see rejoining
-	closed    bool
-	stop      chan struct{}
+	// unrest (see unsettled): when each member's last failure arrived,
+	// when a member last came back from a failure, and when each
+	// confirmed-failed member was confirmed.
+	failedAt    map[string]time.Time
+	cameBack    time.Time
+	confirmedAt map[string]time.Time
+	closed      bool
+	stop        chan struct{}
 
 	Confirmed, Refuted, Expired, Careful atomic.Uint64
+	// ConfirmPings and RevivePings count the direct pings sent to check
+	// failures and to watch confirmed-failed members (NewSerfGate counts
+	// them; a Gate on other pings leaves them at zero).
+	ConfirmPings, RevivePings atomic.Uint64
 }
 
 type pendingFailure struct {
@@ -99,13 +112,17 @@ type GateConfig struct {
 	HeardSince  func(serf.Member) (time.Duration, bool)
 	Heard       func(serf.Member) (<-chan struct{}, func())
 	Size        func() int
+	// Health is memberlist's awareness score of this agent
+	// (GetHealthScore; see degraded); nil turns that trigger off.
+	Health func() int
 }
 
 func NewGate(c GateConfig) *Gate {
 	g := &Gate{ping: c.Ping, emit: c.Emit, retry: c.Retry, maxHold: c.MaxHold, log: c.Log, clock: c.Clock,
 		rejoin: c.Rejoin, revivePing: c.RevivePing, reviveEvery: c.ReviveEvery,
-		pingCareful: c.PingCareful, heardSince: c.HeardSince, heard: c.Heard, size: c.Size,
-		pending: map[string]*pendingFailure{}, confirmed: map[string]uint64{}, stop: make(chan struct{})}
+		pingCareful: c.PingCareful, heardSince: c.HeardSince, heard: c.Heard, size: c.Size, health: c.Health,
+		pending: map[string]*pendingFailure{}, confirmed: map[string]uint64{}, stop: make(chan struct{}),
+		failedAt: map[string]time.Time{}, confirmedAt: map[string]time.Time{}}
 	if g.clock == nil {
 		g.clock = clockwork.NewRealClock()
 	}
@@ -132,10 +149,12 @@ func (g *Gate) HandleEvent(e serf.Event) {
 		return
 	}
 	var pass []serf.Member
+	now := g.clock.Now()
 	for _, m := range me.Members {
 		p := g.pending[m.Name]
 		switch me.Type {
 		case serf.EventMemberFailed:
+			g.noteFailure(m.Name, now)
 			if g.closed {
 				pass = append(pass, m)
 				continue
@@ -147,6 +166,9 @@ func (g *Gate) HandleEvent(e serf.Event) {
 			g.pending[m.Name] = p
 			go g.check(p)
 		case serf.EventMemberJoin:
+			if _, ok := g.confirmed[m.Name]; ok || p != nil {
+				g.cameBack = now
+			}
 			if p != nil {
 				// Refuted: downstream never saw it fail, so it must not see
 				// it join either.
@@ -155,13 +177,13 @@ func (g *Gate) HandleEvent(e serf.Event) {
 				g.log.Info("member reported failed by gossip was answering pings and is alive again; failure not acted on", "member", m.Name, "withheld", g.clock.Since(p.since).Round(time.Millisecond).String())
 				continue
 			}
-			delete(g.confirmed, m.Name)
+			g.forget(m.Name)
 			pass = append(pass, m)
 		case serf.EventMemberLeave, serf.EventMemberReap:
 			if p != nil {
 				g.resolve(m.Name, p)
 			}
-			delete(g.confirmed, m.Name)
+			g.forget(m.Name)
 			pass = append(pass, m)
 		default:
 			pass = append(pass, m)
@@ -170,6 +192,23 @@ func (g *Gate) HandleEvent(e serf.Event) {
 	if len(pass) > 0 {
 		g.emit(serf.MemberEvent{Type: me.Type, Members: pass})
 	}
+}
+
+// forget drops name from the confirmed-failed members; mu is held.
+func (g *Gate) forget(name string) {
+	delete(g.confirmed, name)
+	delete(g.confirmedAt, name)
+}
+
+// noteFailure records when a failure of name arrived, for unsettled, and
+// forgets arrivals too old to matter; mu is held.
+func (g *Gate) noteFailure(name string, now time.Time) {
+	for n, at := range g.failedAt {
+		if now.Sub(at) > unrestWindow {
+			delete(g.failedAt, n)
+		}
+	}
+	g.failedAt[name] = now
 }
 
 // resolve ends a pending failure; mu is held.
@@ -185,7 +224,7 @@ func (g *Gate) check(p *pendingFailure) {
 	warned := false
 	for {
 		answered := g.ping(p.member)
-		if !answered && g.pingCareful != nil && (g.recentlyHeard(p) || g.rejoining()) {
+		if !answered && g.pingCareful != nil && g.askAgain(p) {
 			g.Careful.Add(1)
 			answered = g.pingCareful(p.member)
 		}
@@ -199,6 +238,7 @@ func (g *Gate) check(p *pendingFailure) {
 			delete(g.pending, name)
 			g.gen++
 			g.confirmed[name] = g.gen
+			g.confirmedAt[name] = g.clock.Now()
 			if g.rejoin != nil && !g.closed {
 				go g.watchRevival(p.member, g.gen)
 			}
@@ -284,6 +324,57 @@ func (g *Gate) watchRevival(m serf.Member, gen uint64) {
 		g.log.Info("a member gossip has failed answers pings again: rejoining it", "member", m.Name)
 		g.rejoin(m)
 	}
+}
+
+// askAgain reports whether a member that missed the first check gets the
+// second, longer one (pingCareful). A single crash or cut pays nothing: its
+// failure arrives alone, long after the member was last heard from, on an
+// agent that is itself healthy. The second check is for everything else:
+//   - the member was heard from just before (recentlyHeard);
+//   - this agent was cut off itself and is rejoining (rejoining);
+//   - other failures arrived, or failed members came back, within
+//     unrestWindow, or another member was confirmed failed less than
+//     unrestConfirmed ago and still is (unsettled): failures that come
+//     together mean a link healed or a partition, whose stale suspicions
+//     reach every agent at once, more than independent crashes;
+//   - memberlist's awareness of this agent is poor (degraded): its own
+//     probes are failing, so its first checks may be what is slow.
+//
+// In a large cluster two agents rarely exchange packets (each probes one
+// member per interval), so recentlyHeard alone misses most healthy but
+// accused members: at 50 agents, after a 1.5 s cut healed, members were
+// confirmed failed that answered moments later.
+func (g *Gate) askAgain(p *pendingFailure) bool {
+	return g.recentlyHeard(p) || g.rejoining() || g.unsettled(p) || g.degraded()
+}
+
+// unsettled reports whether failures are not arriving alone (see
+// askAgain).
+func (g *Gate) unsettled(p *pendingFailure) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.clock.Now()
+	from := p.since.Add(-unrestWindow)
+	if g.cameBack.After(from) {
+		return true
+	}
+	for name, at := range g.failedAt {
+		if name != p.member.Name && at.After(from) {
+			return true
+		}
+	}
+	for name, at := range g.confirmedAt {
+		if name != p.member.Name && now.Sub(at) < unrestConfirmed {
+			return true
+		}
+	}
+	return false
+}
+
+// degraded reports whether memberlist's awareness score of this agent is
+// at least degradedHealth (its own probes have been failing).
+func (g *Gate) degraded() bool {
+	return g.health != nil && g.health() >= degradedHealth
 }
 
 // recentlyHeard reports whether a packet came from the member in the
@@ -376,6 +467,9 @@ type pinger struct {
 	// transport's Watch): a member whose answer comes after memberlist's
 	// Ping gave up, or who sends anything else, counts as answering.
 	watch func(netip.AddrPort) (<-chan struct{}, func())
+	// sent, when set, is told of every ping sent (mustSend: a
+	// confirmation).
+	sent func(mustSend bool)
 }
 
 func newPinger(ml interface {
@@ -415,6 +509,9 @@ func (p *pinger) ping(m serf.Member, n int, wait time.Duration, mustSend bool) b
 			}
 		}
 		sent++
+		if p.sent != nil {
+			p.sent(mustSend)
+		}
 		go func() {
 			defer func() { <-p.slots }()
 			_, err := p.ml.Ping(m.Name, addr)
@@ -491,6 +588,15 @@ const (
 	carefulRecent = 500 * time.Millisecond
 	carefulWait   = 250 * time.Millisecond
 	carefulFor    = 5 * time.Second
+
+	// The second check is also given when another failure arrived or a
+	// failed member came back within unrestWindow, when another member
+	// was confirmed failed less than unrestConfirmed ago and still is, and
+	// when memberlist's health score of this agent is at least
+	// degradedHealth (see askAgain).
+	unrestWindow    = time.Second
+	unrestConfirmed = 30 * time.Second
+	degradedHealth  = 4
 
 	// A confirmed-failed member is pinged once every reviveInterval for
 	// reviveFastFor, then at most every reviveSlowEvery, until it is back

@@ -291,6 +291,14 @@ func (s *slowML) Ping(string, net.Addr) (time.Duration, error) {
 func TestPingerBoundsPingsInFlight(t *testing.T) {
 	ml := &slowML{delay: 200 * time.Millisecond}
 	p := newPinger(ml, 4)
+	var confirms, revives atomic.Int32
+	p.sent = func(confirm bool) {
+		if confirm {
+			confirms.Add(1)
+		} else {
+			revives.Add(1)
+		}
+	}
 	var wg sync.WaitGroup
 	for i := 0; i < 10; i++ {
 		wg.Add(1)
@@ -315,6 +323,9 @@ func TestPingerBoundsPingsInFlight(t *testing.T) {
 	}
 	if ml.calls.Load() != before {
 		t.Fatal("a best-effort ping was sent with no free slot")
+	}
+	if confirms.Load() != 30 || revives.Load() != 0 {
+		t.Fatalf("counted %d confirmation and %d revival pings sent, want 30 and 0", confirms.Load(), revives.Load())
 	}
 	for i := 0; i < 4; i++ {
 		<-p.slots
@@ -401,11 +412,14 @@ func TestFailureGateAsksAgainWhenRecentlyHeard(t *testing.T) {
 		}
 	})
 	defer g.Close()
-	for _, name := range []string{"silent", "never"} {
+	// Each failure alone (apart by more than the unrest windows, see
+	// TestFailureGateAsksAgainInUnrest), as a single crash arrives.
+	for i, name := range []string{"silent", "never"} {
 		g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member(name, serf.StatusFailed)}})
-	}
-	if ev := waitEvents(t, r, 2); ev[0].Type != serf.EventMemberFailed || ev[1].Type != serf.EventMemberFailed {
-		t.Fatalf("got %v", ev)
+		if ev := waitEvents(t, r, i+1); ev[i].Type != serf.EventMemberFailed || ev[i].Members[0].Name != name {
+			t.Fatalf("got %v", ev)
+		}
+		clk.Advance(unrestConfirmed + unrestWindow)
 	}
 	if careful.Load() != 0 || g.Careful.Load() != 0 {
 		t.Fatal("second check for a member silent for long")
@@ -530,4 +544,115 @@ func TestFailureGateCarefulAfterItsOwnIsolation(t *testing.T) {
 		}
 		g.Close()
 	}
+}
+
+// Failures that do not arrive alone get the second check whether or not
+// the member was heard from: another failure within unrestWindow (before
+// or during the first check), a failed member that came back within
+// unrestWindow, another member confirmed failed less than unrestConfirmed
+// ago, and a degraded agent (memberlist health score >= degradedHealth). A
+// lone failure on a healthy agent pays nothing.
+func TestFailureGateAsksAgainInUnrest(t *testing.T) {
+	type gateRun struct {
+		g       *Gate
+		clk     *clockwork.FakeClock
+		r       *gateRecorder
+		careful *sync.Map // member name → struct{}: got the second check
+	}
+	newRun := func(health int, release <-chan struct{}) *gateRun {
+		run := &gateRun{r: &gateRecorder{}, careful: &sync.Map{}}
+		ping := func(serf.Member) bool {
+			if release != nil {
+				<-release
+			}
+			return false
+		}
+		run.g, run.clk = fakeGate(ping, run.r.emit, 10*time.Millisecond, time.Minute, func(c *GateConfig) {
+			c.PingCareful = func(m serf.Member) bool { run.careful.Store(m.Name, struct{}{}); return false }
+			c.HeardSince = func(serf.Member) (time.Duration, bool) { return time.Hour, true }
+			c.Health = func() int { return health }
+		})
+		return run
+	}
+	fail := func(run *gateRun, names ...string) {
+		for _, n := range names {
+			run.g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member(n, serf.StatusFailed)}})
+		}
+	}
+	asked := func(run *gateRun, name string) bool { _, ok := run.careful.Load(name); return ok }
+	// confirm fails name alone and waits until it is confirmed.
+	confirm := func(t *testing.T, run *gateRun, name string) {
+		t.Helper()
+		n := len(run.r.get())
+		fail(run, name)
+		if ev := waitEvents(t, run.r, n+1); ev[n].Type != serf.EventMemberFailed || ev[n].Members[0].Name != name {
+			t.Fatalf("want %s confirmed, got %v", name, ev)
+		}
+	}
+
+	t.Run("alone", func(t *testing.T) {
+		run := newRun(degradedHealth-1, nil)
+		defer run.g.Close()
+		confirm(t, run, "db1")
+		if asked(run, "db1") || run.g.Careful.Load() != 0 {
+			t.Fatal("a lone failure on a healthy agent got the second check")
+		}
+	})
+	t.Run("together", func(t *testing.T) {
+		// db1's first check is still out when db2's failure arrives: both
+		// get the second check.
+		release := make(chan struct{})
+		run := newRun(0, release)
+		defer run.g.Close()
+		fail(run, "db1", "db2")
+		close(release)
+		waitEvents(t, run.r, 2)
+		if !asked(run, "db1") || !asked(run, "db2") {
+			t.Fatalf("failures arriving together: second check db1 %v db2 %v, want both", asked(run, "db1"), asked(run, "db2"))
+		}
+	})
+	t.Run("came back", func(t *testing.T) {
+		run := newRun(0, nil)
+		defer run.g.Close()
+		confirm(t, run, "db1")
+		run.clk.Advance(unrestConfirmed + unrestWindow)
+		run.g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberJoin, Members: []serf.Member{member("db1", serf.StatusAlive)}})
+		run.clk.Advance(unrestWindow / 2)
+		confirm(t, run, "db2")
+		if asked(run, "db1") || !asked(run, "db2") {
+			t.Fatalf("second check db1 %v (alone, want false) db2 %v (a member came back just before, want true)", asked(run, "db1"), asked(run, "db2"))
+		}
+		// Once the window has passed (and db2's confirmation is old), a
+		// failure is alone again.
+		run.clk.Advance(unrestConfirmed + unrestWindow)
+		run.g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberJoin, Members: []serf.Member{member("db2", serf.StatusAlive)}})
+		run.clk.Advance(unrestWindow + time.Millisecond)
+		confirm(t, run, "db3")
+		if asked(run, "db3") {
+			t.Fatal("second check for a failure more than the unrest window after a member came back")
+		}
+	})
+	t.Run("recently confirmed", func(t *testing.T) {
+		run := newRun(0, nil)
+		defer run.g.Close()
+		confirm(t, run, "db1")
+		run.clk.Advance(unrestConfirmed / 3) // past unrestWindow, db1 still failed
+		confirm(t, run, "db2")
+		if !asked(run, "db2") {
+			t.Fatal("no second check while another member was confirmed failed moments ago")
+		}
+		run.clk.Advance(unrestConfirmed) // both confirmations are old now
+		confirm(t, run, "db3")
+		if asked(run, "db3") {
+			t.Fatalf("second check %s after the last confirmation", unrestConfirmed)
+		}
+	})
+	t.Run("degraded", func(t *testing.T) {
+		run := newRun(degradedHealth, nil)
+		defer run.g.Close()
+		confirm(t, run, "db1")
+		if !asked(run, "db1") || run.g.Careful.Load() != 1 {
+			t.Fatalf("health score %d: second check %v (counter %d), want it", degradedHealth, asked(run, "db1"), run.g.Careful.Load())
+		}
+	})
 }

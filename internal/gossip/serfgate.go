@@ -32,11 +32,19 @@ func NewSerfGate(c SerfGateConfig) *Gate {
 	var (
 		pgOnce sync.Once
 		pg     *pinger
+		g      *Gate // set before the first check
 	)
 	getPinger := func() *pinger {
 		pgOnce.Do(func() {
 			pg = newPinger(c.Serf().Memberlist(), pingsInFlight)
 			pg.watch = tr.Watch
+			pg.sent = func(confirm bool) {
+				if confirm {
+					g.ConfirmPings.Add(1)
+				} else {
+					g.RevivePings.Add(1)
+				}
+			}
 		})
 		return pg
 	}
@@ -54,7 +62,7 @@ func NewSerfGate(c SerfGateConfig) *Gate {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return NewGate(GateConfig{
+	g = NewGate(GateConfig{
 		Ping: func(m serf.Member) bool {
 			return getPinger().ping(m, confirmPings, waitFor(m.Name), true)
 		},
@@ -81,6 +89,7 @@ func NewSerfGate(c SerfGateConfig) *Gate {
 			return getPinger().ping(m, 1, waitFor(m.Name), false)
 		},
 		Size:        func() int { return c.Serf().NumNodes() },
+		Health:      func() int { return c.Serf().Memberlist().GetHealthScore() },
 		ReviveEvery: func() time.Duration { return reviveInterval(c.Serf().Memberlist().NumMembers()) },
 		Rejoin: func(m serf.Member) {
 			addr := net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port)))
@@ -89,4 +98,5 @@ func NewSerfGate(c SerfGateConfig) *Gate {
 			}
 		},
 	})
+	return g
 }

@@ -95,145 +95,156 @@ func runCell(t *testing.T, impl Impl, n int, key string) *cellResult {
 	label := fmt.Sprintf("%s N=%d", impl.Name, n)
 
 	// Idle footprint.
-	idle := Pick(60*time.Second, 10*time.Second)
-	before := map[*GNode]ProcUsage{}
-	for _, node := range c.Nodes {
-		if u, err := Usage(node.Proc().PID()); err == nil {
-			before[node] = u
-		}
-	}
-	t0 := time.Now()
-	time.Sleep(idle)
-	wall := time.Since(t0)
-	for _, node := range c.Nodes {
-		u, err := Usage(node.Proc().PID())
-		b, ok := before[node]
-		if err != nil || !ok {
-			continue
-		}
-		r.rssMB = append(r.rssMB, float64(u.RSSKB)/1024)
-		r.cpuPct = append(r.cpuPct, 100*(u.CPU-b.CPU).Seconds()/wall.Seconds())
-	}
+	r.rssMB, r.cpuPct = c.IdleUsage(Pick(60*time.Second, 10*time.Second), nil)
 
 	trials := envInt("BENCH_TRIALS", Pick(20, 3))
 	for _, fault := range []string{"crash", "link cut"} {
 		for k := 0; k < trials; k++ {
 			v := c.Nodes[(k*7+3)%n] // spread victims over the hosts, seeds included
-			others := c.Others(v)
-			t0 := time.Now()
-			if fault == "crash" {
-				v.Kill()
-			} else if err := v.Host.LinkDown(); err != nil {
-				t.Fatal(err)
+			if !faultTrial(t, c, r, label, fault, k, v, nil) {
+				return r
 			}
-			first, last, seen, ok := c.WaitSeen(others, "member-failed", v.Name, t0, seenLimit)
-			if ok {
-				r.first[fault] = append(r.first[fault], first.Seconds())
-				r.last[fault] = append(r.last[fault], last.Seconds())
-			} else {
-				r.missed[fault]++
-				t.Logf("%s %s trial %d: only %d of %d saw %s failed within %s", label, fault, k, seen, len(others), v.Name, seenLimit)
-			}
-			t1 := time.Now()
-			if fault == "crash" {
-				c.Start(t, v)
-			} else if err := v.Host.LinkUp(); err != nil {
-				t.Fatal(err)
-			}
-			_, back, _, ok := c.WaitSeen(others, "member-join", v.Name, t1, aliveLimit)
-			if ok {
-				r.alive[fault] = append(r.alive[fault], back.Seconds())
-			} else {
-				r.noAlive[fault]++
-			}
-			if err := c.WaitAllAlive(stuckLimit); err != nil {
-				// A measured property of the agent (the stock one can take
-				// minutes), not a harness failure: count it, restart the
-				// victim so that it rejoins, and go on.
-				r.stuck[fault]++
-				t.Logf("%s: not every agent saw every member alive %s after %s trial %d (%v); restarting %s", label, stuckLimit, fault, k, err, v.Name)
-				v.Kill()
-				c.Start(t, v)
-				if err := c.WaitAllAlive(stuckLimit); err != nil {
-					r.aborted = fmt.Sprintf("after %s trial %d the cluster was still not fully alive %s after restarting %s (%v): the remaining trials of this cell were not run", fault, k+1, stuckLimit, v.Name, err)
-					t.Logf("%s: %s", label, r.aborted)
-					return r
-				}
-			}
-			r.collateral[fault] += countFailed(c.Stamps(), t0, time.Now(), v.Name, v.Name)
-			t.Logf("%s %s trial %d (%s): first %.3fs last %.3fs alive again %.3fs", label, fault, k, v.Name, first.Seconds(), last.Seconds(), back.Seconds())
 			Jitter(time.Second)
 		}
 	}
 
 	if n == 15 {
 		for _, cut := range []time.Duration{time.Second, 8 * time.Second} {
-			h := &healResult{}
-			r.heal[cut] = h
 			for k := 0; k < envInt("BENCH_HEAL_TRIALS", Pick(10, 1)); k++ {
-				v := c.Nodes[(k*5+2)%n]
-				others := c.Others(v)
-				t0 := time.Now()
-				if err := v.Host.LinkDown(); err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(cut)
-				t1 := time.Now()
-				if err := v.Host.LinkUp(); err != nil {
-					t.Fatal(err)
-				}
-				backAt := t1
-				if len(c.FirstSeen(others, "member-failed", v.Name, t0)) > 0 {
-					h.victimFailed++
-					_, back, _, ok := c.WaitSeen(others, "member-join", v.Name, t1, aliveLimit)
-					if ok {
-						h.alive = append(h.alive, back.Seconds())
-						backAt = t1.Add(back)
-					}
-				}
-				end := backAt.Add(10 * time.Second)
-				time.Sleep(time.Until(end))
-				stamps := c.Stamps()
-				byRest := countFailed(stamps, t1, end, v.Name, v.Name)
-				h.byRest += byRest
-				if byRest > 0 {
-					h.trialsWithAny++
-				}
-				byCut := countFailedBy(stamps, backAt, end, v.Name)
-				h.byCutHost += byCut
-				var offs []string
-				for _, st := range stamps {
-					if st.Event == "member-failed" && !st.At.Before(t1) && !st.At.After(end) {
-						offs = append(offs, fmt.Sprintf("%s→%s +%dms", st.Observer, st.Member, st.At.Sub(t1).Milliseconds()))
-					}
-				}
-				if len(offs) > 0 {
-					t.Logf("%s %s cut trial %d: member-failed after the link came back (observer→member +ms after link up; cut host alive again at +%dms): %s",
-						label, cut, k, backAt.Sub(t1).Milliseconds(), strings.Join(offs, ", "))
-				}
-				for _, s := range stamps {
-					if s.Event == "member-failed" && s.Member == v.Name && s.At.After(backAt) && s.At.Before(end) {
-						h.refailed++
-					}
-				}
-				h.trials++
-				t.Logf("%s heal after %s cut trial %d (%s): %d healthy members reported failed by the rest, %d by the cut host", label, cut, k, v.Name, byRest, byCut)
-				if err := c.WaitAllAlive(stuckLimit); err != nil {
-					r.stuck["link cut"]++
-					t.Logf("%s: not every agent saw every member alive %s after the %s cut (%v); restarting %s", label, stuckLimit, cut, err, v.Name)
-					v.Kill()
-					c.Start(t, v)
-					if err := c.WaitAllAlive(stuckLimit); err != nil {
-						r.aborted = fmt.Sprintf("after a %s cut the cluster was still not fully alive %s after restarting %s (%v): the remaining trials of this cell were not run", cut, stuckLimit, v.Name, err)
-						t.Logf("%s: %s", label, r.aborted)
-						return r
-					}
+				if !healTrial(t, c, r, label, cut, k, c.Nodes[(k*5+2)%n]) {
+					return r
 				}
 				Jitter(time.Second)
 			}
 		}
 	}
 	return r
+}
+
+// faultTrial crashes v (kill -9) or cuts its link (fault "crash" or "link
+// cut"), records when the others see it failed and, after it is restarted
+// or its link restored, alive again. held, when set, runs once every
+// survivor saw it failed, before it comes back. It returns false when the
+// cell must stop (see settle).
+func faultTrial(t *testing.T, c *GCluster, r *cellResult, label, fault string, k int, v *GNode, held func()) bool {
+	others := c.Others(v)
+	t0 := time.Now()
+	if fault == "crash" {
+		v.Kill()
+	} else if err := v.Host.LinkDown(); err != nil {
+		t.Fatal(err)
+	}
+	first, last, seen, ok := c.WaitSeen(others, "member-failed", v.Name, t0, seenLimit)
+	if ok {
+		r.first[fault] = append(r.first[fault], first.Seconds())
+		r.last[fault] = append(r.last[fault], last.Seconds())
+	} else {
+		r.missed[fault]++
+		t.Logf("%s %s trial %d: only %d of %d saw %s failed within %s", label, fault, k, seen, len(others), v.Name, seenLimit)
+	}
+	if held != nil {
+		held()
+	}
+	t1 := time.Now()
+	if fault == "crash" {
+		c.Start(t, v)
+	} else if err := v.Host.LinkUp(); err != nil {
+		t.Fatal(err)
+	}
+	_, back, _, ok := c.WaitSeen(others, "member-join", v.Name, t1, aliveLimit)
+	if ok {
+		r.alive[fault] = append(r.alive[fault], back.Seconds())
+	} else {
+		r.noAlive[fault]++
+	}
+	if !settle(t, c, r, label, fault, fmt.Sprintf("%s trial %d", fault, k+1), v) {
+		return false
+	}
+	r.collateral[fault] += countFailed(c.Stamps(), t0, time.Now(), v.Name, v.Name)
+	t.Logf("%s %s trial %d (%s): first %.3fs last %.3fs alive again %.3fs", label, fault, k, v.Name, first.Seconds(), last.Seconds(), back.Seconds())
+	return true
+}
+
+// settle waits until every agent sees every member alive after a trial
+// on v. The stock agent can take minutes (measured): a property of the
+// agent, not a harness failure. So when it does not happen within
+// stuckLimit the trial counts as stuck and v is restarted to rejoin; if
+// even that does not help, the cell stops (r.aborted says why) and settle
+// returns false.
+func settle(t *testing.T, c *GCluster, r *cellResult, label, fault, after string, v *GNode) bool {
+	err := c.WaitAllAlive(stuckLimit)
+	if err == nil {
+		return true
+	}
+	r.stuck[fault]++
+	t.Logf("%s: not every agent saw every member alive %s after %s (%v); restarting %s", label, stuckLimit, after, err, v.Name)
+	v.Kill()
+	c.Start(t, v)
+	if err := c.WaitAllAlive(stuckLimit); err != nil {
+		r.aborted = fmt.Sprintf("after %s the cluster was still not fully alive %s after restarting %s (%v): the remaining trials of this cell were not run", after, stuckLimit, v.Name, err)
+		t.Logf("%s: %s", label, r.aborted)
+		return false
+	}
+	return true
+}
+
+// healTrial cuts v's link for cut, restores it, and counts member-failed
+// events for healthy members until 10 s after every survivor sees v alive
+// again (r.heal[cut]). It returns false when the cell must stop (see
+// settle).
+func healTrial(t *testing.T, c *GCluster, r *cellResult, label string, cut time.Duration, k int, v *GNode) bool {
+	h := r.heal[cut]
+	if h == nil {
+		h = &healResult{}
+		r.heal[cut] = h
+	}
+	others := c.Others(v)
+	t0 := time.Now()
+	if err := v.Host.LinkDown(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(cut)
+	t1 := time.Now()
+	if err := v.Host.LinkUp(); err != nil {
+		t.Fatal(err)
+	}
+	backAt := t1
+	if len(c.FirstSeen(others, "member-failed", v.Name, t0)) > 0 {
+		h.victimFailed++
+		_, back, _, ok := c.WaitSeen(others, "member-join", v.Name, t1, aliveLimit)
+		if ok {
+			h.alive = append(h.alive, back.Seconds())
+			backAt = t1.Add(back)
+		}
+	}
+	end := backAt.Add(10 * time.Second)
+	time.Sleep(time.Until(end))
+	stamps := c.Stamps()
+	byRest := countFailed(stamps, t1, end, v.Name, v.Name)
+	h.byRest += byRest
+	if byRest > 0 {
+		h.trialsWithAny++
+	}
+	byCut := countFailedBy(stamps, backAt, end, v.Name)
+	h.byCutHost += byCut
+	var offs []string
+	for _, st := range stamps {
+		if st.Event == "member-failed" && !st.At.Before(t1) && !st.At.After(end) {
+			offs = append(offs, fmt.Sprintf("%s→%s +%dms", st.Observer, st.Member, st.At.Sub(t1).Milliseconds()))
+		}
+	}
+	if len(offs) > 0 {
+		t.Logf("%s %s cut trial %d: member-failed after the link came back (observer→member +ms after link up; cut host alive again at +%dms): %s",
+			label, cut, k, backAt.Sub(t1).Milliseconds(), strings.Join(offs, ", "))
+	}
+	for _, s := range stamps {
+		if s.Event == "member-failed" && s.Member == v.Name && s.At.After(backAt) && s.At.Before(end) {
+			h.refailed++
+		}
+	}
+	h.trials++
+	t.Logf("%s heal after %s cut trial %d (%s): %d healthy members reported failed by the rest, %d by the cut host", label, cut, k, v.Name, byRest, byCut)
+	return settle(t, c, r, label, "link cut", fmt.Sprintf("the %s cut", cut), v)
 }
 
 // How long a trial waits for every survivor to see the victim failed, for

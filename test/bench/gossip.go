@@ -4,6 +4,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -62,6 +63,25 @@ type GCluster struct {
 // the first two. It waits until every agent sees all N alive.
 func NewGCluster(t testing.TB, impl Impl, n int, key string) *GCluster {
 	t.Helper()
+	c, err := NewGClusterWith(t, impl, n, key, GOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// GOptions say how NewGClusterWith forms a cluster.
+type GOptions struct {
+	Stagger   time.Duration // pause between two agents' starts
+	HTTP      bool          // shoal only: serve the API and /metrics on the host's loopback (see Metrics)
+	FormLimit time.Duration // how long until every agent sees all N alive; 0: 2 minutes
+}
+
+// NewGClusterWith is NewGCluster with options. When the cluster does not
+// form within the limit it returns the cluster (its agents still run, and
+// stop with the test) and the error.
+func NewGClusterWith(t testing.TB, impl Impl, n int, key string, o GOptions) (*GCluster, error) {
+	t.Helper()
 	stamp, serfBin := Tools(t)
 	c := &GCluster{Impl: impl, Net: e2e.NewNet(t), serf: serfBin}
 	dir := t.TempDir()
@@ -82,12 +102,16 @@ func NewGCluster(t testing.TB, impl Impl, n int, key string) *GCluster {
 		node.Stamps = filepath.Join(node.Dir, "stamps")
 		handler := fmt.Sprintf("member-failed,member-join,member-leave=%s %s", stamp, node.Stamps)
 		bind := fmt.Sprintf("%s:%d", h.IP, e2e.GossipPort)
+		httpAddr := ""
+		if o.HTTP {
+			httpAddr = fmt.Sprintf("127.0.0.1:%d", e2e.HTTPPort)
+		}
 		if impl.Serf {
 			node.argv = []string{serfBin, "agent", "-node", node.Name, "-bind", bind, "-rpc-addr", "127.0.0.1:7373",
 				"-profile", impl.Profile, "-encrypt", key, "-event-handler", handler, "-log-level", logLevel}
 		} else {
 			node.argv = []string{e2e.ShoalBin(t), "agent", "--node", node.Name, "--bind", bind, "--rpc-addr", "127.0.0.1:7373",
-				"--http-addr", "", "--profile", impl.Profile, "--encrypt", key, "--event-handler", handler,
+				"--http-addr", httpAddr, "--profile", impl.Profile, "--encrypt", key, "--event-handler", handler,
 				"--snapshot", filepath.Join(node.Dir, "snapshot"), "--log-level", logLevel}
 		}
 		c.Nodes = append(c.Nodes, node)
@@ -100,13 +124,16 @@ func NewGCluster(t testing.TB, impl Impl, n int, key string) *GCluster {
 		}
 	}
 	t.Cleanup(c.Stop)
-	for _, node := range c.Nodes {
+	for i, node := range c.Nodes {
+		if i > 0 {
+			time.Sleep(o.Stagger)
+		}
 		c.Start(t, node)
 	}
-	if err := c.WaitAllAlive(2 * time.Minute); err != nil {
-		t.Fatalf("%s N=%d did not form: %v", impl.Name, n, err)
+	if err := c.WaitAllAlive(cmp.Or(o.FormLimit, 2*time.Minute)); err != nil {
+		return c, fmt.Errorf("%s N=%d did not form: %w", impl.Name, n, err)
 	}
-	return c
+	return c, nil
 }
 
 // Start (re)starts node's agent with the join addresses.
@@ -335,4 +362,66 @@ func (n *GNode) Kill() {
 		_ = p.Signal(syscall.SIGKILL)
 		<-p.Done()
 	}
+}
+
+// Metrics reads the node's /metrics (NewGClusterWith with HTTP) and returns
+// the samples whose name starts with prefix, keyed by name and labels as
+// the exposition writes them (`shoal_x_total{kind="a"}`).
+func (n *GNode) Metrics(prefix string) (map[string]float64, error) {
+	hc := n.Host.HTTPClient(5 * time.Second)
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", e2e.HTTPPort))
+	if err != nil {
+		return nil, fmt.Errorf("%s metrics: %w", n.Name, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return nil, fmt.Errorf("%s metrics: %s", n.Name, resp.Status)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if v, err := strconv.ParseFloat(line[i+1:], 64); i > 0 && err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out, sc.Err()
+}
+
+// IdleUsage sleeps for idle and returns each agent's resident memory at the
+// end (MB) and CPU over the window (% of a core), from /proc. during, when
+// set, runs at the start of the window and again at its end (true), for
+// counters read over the same window.
+func (c *GCluster) IdleUsage(idle time.Duration, during func(end bool)) (rssMB, cpuPct []float64) {
+	before := map[*GNode]ProcUsage{}
+	for _, node := range c.Nodes {
+		if u, err := Usage(node.Proc().PID()); err == nil {
+			before[node] = u
+		}
+	}
+	if during != nil {
+		during(false)
+	}
+	t0 := time.Now()
+	time.Sleep(idle)
+	wall := time.Since(t0)
+	if during != nil {
+		during(true)
+	}
+	for _, node := range c.Nodes {
+		u, err := Usage(node.Proc().PID())
+		b, ok := before[node]
+		if err != nil || !ok {
+			continue
+		}
+		rssMB = append(rssMB, float64(u.RSSKB)/1024)
+		cpuPct = append(cpuPct, 100*(u.CPU-b.CPU).Seconds()/wall.Seconds())
+	}
+	return rssMB, cpuPct
 }

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -332,7 +331,7 @@ func (c *Cluster) Describe() string {
 // Get fetches an agent's API path (e.g. /v1/hooks) into out, from inside
 // the agent's namespace.
 func (c *Cluster) Get(a *Agent, path string, out any) error {
-	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: a.Host.dialer.DialContext}}
+	hc := a.Host.HTTPClient(2 * time.Second)
 	defer hc.CloseIdleConnections()
 	return getJSON(context.Background(), hc, "http://"+a.HTTPAddr()+path, out)
 }

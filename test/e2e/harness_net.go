@@ -5,12 +5,16 @@ package e2e
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Subnet is the documentation range (RFC 5737) the hosts live in. Nothing in
@@ -212,4 +216,62 @@ func Partition(a, b []*Host) error {
 		}
 	}
 	return nil
+}
+
+// HTTPClient is an HTTP client whose connections start inside the host's
+// namespace (its loopback and its agent's API are reachable).
+func (h *Host) HTTPClient(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{DialContext: h.dialer.DialContext}}
+}
+
+// LinkBytes is what the host's eth0 has received and sent so far (bytes,
+// the kernel's interface counters).
+func (h *Host) LinkBytes() (rx, tx uint64, err error) {
+	out, err := exec.Command("ip", "-n", h.NS, "-j", "-s", "link", "show", "dev", "eth0").Output()
+	if err != nil {
+		return 0, 0, fmt.Errorf("link counters of %s: %w", h.NS, err)
+	}
+	var links []struct {
+		Stats struct {
+			RX struct{ Bytes uint64 } `json:"rx"`
+			TX struct{ Bytes uint64 } `json:"tx"`
+		} `json:"stats64"`
+	}
+	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
+		return 0, 0, fmt.Errorf("link counters of %s: %v: %s", h.NS, err, out)
+	}
+	return links[0].Stats.RX.Bytes, links[0].Stats.TX.Bytes, nil
+}
+
+// neighLimits are the kernel's ARP table thresholds, shared by every
+// namespace.
+var neighLimits = []string{"net.ipv4.neigh.default.gc_thresh1", "net.ipv4.neigh.default.gc_thresh2", "net.ipv4.neigh.default.gc_thresh3"}
+
+// RaiseNeighbourLimits makes room in the kernel's ARP table (one table for
+// every namespace) for n hosts that all talk to each other, about n²
+// entries: with the defaults (128/512/1024) hosts beyond about 30 cannot
+// resolve their peers and their joins time out. Values already higher are
+// kept; t.Cleanup puts back the ones it raised.
+func RaiseNeighbourLimits(t testing.TB, n int) {
+	t.Helper()
+	want := 2*n*n + 1024
+	for i, key := range neighLimits {
+		path := "/proc/sys/" + strings.ReplaceAll(key, ".", "/")
+		old, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("read %s: %v", key, err)
+		}
+		cur, err := strconv.Atoi(strings.TrimSpace(string(old)))
+		if err != nil {
+			t.Fatalf("read %s: %v", key, err)
+		}
+		v := want / (4 >> i) // a quarter, a half, all of it
+		if cur >= v {
+			continue
+		}
+		if err := os.WriteFile(path, []byte(strconv.Itoa(v)), 0o644); err != nil {
+			t.Fatalf("raise %s to %d: %v", key, v, err)
+		}
+		t.Cleanup(func() { _ = os.WriteFile(path, old, 0o644) })
+	}
 }
