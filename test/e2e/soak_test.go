@@ -82,16 +82,28 @@ func TestSoak(t *testing.T) {
 	}
 	res := startResources(t, c, resourceEvery(dur))
 	end := r.start.Add(dur)
+	// The report is written even when a fault's harness call ends the test
+	// early (t.Fatal): what was observed until then is judged.
+	completed := false
+	defer func() {
+		res.Stop()
+		stop := end
+		if !completed {
+			stop = time.Now()
+		}
+		result := r.judge(stop, clients, res)
+		result.Seed, result.Replay, result.Duration = seed, replay, stop.Sub(r.start)
+		if !completed {
+			result.Notes = append(result.Notes, fmt.Sprintf("**The run stopped early**, after %s of %s: see the test log.", stop.Sub(r.start).Round(time.Second), dur))
+		}
+		r.write(result, completed && dur >= soakFullRun)
+		for _, f := range result.Failures() {
+			t.Errorf("soak: %s", f)
+		}
+	}()
 	r.faultLoop(end)
 	time.Sleep(time.Until(end))
-	res.Stop()
-
-	result := r.judge(end, clients, res)
-	result.Seed, result.Replay, result.Duration = seed, replay, dur
-	r.write(result, dur >= soakFullRun)
-	for _, f := range result.Failures() {
-		t.Errorf("soak: %s", f)
-	}
+	completed = true
 }
 
 // resourceEvery is the resource sampling interval: each minute, or a
