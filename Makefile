@@ -6,7 +6,7 @@ REVISION  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X github.com/shoaldb/shoal/internal/version.Version=$(VERSION) -X github.com/shoaldb/shoal/internal/version.Revision=$(REVISION)
 PKGS      := ./...
 
-.PHONY: all build test deps unit e2e e2e-clean bench bench-fleet fuzz lint fmt vet staticcheck demo demo-fault demo-stop clean
+.PHONY: all build test deps unit e2e e2e-clean soak bench bench-fleet fuzz lint fmt vet staticcheck demo demo-fault demo-stop clean
 
 all: build
 
@@ -41,6 +41,18 @@ e2e:
 ## e2e-clean: delete namespaces left by dead e2e runs (never those of a live run).
 e2e-clean:
 	SHOAL_E2E_CLEAN=1 $(GO) test -count=1 -tags e2e -v -run TestE2EClean ./test/e2e/
+
+## soak: the soak test (root, like e2e): 3 db hosts and 2 app hosts in network namespaces, one
+## random fault every 20-40 s for SOAK (default 1h), every invariant checked on every sample.
+## SOAK_SEED replays a run (the seed is printed); SOAK_TIMEOUT is go test's -timeout (default
+## SOAK + 15m). The report goes to build/soak/; a run of 1h or more also writes docs/soak.md.
+SOAK         ?= 1h
+SOAK_SEED    ?=
+SOAK_TIMEOUT ?= $(SOAK)15m
+soak: SHELL := /bin/bash
+soak:
+	mkdir -p build/soak
+	set -o pipefail; SOAK='$(SOAK)' SOAK_SEED='$(SOAK_SEED)' $(GO) test -count=1 -tags e2e -v -run '^TestSoak$$' -timeout '$(SOAK_TIMEOUT)' ./test/e2e/ 2>&1 | tee build/soak/soak.log
 
 ## bench: the benchmark suites (root: network namespaces, MariaDB, HAProxy) and
 ## docs/benchmarks.md. Never fails on a timing. BENCH_QUICK=1: a few minutes.

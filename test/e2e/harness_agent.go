@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shoaldb/shoal/internal/apitoken"
+	"github.com/shoaldb/shoal/pkg/client"
 )
 
 // Agent is one `shoal agent` process in a host's namespace: gossip on
@@ -182,4 +186,15 @@ func (a *Agent) SnapshotMissing(peers []string) []string {
 		}
 	}
 	return missing
+}
+
+// Client is a pkg/client client of the agent's API, dialing from inside
+// its namespace, with the agent's API token (the closed routes need it).
+func (a *Agent) Client() (*client.Client, error) {
+	tok, err := apitoken.Read(filepath.Join(a.Dir, "api-token"))
+	if err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Transport: &http.Transport{DialContext: a.Host.dialer.DialContext}}
+	return client.New(a.HTTPAddr(), client.WithToken(tok), client.WithHTTPClient(hc), client.WithTimeout(5*time.Second)), nil
 }

@@ -104,17 +104,18 @@ func waitGTID(t testing.TB, s *mariadbtest.Server, pos string, timeout time.Dura
 }
 
 // Switchover makes next the primary: the old primary turns read_only
+// (persisted in its my.cnf, as next's read_only=OFF, so restarts keep them)
 // first (so there is never a moment with two writable servers), next
 // catches up, stops replicating and turns writable, and every other server
 // replicates from next. It returns the time next became writable.
 func (c *Cluster) Switchover(t testing.TB, next *DBHost) time.Time {
 	t.Helper()
 	old := c.Primary()
-	old.Server.MustExec("SET GLOBAL read_only=ON")
+	old.Server.SetReadOnly(true)
 	waitGTID(t, next.Server, gtidPos(t, old.Server), 30*time.Second)
 	next.Server.MustExec("STOP SLAVE")
 	next.Server.MustExec("RESET SLAVE ALL")
-	next.Server.MustExec("SET GLOBAL read_only=OFF")
+	next.Server.SetReadOnly(false)
 	writable := time.Now()
 	c.mu.Lock()
 	c.primary = next

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -28,6 +29,9 @@ type HAProxy struct {
 	Host *Host
 	Dir  string
 	Sock string
+	cfg  string // configuration file
+
+	mu   sync.Mutex
 	proc *Proc
 }
 
@@ -81,26 +85,50 @@ func StartHAProxyBalance(t testing.TB, h *Host, dir string, dbs []*DBHost, roBal
 	if err := os.WriteFile(cfg, []byte(haproxyConfig(hx.Sock, dbs, roBalance)), 0o600); err != nil {
 		t.Fatalf("e2e: %v", err)
 	}
+	hx.cfg = cfg
+	hx.start(t)
+	return hx
+}
+
+// start starts HAProxy with its configuration and waits for its runtime
+// API; t.Cleanup kills it.
+func (hx *HAProxy) start(t testing.TB) {
+	t.Helper()
 	bin, err := lookPath("haproxy")
 	if err != nil {
 		t.Fatalf("e2e: %v", err)
 	}
-	p, err := StartProc("haproxy "+h.NS, h.NS, filepath.Join(hx.Dir, "haproxy.log"), nil, bin, "-f", cfg, "-db")
+	p, err := StartProc("haproxy "+hx.Host.NS, hx.Host.NS, filepath.Join(hx.Dir, "haproxy.log"), nil, bin, "-f", hx.cfg, "-db")
 	if err != nil {
 		t.Fatalf("e2e: %v", err)
 	}
+	hx.mu.Lock()
 	hx.proc = p
+	hx.mu.Unlock()
 	t.Cleanup(func() { p.Kill() })
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, err := hx.Command("show info"); err == nil {
-			return hx
+			return
 		} else if time.Now().After(deadline) || p.Exited() {
 			log, _ := os.ReadFile(p.LogPath)
 			t.Fatalf("e2e: haproxy runtime API not up: %v\n%s", err, log)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// Restart kills HAProxy (kill -9: its runtime state is lost, as on a
+// restart or reload) and starts it again with the same configuration: the
+// writer servers disabled, every reader ready, until the sink reconciles.
+func (hx *HAProxy) Restart(t testing.TB) {
+	t.Helper()
+	hx.mu.Lock()
+	p := hx.proc
+	hx.mu.Unlock()
+	p.Kill()
+	_ = os.Remove(hx.Sock)
+	hx.start(t)
 }
 
 // Command sends one runtime API command and returns the answer.

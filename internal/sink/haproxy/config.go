@@ -12,8 +12,12 @@ import (
 
 // Defaults and bounds.
 const (
-	DefaultTimeout    = 2 * time.Second
-	DefaultInterval   = 5 * time.Second
+	DefaultTimeout = 2 * time.Second
+	// DefaultInterval is short because the periodic reconcile is what
+	// restores the runtime state after HAProxy restarts or reloads (a
+	// restarted HAProxy puts every reader server back in, the primary's
+	// included); it costs one `show servers state` read in steady state.
+	DefaultInterval   = 1 * time.Second
 	DefaultServerName = "{{.Name}}"
 	DefaultMatch      = MatchName
 	DefaultDrainState = StateMaint
@@ -51,7 +55,7 @@ type Config struct {
 	// (default 2 s). A reconcile of the loop is bounded by 10 x Timeout,
 	// and a connection failure ends it at once.
 	Timeout time.Duration `yaml:"timeout"`
-	// Interval between periodic reconciles with the last pool (default 5 s,
+	// Interval between periodic reconciles with the last pool (default 1 s,
 	// minimum 500 ms).
 	Interval time.Duration `yaml:"interval"`
 	// Match is how servers map to nodes: "name" (default) or "addr".

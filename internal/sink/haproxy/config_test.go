@@ -8,7 +8,7 @@ import (
 
 func TestConfigDefaults(t *testing.T) {
 	c := Config{}.WithDefaults()
-	if c.Timeout != 2*time.Second || c.Interval != 5*time.Second || c.Match != MatchName ||
+	if c.Timeout != 2*time.Second || c.Interval != time.Second || c.Match != MatchName ||
 		c.ServerName != "{{.Name}}" || c.DrainState != StateMaint || c.Weight != 0 {
 		t.Errorf("defaults: %+v", c)
 	}

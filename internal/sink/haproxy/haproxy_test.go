@@ -317,3 +317,37 @@ func TestHAProxyOutClosesSessions(t *testing.T) {
 		})
 	}
 }
+
+// TestHAProxyRestartDefaultInterval: with the default interval, a restarted
+// HAProxy (every reader server back in, the writers disabled) is restored by
+// the periodic reconcile alone, with no pool change, within a couple of
+// intervals. (With the old 5 s default the soak test saw pools converge
+// only 4.8 s after an HAProxy restart.)
+func TestHAProxyRestartDefaultInterval(t *testing.T) {
+	h := startHAProxy(t)
+	cfg := Config{Address: h.addr, Backends: []Mapping{
+		{Cluster: "c1", Role: RoleWriter, Backend: "db_rw"},
+		{Cluster: "c1", Role: RoleReader, Backend: "db_ro"},
+	}}
+	if got := cfg.WithDefaults().Interval; got != DefaultInterval || got > time.Second {
+		t.Fatalf("default interval %s, want %s (at most 1 s)", got, DefaultInterval)
+	}
+	s, err := New(cfg, Options{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Start(context.Background())
+	s.Update(parsePool("w=db1 r=db2,db3"), false)
+	steady := want([3]State{R, M, M}, [3]State{M, R, R})
+	testkit.WaitFor(t, 5*time.Second, "update applied", func() bool { return h.states() == steady })
+
+	for i := range 3 {
+		h.Restart()
+		restarted := time.Now()
+		// Three intervals and a half second: generous for a 1 s interval,
+		// and below the old 5 s default.
+		testkit.WaitFor(t, 3*DefaultInterval+500*time.Millisecond, "state restored after restart", func() bool { return h.states() == steady })
+		t.Logf("restart %d: state restored %s after it", i+1, time.Since(restarted).Round(time.Millisecond))
+	}
+}

@@ -121,19 +121,33 @@ func (s *Server) ReplicateFrom(primary *Server) {
 	}
 	conn.Close()
 
-	s.mu.Lock()
-	s.cfg.ReadOnly = true
-	err = s.cfg.Write()
-	s.mu.Unlock()
-	if err != nil {
-		s.t.Fatalf("mariadbtest: %v", err)
-	}
-	must(s, "SET GLOBAL read_only=ON")
+	s.SetReadOnly(true)
 	must(s, fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='%s', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='%s', "+
 		"MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1",
 		primary.Host(), primary.Port(), ReplUser, ReplPassword))
 	must(s, "START SLAVE")
 	s.WaitReplicating(30 * time.Second)
+}
+
+// SetReadOnly sets read_only at once and persists it in the server's
+// my.cnf, so that a Restart keeps it (a switched-over primary must not come
+// back writable, nor a promoted replica read-only).
+func (s *Server) SetReadOnly(on bool) {
+	s.t.Helper()
+	s.mu.Lock()
+	s.cfg.ReadOnly = on
+	err := s.cfg.Write()
+	s.mu.Unlock()
+	if err != nil {
+		s.t.Fatalf("mariadbtest: %v", err)
+	}
+	v := "OFF"
+	if on {
+		v = "ON"
+	}
+	if err := s.Exec("SET GLOBAL read_only=" + v); err != nil {
+		s.t.Fatalf("mariadbtest: set read_only=%s on %s: %v", v, s.Addr(), err)
+	}
 }
 
 // WaitReplicating waits until both replication threads report Yes.

@@ -1,0 +1,123 @@
+package soakcheck
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Resource is one sample of one agent process.
+type Resource struct {
+	At         time.Time
+	Agent      string
+	PID        int
+	RSS        int64 // bytes (VmRSS)
+	Goroutines int
+	FDs        int
+}
+
+// Limits are the resource targets: RSS growth below MaxRSSGrowth (a
+// fraction) after the warm-up; goroutines and fds flat (at most
+// MaxGoroutineRise and MaxFDRise above the baseline).
+type Limits struct {
+	Warmup           time.Duration // from the process's first sample
+	MaxRSSGrowth     float64
+	MaxGoroutineRise int
+	MaxFDRise        int
+	// MinSamples after the warm-up for a lifetime to be judged.
+	MinSamples int
+}
+
+// Lifetime is one agent process's resource series (a restarted agent
+// starts a new one) and its verdict.
+type Lifetime struct {
+	Agent   string
+	PID     int
+	Samples []Resource
+	// Judged: enough samples after the warm-up. Base and End are the
+	// medians of the first and last three samples after the warm-up.
+	Judged          bool
+	BaseRSS, EndRSS int64
+	BaseGor, EndGor int
+	BaseFD, EndFD   int
+	RSSGrowth       float64 // fraction
+	OK              bool
+	Why             string // when not OK, or not judged
+}
+
+// Lifetimes splits the samples per agent process and judges each.
+func Lifetimes(rs []Resource, lim Limits) []Lifetime {
+	type key struct {
+		agent string
+		pid   int
+	}
+	idx := map[key]int{}
+	var out []Lifetime
+	for _, r := range rs {
+		k := key{r.Agent, r.PID}
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, Lifetime{Agent: r.Agent, PID: r.PID})
+		}
+		out[i].Samples = append(out[i].Samples, r)
+	}
+	for i := range out {
+		judge(&out[i], lim)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Agent < out[j].Agent })
+	return out
+}
+
+func judge(l *Lifetime, lim Limits) {
+	s := l.Samples
+	sort.Slice(s, func(i, j int) bool { return s[i].At.Before(s[j].At) })
+	var after []Resource
+	for _, r := range s {
+		if r.At.Sub(s[0].At) >= lim.Warmup {
+			after = append(after, r)
+		}
+	}
+	if len(after) < max(lim.MinSamples, 6) {
+		l.OK = true
+		l.Why = fmt.Sprintf("not judged: %d samples after the warm-up, %d needed", len(after), max(lim.MinSamples, 6))
+		return
+	}
+	l.Judged = true
+	first, last := after[:3], after[len(after)-3:]
+	l.BaseRSS, l.EndRSS = median(first, func(r Resource) int64 { return r.RSS }), median(last, func(r Resource) int64 { return r.RSS })
+	l.BaseGor = int(median(first, func(r Resource) int64 { return int64(r.Goroutines) }))
+	l.EndGor = int(median(last, func(r Resource) int64 { return int64(r.Goroutines) }))
+	l.BaseFD = int(median(first, func(r Resource) int64 { return int64(r.FDs) }))
+	l.EndFD = int(median(last, func(r Resource) int64 { return int64(r.FDs) }))
+	if l.BaseRSS > 0 {
+		l.RSSGrowth = float64(l.EndRSS-l.BaseRSS) / float64(l.BaseRSS)
+	}
+	l.OK = true
+	if l.RSSGrowth >= lim.MaxRSSGrowth {
+		l.OK, l.Why = false, fmt.Sprintf("RSS grew %.1f%% (limit %.0f%%)", 100*l.RSSGrowth, 100*lim.MaxRSSGrowth)
+	}
+	if l.EndGor-l.BaseGor > lim.MaxGoroutineRise {
+		l.OK, l.Why = false, join(l.Why, fmt.Sprintf("goroutines %d → %d", l.BaseGor, l.EndGor))
+	}
+	if l.EndFD-l.BaseFD > lim.MaxFDRise {
+		l.OK, l.Why = false, join(l.Why, fmt.Sprintf("fds %d → %d", l.BaseFD, l.EndFD))
+	}
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func median(rs []Resource, f func(Resource) int64) int64 {
+	v := make([]int64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+	return v[len(v)/2]
+}

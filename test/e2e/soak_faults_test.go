@@ -1,0 +1,246 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/testutil/soakcheck"
+)
+
+// soakFault is one kind of fault: run injects it, waits, heals it and
+// returns its window and what it explains.
+type soakFault struct {
+	name string
+	run  func(r *soakRun) soakcheck.Fault
+}
+
+// soakFaults are the fault kinds, drawn with equal chances.
+var soakFaults = []soakFault{
+	{"agent-kill", (*soakRun).agentKill},
+	{"mysqld-kill", (*soakRun).mysqldKill},
+	{"mysqld-sigstop", (*soakRun).mysqldStop},
+	{"link-cut", (*soakRun).linkCut},
+	{"partition", (*soakRun).partition},
+	{"packet-loss", (*soakRun).packetLoss},
+	{"switchover", (*soakRun).switchover},
+	{"maintenance", (*soakRun).maintenance},
+	{"agent-sighup", (*soakRun).sighup},
+	{"haproxy-restart", (*soakRun).haproxyRestart},
+}
+
+// soakHost is a host of the cluster by agent name: a db host or an app host.
+type soakHost struct {
+	name string
+	host *Host
+	db   *DBHost // nil for an app host
+}
+
+func (r *soakRun) hosts() []soakHost {
+	var out []soakHost
+	for _, d := range r.c.DBs {
+		out = append(out, soakHost{d.Name, d.Host, d})
+	}
+	for _, a := range r.c.Apps {
+		out = append(out, soakHost{a.Name, a.Host, nil})
+	}
+	return out
+}
+
+func (r *soakRun) anyHost() soakHost {
+	hs := r.hosts()
+	return hs[r.rng.IntN(len(hs))]
+}
+
+func (r *soakRun) anyDB() *DBHost { return r.c.DBs[r.rng.IntN(len(r.c.DBs))] }
+
+func (r *soakRun) agentOf(name string) *Agent {
+	for _, a := range r.c.Agents() {
+		if a.Name == name {
+			return a
+		}
+	}
+	r.t.Fatalf("soak: no agent %s", name)
+	return nil
+}
+
+// dbFaultNodes is what a fault of db host d explains out everywhere: d;
+// when d is the primary, every db node (the replicas' replication breaks).
+func (r *soakRun) dbFaultNodes(d *DBHost) []string {
+	if d != r.c.Primary() {
+		return []string{d.Name}
+	}
+	var all []string
+	for _, x := range r.c.DBs {
+		all = append(all, x.Name)
+	}
+	return all
+}
+
+func (r *soakRun) must(what string, err error) {
+	if err != nil {
+		r.t.Fatalf("soak: %s: %v", what, err)
+	}
+}
+
+// hold injects a fault, keeps it for d and heals it: f's Start is just
+// before inject, its Heal just after heal.
+func (r *soakRun) hold(f soakcheck.Fault, inject func() error, d time.Duration, heal func() error) soakcheck.Fault {
+	f.Start = time.Now()
+	r.must(f.Target+": inject", inject())
+	time.Sleep(d)
+	r.must(f.Target+": heal", heal())
+	f.Heal = time.Now()
+	return f
+}
+
+// heldFor describes a target held for d.
+func heldFor(target string, d time.Duration) string {
+	return fmt.Sprintf("%s for %s", target, d.Round(100*time.Millisecond))
+}
+
+// agentKill: kill -9 of an agent, restarted 1-5 s later (with its usual
+// --join). The db node is out meanwhile; the agent's own pool is rebuilt.
+func (r *soakRun) agentKill() soakcheck.Fault {
+	h := r.anyHost()
+	a := r.agentOf(h.name)
+	f := soakcheck.Fault{Target: h.name, Observers: []string{h.name}}
+	if h.db != nil {
+		f.Nodes = []string{h.name}
+	}
+	return r.hold(f, func() error { a.Kill(); return nil }, r.between(time.Second, 5*time.Second),
+		func() error { a.Start(r.t, true); return nil })
+}
+
+// mysqldKill: kill -9 of a mysqld, restarted 1-5 s later.
+func (r *soakRun) mysqldKill() soakcheck.Fault {
+	d := r.anyDB()
+	f := soakcheck.Fault{Target: d.Name, Nodes: r.dbFaultNodes(d)}
+	return r.hold(f, func() error { d.Server.Kill(); return nil }, r.between(time.Second, 5*time.Second),
+		func() error { d.Server.Restart(); return nil })
+}
+
+// mysqldStop: SIGSTOP of a mysqld for 1-10 s.
+func (r *soakRun) mysqldStop() soakcheck.Fault {
+	d := r.anyDB()
+	hold := r.between(time.Second, 10*time.Second)
+	f := soakcheck.Fault{Target: heldFor(d.Name, hold), Nodes: r.dbFaultNodes(d)}
+	return r.hold(f, func() error { d.Server.Stop(); return nil }, hold, func() error { d.Server.Cont(); return nil })
+}
+
+// linkCut: a host's cable pulled for 1-15 s. The others lose it; it loses
+// the others: its agent's view, and on an app host its HAProxy's too (cut
+// off, it reaches no server whatever its states say).
+func (r *soakRun) linkCut() soakcheck.Fault {
+	h := r.anyHost()
+	hold := r.between(time.Second, 15*time.Second)
+	f := soakcheck.Fault{Target: heldFor(h.name, hold), Observers: []string{h.name}}
+	if h.db != nil {
+		f.Nodes = r.dbFaultNodes(h.db)
+	} else {
+		f.Observers = append(f.Observers, "hx:"+h.name)
+	}
+	return r.hold(f, h.host.LinkDown, hold, h.host.LinkUp)
+}
+
+// partition: the hosts split in two random non-empty sides for 5-30 s.
+// Replicas cut off from the primary stop replicating.
+func (r *soakRun) partition() soakcheck.Fault {
+	hs := r.hosts()
+	var sides [2][]string
+	var hosts [2][]*Host
+	for len(sides[0]) == 0 || len(sides[1]) == 0 {
+		sides, hosts = [2][]string{}, [2][]*Host{}
+		for _, h := range hs {
+			i := r.rng.IntN(2)
+			sides[i] = append(sides[i], h.name)
+			hosts[i] = append(hosts[i], h.host)
+		}
+	}
+	hold := r.between(5*time.Second, 30*time.Second)
+	f := soakcheck.Fault{Target: heldFor(strings.Join(sides[0], " ")+" | "+strings.Join(sides[1], " "), hold), Sides: sides}
+	p := r.c.Primary().Name
+	for _, d := range r.c.DBs {
+		if slices.Contains(sides[0], p) != slices.Contains(sides[0], d.Name) {
+			f.Nodes = append(f.Nodes, d.Name)
+		}
+	}
+	return r.hold(f, func() error { return Partition(hosts[0], hosts[1]) }, hold, func() error {
+		for _, h := range hs {
+			if err := h.host.ClearRules(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// packetLoss: 5-20 % of the packets into one host dropped for 30 s. It
+// explains no removal: gossip and replication must ride it out.
+func (r *soakRun) packetLoss() soakcheck.Fault {
+	h := r.anyHost()
+	p := 0.05 + 0.15*r.rng.Float64()
+	f := soakcheck.Fault{Target: fmt.Sprintf("%s %.0f%%", h.name, 100*p)}
+	return r.hold(f, func() error { return h.host.SetLoss(p) }, 30*time.Second, h.host.ClearRules)
+}
+
+// switchover: read_only moves from the primary to a random replica. Every
+// db node may be out meanwhile (no writer, replication re-pointed).
+func (r *soakRun) switchover() soakcheck.Fault {
+	reps := r.c.Replicas()
+	next := reps[r.rng.IntN(len(reps))]
+	old := r.c.Primary()
+	f := soakcheck.Fault{Target: old.Name + " → " + next.Name, Start: time.Now(), Nodes: r.dbFaultNodes(old)}
+	writable := r.c.Switchover(r.t, next)
+	r.primaries = append(r.primaries, soakcheck.Primary{At: writable, Name: next.Name})
+	f.Heal = time.Now()
+	// The window in which writes may still reach the old, read-only
+	// primary: until every HAProxy has the new writer alone.
+	w := soakcheck.Window{From: f.Start, To: f.Heal}
+	for _, a := range r.c.Apps {
+		h := r.c.Obs.WaitHAProxy(a.Name, f.Heal, 15*time.Second, func(s HXSnap) bool { return slices.Equal(s.Ready(RWBackend), []string{next.Name}) })
+		if to := f.Heal.Add(h.Took); to.After(w.To) {
+			w.To = to
+		}
+	}
+	r.switchovers = append(r.switchovers, w)
+	return f
+}
+
+// maintenance: a db node in maintenance for 3-10 s, then out of it.
+func (r *soakRun) maintenance() soakcheck.Fault {
+	d := r.anyDB()
+	cl, err := d.Agent.Client()
+	r.must("api client", err)
+	f := soakcheck.Fault{Target: d.Name, Nodes: []string{d.Name}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	setMaint := func(on bool, reason string) func() error {
+		return func() error { _, err := cl.SetMaint(ctx, on, reason); return err }
+	}
+	return r.hold(f, setMaint(true, "soak"), r.between(3*time.Second, 10*time.Second), setMaint(false, ""))
+}
+
+// sighup: an agent reloads its configuration. It explains nothing.
+func (r *soakRun) sighup() soakcheck.Fault {
+	h := r.anyHost()
+	f := soakcheck.Fault{Target: h.name, Start: time.Now()}
+	r.must("SIGHUP "+h.name, r.agentOf(h.name).Signal(syscall.SIGHUP))
+	f.Heal = time.Now()
+	return f
+}
+
+// haproxyRestart: an app host's HAProxy restarted (runtime state lost);
+// that HAProxy's view is wrong until the sink reconciles.
+func (r *soakRun) haproxyRestart() soakcheck.Fault {
+	a := r.c.Apps[r.rng.IntN(len(r.c.Apps))]
+	f := soakcheck.Fault{Target: a.Name, Start: time.Now(), Observers: []string{"hx:" + a.Name}}
+	a.HAProxy.Restart(r.t)
+	f.Heal = time.Now()
+	return f
+}

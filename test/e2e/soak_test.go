@@ -1,0 +1,222 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/testutil/soakcheck"
+)
+
+// The soak test (issue 17): 3 db hosts (MariaDB with GTID replication and a
+// shoal agent each) and 2 app hosts (shoal driving HAProxy, and a client
+// writing through it), one random fault every 20-40 s for SOAK (a Go
+// duration), the invariants checked on every sample of every agent and
+// HAProxy (package soakcheck), the agents' resources sampled each minute.
+// The report goes to build/soak/; a run of an hour or more also writes
+// docs/soak.md and docs/soak/soak.svg.
+//
+//	make soak                  # one hour
+//	SOAK=3m make soak          # what CI runs
+//	SOAK=1h SOAK_SEED=42 make soak
+const (
+	soakConverge  = 3 * time.Second  // every pool healthy again within this of a heal
+	soakAllowance = 10 * time.Second // a faulted node may stay out this long after its heal
+	soakWriteTick = 200 * time.Millisecond
+	soakFullRun   = time.Hour // runs at least this long write docs/soak.md
+)
+
+// soakRun is one run's state: the cluster, the random source and what it
+// recorded.
+type soakRun struct {
+	t     *testing.T
+	c     *Cluster
+	rng   *rand.Rand
+	start time.Time
+
+	faults      []soakcheck.Fault
+	primaries   []soakcheck.Primary
+	switchovers []soakcheck.Window
+}
+
+func TestSoak(t *testing.T) {
+	spec := os.Getenv("SOAK")
+	if spec == "" {
+		t.Skip("TestSoak runs only with SOAK set to a duration: run it with `make soak` (one hour) or `SOAK=3m make soak`")
+	}
+	dur, err := time.ParseDuration(spec)
+	if err != nil || dur < time.Minute {
+		t.Fatalf("SOAK=%q: want a Go duration of at least 1m (e.g. 3m, 1h)", spec)
+	}
+	Require(t)
+	seed := time.Now().UnixNano()
+	if s := os.Getenv("SOAK_SEED"); s != "" {
+		if seed, err = strconv.ParseInt(s, 10, 64); err != nil {
+			t.Fatalf("SOAK_SEED=%q: %v", s, err)
+		}
+	}
+	replay := fmt.Sprintf("SOAK=%s SOAK_SEED=%d make soak", spec, seed)
+	t.Logf("soak: %s, seed %d (replay: %s)", dur, seed, replay)
+
+	c := NewCluster(t, Options{AppHosts: 2})
+	r := &soakRun{t: t, c: c, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed)), start: time.Now()}
+	r.primaries = []soakcheck.Primary{{At: r.start, Name: c.Primary().Name}}
+	t.Logf("soak: cluster formed in %s; faults start in 10 s", c.Formed.Round(time.Millisecond))
+
+	var clients []*Client
+	for _, a := range c.Apps {
+		// RETURNING v: the server_id of the server that took the write.
+		cl, err := StartClient(a.Host, RWPort, "INSERT INTO e2e.t (v) VALUES (@@server_id) RETURNING v", soakWriteTick)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Stop()
+		clients = append(clients, cl)
+	}
+	res := startResources(t, c, resourceEvery(dur))
+	end := r.start.Add(dur)
+	// The report is written even when a fault's harness call ends the test
+	// early (t.Fatal): what was observed until then is judged.
+	completed := false
+	defer func() {
+		res.Stop()
+		stop := end
+		if !completed {
+			stop = time.Now()
+		}
+		result := r.judge(stop, clients, res)
+		result.Seed, result.Replay, result.Duration = seed, replay, stop.Sub(r.start)
+		if !completed {
+			result.Notes = append(result.Notes, fmt.Sprintf("**The run stopped early**, after %s of %s: see the test log.", stop.Sub(r.start).Round(time.Second), dur))
+		}
+		r.write(result, completed && dur >= soakFullRun)
+		for _, f := range result.Failures() {
+			t.Errorf("soak: %s", f)
+		}
+	}()
+	r.faultLoop(end)
+	time.Sleep(time.Until(end))
+	completed = true
+}
+
+// resourceEvery is the resource sampling interval: each minute, or a
+// twelfth of a shorter run.
+func resourceEvery(dur time.Duration) time.Duration { return min(time.Minute, dur/12) }
+
+// faultLoop injects one fault at a time until end: the next one 20-40 s
+// after the previous one started, and at least 8 s after it healed (the
+// window in which convergence is measured), none starting within 20 s of
+// the end.
+func (r *soakRun) faultLoop(end time.Time) {
+	next := r.start.Add(10 * time.Second)
+	for next.Add(20 * time.Second).Before(end) {
+		time.Sleep(time.Until(next))
+		kind := soakFaults[r.rng.IntN(len(soakFaults))]
+		f := kind.run(r)
+		f.Kind = kind.name
+		r.faults = append(r.faults, f)
+		r.t.Logf("soak: +%s %s %s, healed after %s", f.Start.Sub(r.start).Round(time.Second), f.Kind, f.Target, f.Heal.Sub(f.Start).Round(time.Millisecond))
+		next = f.Start.Add(r.between(20*time.Second, 40*time.Second))
+		if earliest := f.Heal.Add(8 * time.Second); next.Before(earliest) {
+			next = earliest
+		}
+	}
+}
+
+// between is a random duration in [lo, hi].
+func (r *soakRun) between(lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(r.rng.Int64N(int64(hi-lo)+1))
+}
+
+// judge collects every sample taken since the start and runs the checks.
+func (r *soakRun) judge(end time.Time, clients []*Client, res *resources) soakcheck.Result {
+	c := r.c
+	var samples []soakcheck.Sample
+	var observers []string
+	for _, a := range c.Agents() {
+		observers = append(observers, a.Name)
+		for _, s := range c.Obs.Snaps(a.Name, r.start, end) {
+			samples = append(samples, soakcheck.Sample{At: s.At, Observer: a.Name, OK: s.OK(), Writers: s.Writers, Readers: s.Readers})
+		}
+	}
+	for _, a := range c.Apps {
+		name := "hx:" + a.Name
+		observers = append(observers, name)
+		for _, h := range c.Obs.HXSnaps(a.Name, r.start, end) {
+			samples = append(samples, soakcheck.Sample{At: h.At, Observer: name, OK: h.Err == "", Writers: h.Ready(RWBackend), Readers: h.Ready(ROBackend)})
+		}
+	}
+	slices.SortStableFunc(samples, func(a, b soakcheck.Sample) int { return a.At.Compare(b.At) })
+	var dbs []string
+	byID := map[int64]string{}
+	for _, d := range c.DBs {
+		dbs = append(dbs, d.Name)
+		byID[int64(d.Server.ServerID())] = d.Name
+	}
+	expect := soakcheck.Expect{DBs: dbs, Primaries: r.primaries}
+	var writes []soakcheck.Write
+	for i, cl := range clients {
+		for _, op := range cl.Ops(r.start, end) {
+			w := soakcheck.Write{Client: c.Apps[i].Name, Start: op.Start, End: op.Start.Add(op.Dur), Err: op.Err}
+			if op.Err == "" {
+				w.Node = byID[op.ServerID]
+				if w.Node == "" {
+					w.Node = fmt.Sprintf("server_id %d", op.ServerID)
+				}
+			}
+			writes = append(writes, w)
+		}
+	}
+	lim := soakcheck.Limits{Warmup: min(5*time.Minute, (end.Sub(r.start))/4), MaxRSSGrowth: 0.10, MaxGoroutineRise: 5, MaxFDRise: 3, MinSamples: 6}
+	return soakcheck.Result{
+		Start:       r.start,
+		Hosts:       "Hosts: db1-db3 (MariaDB 10.11, GTID replication, a shoal agent each, profile fast), app1 and app2 (a shoal agent driving HAProxy, and a client writing through HAProxy's write port every 200 ms, a new connection each).",
+		Samples:     len(samples),
+		Faults:      r.faults,
+		TwoWriters:  soakcheck.TwoWriters(samples),
+		Allowance:   soakAllowance,
+		Removals:    soakcheck.FalseRemovals(samples, dbs, r.faults, soakAllowance),
+		Bound:       soakConverge,
+		Convergence: soakcheck.Converge(samples, observers, r.faults, expect, end),
+		Writes:      soakcheck.CheckWrites(writes, expect, r.switchovers),
+		Limits:      lim,
+		Lifetimes:   soakcheck.Lifetimes(res.Samples(), lim),
+		Load:        res.Load(),
+	}
+}
+
+// write puts the report in build/soak/ and, for a full run, in docs/.
+func (r *soakRun) write(res soakcheck.Result, full bool) {
+	root, err := RepoRoot()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	svg := res.SVG()
+	put := func(dir, md, svgRel, svgPath string) {
+		if err := os.MkdirAll(filepath.Dir(svgPath), 0o755); err != nil {
+			r.t.Fatal(err)
+		}
+		if err := os.WriteFile(svgPath, []byte(svg), 0o644); err != nil {
+			r.t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, md), []byte(res.Markdown(svgRel)), 0o644); err != nil {
+			r.t.Fatal(err)
+		}
+		r.t.Logf("soak: report in %s", filepath.Join(dir, md))
+	}
+	build := filepath.Join(root, "build", "soak")
+	put(build, "soak.md", "soak.svg", filepath.Join(build, "soak.svg"))
+	if full {
+		docs := filepath.Join(root, "docs")
+		put(docs, "soak.md", "soak/soak.svg", filepath.Join(docs, "soak", "soak.svg"))
+	} else {
+		r.t.Logf("soak: a run shorter than %s leaves docs/soak.md alone", soakFullRun)
+	}
+}
