@@ -329,18 +329,9 @@ type ProcUsage struct {
 // Usage reads /proc/<pid>/status (VmRSS) and /proc/<pid>/stat (utime+stime).
 func Usage(pid int) (ProcUsage, error) {
 	var u ProcUsage
-	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return u, err
-	}
-	for _, line := range strings.Split(string(st), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				u.RSSKB, _ = strconv.ParseInt(f[1], 10, 64)
-			}
-		}
-	}
+	if rss, err := e2e.VmRSS(pid); err == nil {
+		u.RSSKB = rss >> 10
+	} // a process that is gone fails the stat read below
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return u, err

@@ -3,7 +3,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -33,6 +32,7 @@ import (
 	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/logging"
 	"github.com/shoaldb/shoal/pkg/client"
+	"github.com/shoaldb/shoal/test/e2e"
 )
 
 // ---------------------------------------------------------------------------
@@ -268,19 +268,11 @@ func memWatch(hit *atomic.Bool, stop <-chan struct{}) {
 
 // rssMiB is the process's resident set (VmRSS) in MiB, or 0.
 func rssMiB() float64 {
-	f, err := os.Open("/proc/self/status")
+	b, err := e2e.VmRSS(os.Getpid())
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	return 0
+	return float64(b) / (1 << 20)
 }
 
 // ---------------------------------------------------------------------------

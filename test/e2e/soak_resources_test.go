@@ -66,7 +66,7 @@ func (r *resources) sample(ctx context.Context) {
 		}
 		s := soakcheck.Resource{At: now, Agent: a.Name, PID: p.PID()}
 		var err error
-		if s.RSS, err = vmRSS(s.PID); err != nil {
+		if s.RSS, err = VmRSS(s.PID); err != nil {
 			continue // the process went away
 		}
 		if s.FDs, err = openFDs(s.PID); err != nil {
@@ -97,24 +97,6 @@ func (r *resources) Load() []soakcheck.Load {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]soakcheck.Load(nil), r.load...)
-}
-
-// vmRSS is the process's resident set size in bytes.
-func vmRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(rest) // "12345 kB"
-			if len(f) == 2 && f[1] == "kB" {
-				kb, err := strconv.ParseInt(f[0], 10, 64)
-				return kb << 10, err
-			}
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
 }
 
 func openFDs(pid int) (int, error) {
