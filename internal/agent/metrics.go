@@ -137,4 +137,7 @@ func (a *Agent) countCheck(e probe.Event) {
 	if r.Outcome == probe.OutcomeFail || r.Outcome == probe.OutcomeHardFail {
 		a.metrics.CheckFailures.WithLabelValues(metrics.Label(string(r.Reason))).Inc()
 	}
+	if r.Reason == probe.ReasonTimeout && r.HostStalled() {
+		a.metrics.StalledTimeouts.Inc()
+	}
 }

@@ -15,6 +15,7 @@ type Agent struct {
 	ListenerPanics  *prometheus.CounterVec // part
 	CheckDuration   prometheus.Histogram
 	CheckFailures   *prometheus.CounterVec // reason
+	StalledTimeouts prometheus.Counter
 	HookRuns        *prometheus.CounterVec // handler, result
 	HookDuration    *prometheus.HistogramVec
 }
@@ -39,6 +40,8 @@ func NewAgent() *Agent {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}}),
 		CheckFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "mysql_check_failures_total",
 			Help: "Failed probe checks by reason (refused, timeout, auth, ...)."}, []string{"reason"}),
+		StalledTimeouts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "mysql_check_timeouts_host_stalled_total",
+			Help: "Check timeouts during which the host itself stalled (PSI) for a quarter of the wait or more, counted as one failure instead of a hung server."}),
 		HookRuns: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "hook_runs_total",
 			Help: "Event handler runs by handler and result (ok, failed, timed_out)."}, []string{"handler", "result"}),
 		HookDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "hook_run_duration_seconds",
@@ -50,5 +53,5 @@ func NewAgent() *Agent {
 // Collectors returns every family, for registration.
 func (m *Agent) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.MemberEvents, m.MemberFlaps, m.PoolTransitions, m.PoolConflicts, m.PoolIsolations, m.ListenerPanics,
-		m.CheckDuration, m.CheckFailures, m.HookRuns, m.HookDuration}
+		m.CheckDuration, m.CheckFailures, m.StalledTimeouts, m.HookRuns, m.HookDuration}
 }

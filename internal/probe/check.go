@@ -23,9 +23,19 @@ func (p *Probe) safeCheck(ctx context.Context, start time.Time) (res Result) {
 	if p.beforeCheck != nil {
 		p.beforeCheck()
 	}
+	if err := p.stall.begin(); err != nil {
+		p.log.Info("host pressure (PSI) unreadable; every check timeout counts as a hung server", "err", err)
+	}
 	res = p.check(ctx)
 	res.Start = start
 	res.Duration = p.clock.Since(start)
+	if stall, on := p.stall.end(); res.Reason == ReasonTimeout && stall > 0 {
+		res.HostStall = stall
+		if res.HostStalled() {
+			res.Message += fmt.Sprintf(" (the host stalled on %s for %s of the %s: counted as one failure)",
+				on, stall.Round(time.Millisecond), res.Duration.Round(time.Millisecond))
+		}
+	}
 	if res.Outcome == OutcomePass && res.Duration > p.cfg.Timeout/2 {
 		res.Outcome, res.Reason = OutcomeWarn, ReasonSlow
 		res.Message = fmt.Sprintf("check took %s, over half the %s timeout", res.Duration.Round(time.Millisecond), p.cfg.Timeout)

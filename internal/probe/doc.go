@@ -86,6 +86,22 @@
 // Interval after its first good answer, which comes at the next connection
 // attempt (at most ReconnectMax after it is back).
 //
+// # Host stalls
+//
+// A timeout is ambiguous on an overloaded host: a query that takes over the
+// timeout because every process on the machine waited for CPU or I/O says
+// nothing about the server that a SIGSTOP would. The probe reads the host's
+// pressure stall information (Linux PSI, /proc/pressure/{cpu,io,memory},
+// the "some" totals) at the start of each check and, after a timeout, again:
+// if the host stalled on any resource for a quarter of the wait or more
+// (Result.HostStall), the timeout counts one failure instead of one per
+// interval, so Fall of them in a row are needed (a hung server on a stalled
+// host: critical within Interval + Fall x Timeout, 1.25 s with the
+// defaults). On an idle or moderately loaded host (a 2-core machine with
+// two CPU hogs: a few percent) PSI stays far below a quarter and a hung
+// server is still critical after one timeout. Without PSI every timeout
+// weighs as before.
+//
 // # Notifications
 //
 // After every check the Notifier (if any) receives an Event with the new

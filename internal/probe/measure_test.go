@@ -1,11 +1,14 @@
 package probe
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
 	"os"
+	"os/exec"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -137,4 +140,103 @@ func (l *sleepLoop) run(ctx context.Context) {
 	if conn != nil {
 		conn.Close()
 	}
+}
+
+// TestMeasureOverload runs two probes side by side against one real
+// mariadbd while stress-ng overloads the host: the probe as shipped (a
+// timeout during a host stall counts once) and the same probe without PSI
+// (every timeout weighs as a hung server). The server is healthy the whole
+// time, so every transition to critical is a false removal. Then, under the
+// same overload, the server is hung (SIGSTOP) a few times and both probes'
+// detection times are reported. A measurement: SHOAL_PROBE_MEASURE=1;
+// SHOAL_OVERLOAD (stress-ng arguments) and SHOAL_OVERLOAD_FOR (duration)
+// change the load.
+func TestMeasureOverload(t *testing.T) {
+	if os.Getenv("SHOAL_PROBE_MEASURE") != "1" {
+		t.Skip("measurement; run with SHOAL_PROBE_MEASURE=1")
+	}
+	mariadbtest.Require(t)
+	stress, err := exec.LookPath("stress-ng")
+	if err != nil {
+		t.Fatal("stress-ng not installed (bash test/install-deps.sh installs it)")
+	}
+	if _, err := readPressure(DefaultPressureDir); err != nil {
+		t.Fatalf("this host does not publish PSI: %v", err)
+	}
+	load := strings.Fields(cmp.Or(os.Getenv("SHOAL_OVERLOAD"), "--cpu 24 --vm 4 --vm-bytes 512M --io 4"))
+	dur, err := time.ParseDuration(cmp.Or(os.Getenv("SHOAL_OVERLOAD_FOR"), "60s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	srv := mariadbtest.Start(t, mariadbtest.Options{})
+	createProbeUser(t, srv, probeUser, "SLAVE MONITOR")
+	_, shipped := startProbe(t, srv, nil)
+	_, nopsi := startProbe(t, srv, nil, func(p *Probe) { p.stall.dir = "" })
+	for _, r := range []*recorder{shipped, nopsi} {
+		r.await(t, 0, 10*time.Second, "state passing", isState(StatePassing))
+	}
+
+	overload := func(d time.Duration) *exec.Cmd {
+		cmd := exec.Command(stress, append(load, "--timeout", fmt.Sprintf("%ds", int(d.Seconds())+1))...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	type tally struct {
+		checks, timeouts, stalled, critical int
+		durs                                []time.Duration
+	}
+	count := func(r *recorder, from int) tally {
+		var c tally
+		for _, e := range r.since(from) {
+			last := e.Status.Last
+			c.checks++
+			c.durs = append(c.durs, last.Duration)
+			if last.Reason == ReasonTimeout {
+				c.timeouts++
+				if last.HostStalled() {
+					c.stalled++
+				}
+			}
+			if e.StateChanged && e.Status.State == StateCritical {
+				c.critical++
+			}
+		}
+		return c
+	}
+
+	t.Logf("overload: stress-ng %s for %s", strings.Join(load, " "), dur)
+	m1, m2 := shipped.mark(), nopsi.mark()
+	cmd := overload(dur)
+	time.Sleep(dur)
+	for name, c := range map[string]tally{"shipped (PSI)": count(shipped, m1), "without PSI": count(nopsi, m2)} {
+		t.Logf("%s: %d checks, duration %s; %d timeouts (%d during a host stall); %d false removals (healthy server went critical)",
+			name, c.checks, distribution(c.durs), c.timeouts, c.stalled, c.critical)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+
+	// Hung server under the same overload.
+	cmd = overload(2 * time.Minute)
+	var hungShipped, hungNoPSI []time.Duration
+	for i := range trials(5) {
+		for _, r := range []*recorder{shipped, nopsi} {
+			r.await(t, r.mark(), 30*time.Second, "state passing", isState(StatePassing))
+		}
+		time.Sleep(time.Duration(37*i%250) * time.Millisecond)
+		m1, m2 := shipped.mark(), nopsi.mark()
+		t0 := time.Now()
+		srv.Stop()
+		e1 := shipped.await(t, m1, 10*time.Second, "state critical", isState(StateCritical))
+		e2 := nopsi.await(t, m2, 10*time.Second, "state critical", isState(StateCritical))
+		srv.Cont()
+		hungShipped = append(hungShipped, e1.at.Sub(t0))
+		hungNoPSI = append(hungNoPSI, e2.at.Sub(t0))
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	t.Logf("SIGSTOP under overload -> critical: shipped (PSI) %s; without PSI %s", distribution(hungShipped), distribution(hungNoPSI))
 }

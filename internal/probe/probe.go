@@ -37,6 +37,7 @@ type Probe struct {
 	skip         int    // checks left to wait before the next attempt
 	lastConnFail Result // repeated while waiting
 	lostIdle     error  // why the idle watch dropped the connection
+	stall        stallGauge
 
 	mu     sync.Mutex
 	h      *hysteresis
@@ -57,6 +58,11 @@ type Option func(*Probe)
 // durations) on c instead of the real clock. Check timeouts and the idle
 // connection's read deadline stay on real time: they bound network I/O.
 func WithClock(c clockwork.Clock) Option { return func(p *Probe) { p.clock = c } }
+
+// WithPressureDir reads the host's pressure stall information from dir
+// instead of DefaultPressureDir; "" measures no host stalls, so every
+// timeout counts as a hung server.
+func WithPressureDir(dir string) Option { return func(p *Probe) { p.stall.dir = dir } }
 
 // New validates cfg (after defaults) and returns a Probe that is not yet
 // running. logger may be nil (discard); notifier may be nil.
@@ -79,6 +85,7 @@ func New(cfg Config, logger *slog.Logger, notifier Notifier, opts ...Option) (*P
 		notifier: notifier,
 		conn:     conn,
 		clock:    clockwork.NewRealClock(),
+		stall:    stallGauge{dir: DefaultPressureDir},
 		done:     make(chan struct{}),
 	}
 	for _, o := range opts {

@@ -100,6 +100,21 @@ type Result struct {
 	Facts    Facts         `json:"facts"`
 	Start    time.Time     `json:"start"`
 	Duration time.Duration `json:"duration"`
+	// HostStall is how long the host itself was stalled during a check that
+	// timed out: the longest of its cpu, io and memory pressure stall times
+	// (Linux PSI, "some") over the check. 0 when not measured.
+	HostStall time.Duration `json:"host_stall,omitempty"`
+}
+
+// stallShare: a timeout during which the host was stalled for at least
+// 1/stallShare of the wait is ambiguous (see hysteresis).
+const stallShare = 4
+
+// HostStalled reports whether the host was stalled for a good share of a
+// timed-out check, so that the silence may be the host's and not the
+// server's.
+func (r Result) HostStalled() bool {
+	return r.HostStall > 0 && r.HostStall*stallShare >= r.Duration
 }
 
 // hysteresis is the probe's state machine. It is pure: it sees only results,
@@ -122,6 +137,15 @@ type Result struct {
 // server is enough, so it leaves the pool about one timeout after it hangs
 // instead of two; a check that answers slowly but within the timeout is a
 // pass. Set mysql.timeout below fall x interval to require several timeouts.
+//
+// Unless the host itself stalled: a timeout during which the host's tasks
+// waited for CPU, I/O or memory (Linux PSI) for at least a quarter of the
+// wait says as much about the host as about the server (a machine so
+// overloaded that a trivial query takes over the timeout stalls every
+// process, the probe's included), so it counts as one failure, like any
+// other. A hung server on an overloaded host then needs fall timeouts in a
+// row; one stall no longer takes a healthy writer out of the pool
+// (measured: docs/soak.md).
 //
 // A single bad result never moves a passing server (unless hard, or a
 // timeout spanning fall intervals), and a single good result never revives a
@@ -160,7 +184,7 @@ func (h *hysteresis) observe(r Result) bool {
 		h.notPasses++
 	default:
 		w := 1
-		if r.Reason == ReasonTimeout && h.interval > 0 {
+		if r.Reason == ReasonTimeout && h.interval > 0 && !r.HostStalled() {
 			w = max(1, int(r.Duration/h.interval))
 		}
 		h.passes, h.ups = 0, 0

@@ -131,19 +131,39 @@ func TestHysteresisTimeoutWeight(t *testing.T) {
 		}
 		return h
 	}
+	const ms = time.Millisecond
 	for _, tc := range []struct {
 		reason Reason
 		d      time.Duration
+		stall  time.Duration // host stall during the check
 		want   State
 	}{
-		{ReasonTimeout, 500 * time.Millisecond, StateCritical},
-		{ReasonTimeout, 260 * time.Millisecond, StatePassing},
-		{ReasonConnect, 900 * time.Millisecond, StatePassing},
+		{ReasonTimeout, 500 * ms, 0, StateCritical},
+		{ReasonTimeout, 260 * ms, 0, StatePassing},
+		{ReasonConnect, 900 * ms, 0, StatePassing},
+		// A host stalled for under a quarter of the wait: still a hung server.
+		{ReasonTimeout, 500 * ms, 124 * ms, StateCritical},
+		// A quarter or more: the silence may be the host's; counted once.
+		{ReasonTimeout, 500 * ms, 125 * ms, StatePassing},
+		{ReasonTimeout, 583 * ms, 583 * ms, StatePassing},
+		{ReasonTimeout, 2 * time.Second, 600 * ms, StatePassing},
 	} {
 		h := passing()
-		h.observe(Result{Outcome: OutcomeFail, Reason: tc.reason, Start: t0, Duration: tc.d})
+		h.observe(Result{Outcome: OutcomeFail, Reason: tc.reason, Start: t0, Duration: tc.d, HostStall: tc.stall})
 		if h.state != tc.want {
-			t.Errorf("%s after %s: %v, want %v", tc.reason, tc.d, h.state, tc.want)
+			t.Errorf("%s after %s (host stalled %s): %v, want %v", tc.reason, tc.d, tc.stall, h.state, tc.want)
 		}
+	}
+
+	// Stalled timeouts still add up: fall of them in a row is critical.
+	h := passing()
+	stalled := Result{Outcome: OutcomeFail, Reason: ReasonTimeout, Start: t0, Duration: 500 * ms, HostStall: 400 * ms}
+	h.observe(stalled)
+	if h.state != StatePassing {
+		t.Fatalf("one stalled timeout: %v, want passing", h.state)
+	}
+	h.observe(stalled)
+	if h.state != StateCritical || h.reason != ReasonTimeout {
+		t.Errorf("two stalled timeouts: %v (%s), want critical (timeout)", h.state, h.reason)
 	}
 }
