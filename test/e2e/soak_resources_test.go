@@ -72,9 +72,17 @@ func (r *resources) sample(ctx context.Context) {
 		if s.FDs, err = openFDs(s.PID); err != nil {
 			continue
 		}
-		if s.Goroutines, err = goroutines(ctx, a); err != nil {
+		m, err := scrape(ctx, a)
+		if err != nil {
 			continue // not answering (stopped, starting): no sample this time
 		}
+		g, ok := m["go_goroutines"]
+		if !ok {
+			continue
+		}
+		s.Goroutines = int(g)
+		s.Timeouts = int(m[`shoal_mysql_check_failures_total{reason="timeout"}`])
+		s.StalledTimeouts = int(m["shoal_mysql_check_timeouts_host_stalled_total"])
 		got = append(got, s)
 	}
 	l, _ := loadAvg()
@@ -104,27 +112,43 @@ func openFDs(pid int) (int, error) {
 	return len(es), err
 }
 
-// goroutines reads go_goroutines from the agent's /metrics.
-func goroutines(ctx context.Context, a *Agent) (int, error) {
+// scrapedMetrics are the series the soak reads from an agent's /metrics.
+var scrapedMetrics = []string{
+	"go_goroutines",
+	`shoal_mysql_check_failures_total{reason="timeout"}`,
+	"shoal_mysql_check_timeouts_host_stalled_total",
+}
+
+// scrape reads scrapedMetrics from the agent's /metrics; a series the agent
+// does not have (yet) is absent from the map.
+func scrape(ctx context.Context, a *Agent) (map[string]float64, error) {
 	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: a.Host.dialer.DialContext}}
 	defer hc.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+a.HTTPAddr()+"/metrics", nil)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s's /metrics: %s", a.Name, resp.Status)
+	}
+	out := map[string]float64{}
 	sc := bufio.NewScanner(io.LimitReader(resp.Body, 4<<20))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-			return strconv.Atoi(strings.TrimSpace(rest))
+		for _, name := range scrapedMetrics {
+			if rest, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+				if v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); err == nil {
+					out[name] = v
+				}
+			}
 		}
 	}
-	return 0, fmt.Errorf("no go_goroutines in %s's /metrics", a.Name)
+	return out, sc.Err()
 }
 
 func loadAvg() (soakcheck.Load, error) {

@@ -166,3 +166,14 @@ func TestReport(t *testing.T) {
 		t.Error("SVG lacks db1's line")
 	}
 }
+
+func TestProbeTimeoutsSumsLastSamplePerProcess(t *testing.T) {
+	ls := []Lifetime{
+		{Agent: "db1", PID: 1, Samples: []Resource{{Timeouts: 1}, {Timeouts: 3, StalledTimeouts: 2}}},
+		{Agent: "db1", PID: 2, Samples: []Resource{{Timeouts: 4, StalledTimeouts: 1}}}, // restarted: counters from 0
+		{Agent: "app1", PID: 3},
+	}
+	if to, st := ProbeTimeouts(ls); to != 7 || st != 3 {
+		t.Errorf("ProbeTimeouts = %d, %d; want 7, 3", to, st)
+	}
+}

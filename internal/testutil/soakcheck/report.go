@@ -153,6 +153,9 @@ func (r Result) summary(b *strings.Builder) {
 		r.Limits.Warmup, 100*r.Limits.MaxRSSGrowth, r.Limits.MaxGoroutineRise, r.Limits.MaxFDRise, judged, len(r.Lifetimes), bad, verdict(bad == 0))
 	fmt.Fprintf(b, "Client writes: %d through the HAProxies' write ports, %d accepted, %d failed (%d refused as read-only; the others found no writer, e.g. while the primary's mysqld was down, hung or in maintenance).\n\n",
 		w.Total, w.OK, w.Failed, w.ReadOnly)
+	if to, st := ProbeTimeouts(r.Lifetimes); to > 0 || st > 0 {
+		fmt.Fprintf(b, "MySQL probe check timeouts (the db agents' counters, read at each resource sample, so at least): %d, %d of them while the host itself was stalled (Linux PSI: counted as one failure, not as a hung server).\n\n", to, st)
+	}
 	for _, s := range r.TwoWriters[:min(len(r.TwoWriters), 10)] {
 		fmt.Fprintf(b, "- two writers at %s on %s: %v\n", r.at(s.At), s.Observer, s.Writers)
 	}

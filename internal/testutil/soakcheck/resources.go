@@ -14,6 +14,22 @@ type Resource struct {
 	RSS        int64 // bytes (VmRSS)
 	Goroutines int
 	FDs        int
+	// The process's MySQL probe counters so far (db agents): check
+	// timeouts, and those during a host stall (counted as one failure).
+	Timeouts, StalledTimeouts int
+}
+
+// ProbeTimeouts sums, over every agent process, the probe's timeout
+// counters at that process's last sample: a lower bound, since a process
+// may time out again after its last sample.
+func ProbeTimeouts(ls []Lifetime) (timeouts, stalled int) {
+	for _, l := range ls {
+		if n := len(l.Samples); n > 0 {
+			timeouts += l.Samples[n-1].Timeouts
+			stalled += l.Samples[n-1].StalledTimeouts
+		}
+	}
+	return timeouts, stalled
 }
 
 // Limits are the resource targets: RSS growth below MaxRSSGrowth (a
