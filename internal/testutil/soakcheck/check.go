@@ -226,7 +226,7 @@ func Converge(samples []Sample, observers []string, faults []Fault, e Expect, en
 			at, ok := convergedAt(byObs[obs], f.Heal, until, e)
 			d := at.Sub(f.Heal)
 			if !ok {
-				d = until.Sub(f.Heal)
+				d = max(0, until.Sub(f.Heal)) // a heal after the end: an empty window
 			}
 			if (!ok && c.Converged) || (ok == c.Converged && d > c.Took) {
 				c.Took, c.Last = d, obs
