@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -145,7 +146,49 @@ func (r *soakRun) linkCut() soakcheck.Fault {
 	} else {
 		f.Observers = append(f.Observers, "hx:"+h.name)
 	}
-	return r.hold(f, h.host.LinkDown, hold, h.host.LinkUp)
+	caught := ""
+	f = r.hold(f, h.host.LinkDown, hold, func() error {
+		if err := h.host.LinkUp(); err != nil {
+			return err
+		}
+		if h.db != nil {
+			caught = r.catchUp(f.Target)
+		}
+		return nil
+	})
+	f.Target += caught
+	return f
+}
+
+// soakCatchUp bounds the wait for replicas to catch up after a cut heals.
+const soakCatchUp = 90 * time.Second
+
+// catchUp waits, after a cut between replicas and their primary heals,
+// until every replica has applied what the primary had written by then:
+// until it has, the fault is not over (a cut-off replica misses the writes
+// made meanwhile, and its IO thread may take until its TCP retransmission
+// back-off or slave_net_timeout to resume, after which it reports the
+// lag it really has). It returns the wait, to add to the fault's target.
+func (r *soakRun) catchUp(target string) string {
+	t0 := time.Now()
+	p := r.c.Primary()
+	var pos string
+	if err := p.Server.DB().QueryRow("SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {
+		r.t.Logf("soak: %s: primary %s's GTID position unreadable (%v): not waiting for replicas", target, p.Name, err)
+		return ""
+	}
+	for _, d := range r.c.DBs {
+		if d == p {
+			continue
+		}
+		left := soakCatchUp - time.Since(t0)
+		var res sql.NullInt64
+		err := d.Server.DB().QueryRow("SELECT MASTER_GTID_WAIT(?, ?)", pos, max(left, time.Second).Seconds()).Scan(&res)
+		if err != nil || !res.Valid || res.Int64 != 0 {
+			r.t.Logf("soak: %s: replica %s did not reach %s within %s (result %v, err %v)", target, d.Name, pos, soakCatchUp, res, err)
+		}
+	}
+	return fmt.Sprintf(", replicas caught up %s after the heal", time.Since(t0).Round(10*time.Millisecond))
 }
 
 // partition: the hosts split in two random non-empty sides for 5-30 s.
@@ -170,14 +213,20 @@ func (r *soakRun) partition() soakcheck.Fault {
 			f.Nodes = append(f.Nodes, d.Name)
 		}
 	}
-	return r.hold(f, func() error { return Partition(hosts[0], hosts[1]) }, hold, func() error {
+	caught := ""
+	f = r.hold(f, func() error { return Partition(hosts[0], hosts[1]) }, hold, func() error {
 		for _, h := range hs {
 			if err := h.host.ClearRules(); err != nil {
 				return err
 			}
 		}
+		if len(f.Nodes) > 0 {
+			caught = r.catchUp(f.Target)
+		}
 		return nil
 	})
+	f.Target += caught
+	return f
 }
 
 // packetLoss: 5-20 % of the packets into one host dropped for 30 s. It
