@@ -145,7 +145,7 @@ func (r Result) HostStalled() bool {
 // process, the probe's included), so it counts as one failure, like any
 // other. A hung server on an overloaded host then needs fall timeouts in a
 // row; one stall no longer takes a healthy writer out of the pool
-// (measured: docs/soak.md).
+// (TestHysteresisTimeoutWeight, TestProbeSigstopUnderHostStall).
 //
 // A single bad result never moves a passing server (unless hard, or a
 // timeout spanning fall intervals), and a single good result never revives a
