@@ -42,16 +42,25 @@ func TestParsePressureSome(t *testing.T) {
 // totals (µs) into dir.
 func writePressure(t testing.TB, dir string, cpu, io, mem int64) {
 	t.Helper()
+	if err := writePressureFiles(dir, cpu, io, mem); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writePressureFiles replaces dir's PSI files (atomically, like the kernel's
+// are read) with these "some" totals in microseconds.
+func writePressureFiles(dir string, cpu, io, mem int64) error {
 	for name, v := range map[string]int64{"cpu": cpu, "io": io, "memory": mem} {
 		body := "some avg10=0.00 avg60=0.00 avg300=0.00 total=" + strconv.FormatInt(v, 10) + "\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
 		tmp := filepath.Join(dir, name+".tmp")
 		if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
+	return nil
 }
 
 func TestStallGauge(t *testing.T) {
@@ -122,9 +131,10 @@ func TestProbeSigstopUnderHostStall(t *testing.T) {
 		dir := t.TempDir()
 		writePressure(t, dir, 0, 0, 0)
 		var stalling atomic.Bool
-		done := make(chan struct{})
+		done, stopped := make(chan struct{}), make(chan struct{})
 		tick := time.NewTicker(5 * time.Millisecond)
 		go func() { // a stalled host: cpu "some" grows with wall time
+			defer close(stopped)
 			defer tick.Stop()
 			var cpu int64
 			last := time.Now()
@@ -137,7 +147,10 @@ func TestProbeSigstopUnderHostStall(t *testing.T) {
 						cpu += now.Sub(last).Microseconds()
 					}
 					last = now
-					writePressure(t, dir, cpu, 0, 0)
+					if err := writePressureFiles(dir, cpu, 0, 0); err != nil {
+						t.Error(err)
+						return
+					}
 				}
 			}
 		}()
@@ -150,6 +163,7 @@ func TestProbeSigstopUnderHostStall(t *testing.T) {
 		srv.Cont()
 		p.Close()
 		close(done)
+		<-stopped // before t.TempDir's cleanup removes dir
 
 		timeouts := 0
 		for _, ev := range rec.since(m) {
