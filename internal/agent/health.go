@@ -53,9 +53,11 @@ func probeConfig(c *config.Config, getenv func(string) string) (probe.Config, er
 	return c.ProbeConfig(getenv)
 }
 
-// healthFromStatus converts the probe's view to the published health.
+// healthFromStatus converts the probe's view to the published health: its
+// state, and the latest facts it read (a failed check that read none, while
+// the state has not yet moved, publishes the server as it was).
 func healthFromStatus(st probe.Status, port int) tags.Health {
-	f := st.Last.Facts
+	f := st.Known
 	h := tags.Health{
 		ReadOnly:      f.ReadOnly,
 		SuperReadOnly: f.SuperReadOnly,

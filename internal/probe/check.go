@@ -96,13 +96,13 @@ func (p *Probe) check(ctx context.Context) Result {
 
 	switch {
 	case !facts.Galera.Healthy():
-		return Result{Outcome: OutcomeFail, Reason: ReasonWsrep, Facts: facts, Message: fmt.Sprintf(
+		return Result{Outcome: OutcomeFail, Reason: ReasonWsrep, Facts: facts, FactsRead: true, Message: fmt.Sprintf(
 			"galera node not serving: wsrep_local_state=%d wsrep_cluster_status=%q",
 			facts.Galera.LocalState, facts.Galera.ClusterStatus)}
 	case replErr != nil:
-		return Result{Outcome: OutcomeWarn, Reason: ReasonReplStatus, Facts: facts, Message: replErr.Error()}
+		return Result{Outcome: OutcomeWarn, Reason: ReasonReplStatus, Facts: facts, FactsRead: true, Message: replErr.Error()}
 	}
-	return Result{Outcome: OutcomePass, Reason: ReasonOK, Facts: facts}
+	return Result{Outcome: OutcomePass, Reason: ReasonOK, Facts: facts, FactsRead: true}
 }
 
 // connect opens a connection; on failure it returns the failed result and

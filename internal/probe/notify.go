@@ -11,6 +11,11 @@ type Status struct {
 
 	// Last is the latest check: its outcome, facts, start and duration.
 	Last Result `json:"last"`
+	// Known is the latest facts read from the server (Result.FactsRead). A
+	// check that failed before reading any leaves them as they were: a
+	// replica that misses one check while its state stays passing is still
+	// read-only, not a server of unknown role that looks writable.
+	Known Facts `json:"known"`
 	// Consecutive results: Passes counts passes, Failures counts failures
 	// (hard or not); a warning resets both.
 	Passes   int `json:"passes"`

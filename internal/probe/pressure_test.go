@@ -169,6 +169,10 @@ func TestProbeSigstopUnderHostStall(t *testing.T) {
 		for _, ev := range rec.since(m) {
 			if ev.Status.Last.Reason == ReasonTimeout {
 				timeouts++
+				// The timed-out check read nothing; what was known stays.
+				if k := ev.Status.Known; !k.Reachable || k.ServerID != uint32(srv.ServerID()) || ev.Status.Last.FactsRead {
+					t.Errorf("after a timeout: known facts %+v, facts read %v", k, ev.Status.Last.FactsRead)
+				}
 			}
 			if ev.Status.State == StateCritical {
 				break

@@ -239,12 +239,17 @@ func (p *Probe) record(res Result) {
 	p.mu.Lock()
 	prev := p.status
 	changed := p.h.observe(res)
+	known := prev.Known
+	if res.FactsRead {
+		known = res.Facts
+	}
 	p.status = Status{
 		State:    p.h.state,
 		Reason:   p.h.reason,
 		Message:  p.h.message,
 		Since:    p.h.since,
 		Last:     res,
+		Known:    known,
 		Passes:   p.h.passes,
 		Failures: p.h.fails,
 		Checks:   prev.Checks + 1,

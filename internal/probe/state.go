@@ -94,12 +94,17 @@ const (
 
 // Result is the result of one check.
 type Result struct {
-	Outcome  Outcome       `json:"outcome"`
-	Reason   Reason        `json:"reason"`
-	Message  string        `json:"message,omitempty"`
-	Facts    Facts         `json:"facts"`
-	Start    time.Time     `json:"start"`
-	Duration time.Duration `json:"duration"`
+	Outcome Outcome `json:"outcome"`
+	Reason  Reason  `json:"reason"`
+	Message string  `json:"message,omitempty"`
+	Facts   Facts   `json:"facts"`
+	// FactsRead: the check read the server's facts (it passed, warned, or
+	// failed on what it read, like a Galera node not synced). A check that
+	// failed before reading them (timeout, refused, query error) carries
+	// at most Facts.Reachable.
+	FactsRead bool          `json:"facts_read,omitempty"`
+	Start     time.Time     `json:"start"`
+	Duration  time.Duration `json:"duration"`
 	// HostStall is how long the host itself was stalled during a check that
 	// timed out: the longest of its cpu, io and memory pressure stall times
 	// (Linux PSI, "some") over the check. 0 when not measured.
