@@ -76,9 +76,9 @@ func (a *Agent) probeState() (metrics.ProbeState, bool) {
 	if !ok {
 		return metrics.ProbeState{}, false
 	}
-	f := st.Last.Facts
+	f := st.Known // a check that failed before reading facts changes none
 	return metrics.ProbeState{
-		Reachable: f.Reachable, ReadOnly: f.ReadOnly, State: st.State.String(),
+		Reachable: st.Last.Facts.Reachable, ReadOnly: f.ReadOnly, State: st.State.String(),
 		LagKnown: f.Replication.LagKnown, LagSeconds: float64(f.Replication.LagSeconds),
 		Checks: st.Checks, Connects: st.Connects,
 	}, true

@@ -65,11 +65,11 @@ func (a *Agent) LocalHealth() (string, *view.LocalHealth) {
 	if !ok {
 		return a.role, nil
 	}
-	f := st.Last.Facts
+	f := st.Known // the latest facts read; Reachable is the latest check's
 	h := &view.LocalHealth{
 		State: st.State.String(), Reason: string(st.Reason), Message: st.Message, Since: st.Since,
 		Target: a.probe.Config().Target(), LastCheck: st.Last.Start, Checks: st.Checks, Connects: st.Connects,
-		Reachable: f.Reachable, Version: f.Version, ServerID: f.ServerID, ReadOnly: f.ReadOnly,
+		Reachable: st.Last.Facts.Reachable, Version: f.Version, ServerID: f.ServerID, ReadOnly: f.ReadOnly,
 		Replica: f.Replication.IsReplica(), IORunning: f.Replication.IORunning, SQLRunning: f.Replication.SQLRunning,
 		LastIOError: f.Replication.LastIOError, LastSQLError: f.Replication.LastSQLError,
 		Published: a.Serf().LocalMember().Tags[tags.KeyHealth],
