@@ -84,23 +84,40 @@ func setupAccounts(t testing.TB, primary *DBHost, replicas []*DBHost) {
 
 func gtidPos(t testing.TB, s *mariadbtest.Server) string {
 	t.Helper()
-	var pos string
-	if err := s.DB().QueryRow("SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {
-		t.Fatalf("e2e: gtid_binlog_pos of %s: %v", s.Addr(), err)
+	pos, err := readGTIDPos(s)
+	if err != nil {
+		t.Fatalf("e2e: %v", err)
 	}
 	return pos
+}
+
+// readGTIDPos returns s's gtid_binlog_pos.
+func readGTIDPos(s *mariadbtest.Server) (string, error) {
+	var pos string
+	if err := s.DB().QueryRow("SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {
+		return "", fmt.Errorf("gtid_binlog_pos of %s: %w", s.Addr(), err)
+	}
+	return pos, nil
 }
 
 // waitGTID waits until s has applied pos.
 func waitGTID(t testing.TB, s *mariadbtest.Server, pos string, timeout time.Duration) {
 	t.Helper()
+	if err := reachGTID(s, pos, timeout); err != nil {
+		t.Fatalf("e2e: %v", err)
+	}
+}
+
+// reachGTID waits up to timeout until s has applied pos.
+func reachGTID(s *mariadbtest.Server, pos string, timeout time.Duration) error {
 	var res sql.NullInt64
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+5*time.Second)
 	defer cancel()
 	err := s.DB().QueryRowContext(ctx, "SELECT MASTER_GTID_WAIT(?, ?)", pos, timeout.Seconds()).Scan(&res)
 	if err != nil || !res.Valid || res.Int64 != 0 {
-		t.Fatalf("e2e: %s did not reach GTID %s within %s (result %v, err %v)", s.Addr(), pos, timeout, res, err)
+		return fmt.Errorf("%s did not reach GTID %s within %s (result %v, err %v)", s.Addr(), pos, timeout, res, err)
 	}
+	return nil
 }
 
 // Switchover makes next the primary: the old primary turns read_only
