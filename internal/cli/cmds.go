@@ -14,6 +14,7 @@ import (
 
 	"github.com/shoaldb/shoal/internal/agent"
 	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/internal/version"
 	"github.com/shoaldb/shoal/pkg/client"
 )
@@ -223,6 +224,9 @@ func newTagsCmd(g *globals) *cobra.Command {
 				}
 				m[k] = v
 			}
+			if err := checkTagChange(m, del); err != nil {
+				return err
+			}
 			tags, err := g.client().UpdateTags(cmd.Context(), m, del)
 			if err != nil {
 				return err
@@ -234,6 +238,21 @@ func newTagsCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringArrayVar(&set, "set", nil, "set a tag key=value (repeatable)")
 	cmd.Flags().StringArrayVar(&del, "delete", nil, "delete a tag (repeatable)")
 	return cmd
+}
+
+// checkTagChange refuses, as a usage error, what the agent would refuse
+// whatever its tags: a reserved or invalid key, a value that is not
+// printable text, tags set that alone exceed the budget.
+func checkTagChange(set map[string]string, del []string) error {
+	if err := tags.CheckUserTags(set); err != nil {
+		return usagef("--set: %w", err)
+	}
+	for _, k := range del {
+		if tags.IsReserved(k) {
+			return usagef("--delete %q: the tag is reserved by shoal and cannot be deleted", k)
+		}
+	}
+	return nil
 }
 
 func newInfoCmd(g *globals) *cobra.Command {
@@ -401,8 +420,18 @@ func newVersionCmd(g *globals) *cobra.Command {
 		Short: "Print the version",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(g.stdout, "shoal %s (revision %s)\n", version.Version, version.Revision)
+			fmt.Fprintln(g.stdout, versionText())
 			return nil
 		},
 	}
+}
+
+// versionText is what shoal version and shoal --version print: the
+// revision once (a build from an untagged tree has it as its version).
+func versionText() string {
+	v := "shoal " + version.Version
+	if r := version.Revision; r != "" && !strings.Contains(version.Version, r) {
+		v += " (revision " + r + ")"
+	}
+	return v
 }

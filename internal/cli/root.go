@@ -44,8 +44,11 @@ func usagef(format string, args ...any) error {
 type globals struct {
 	httpAddr string
 	token    string // --token; SHOAL_HTTP_TOKEN when empty
-	caFile   string // --ca-file; SHOAL_HTTP_CA_FILE when empty
-	tls      *tls.Config
+	// tokenFilePath is --token-file; SHOAL_API_TOKEN_FILE, then the
+	// agent's default path, when empty.
+	tokenFilePath string
+	caFile        string // --ca-file; SHOAL_HTTP_CA_FILE when empty
+	tls           *tls.Config
 	// httpLimits bound the agent's HTTP server (tests shorten them).
 	httpLimits api.Limits
 	getenv     func(string) string
@@ -70,9 +73,10 @@ func (g *globals) loadTLS() error {
 	return nil
 }
 
-// client returns the API client for --http-addr: with --token (or
-// SHOAL_HTTP_TOKEN) when given, else finding the token by itself when the
-// agent asks for it; with --ca-file for an https:// address.
+// client returns the API client for --http-addr (the default port added
+// when it has none): with --token (or SHOAL_HTTP_TOKEN) when given, else
+// reading the token file when the agent asks for the token (tokenFile);
+// with --ca-file for an https:// address.
 func (g *globals) client() *client.Client {
 	// No timeout of the client's: a command waits as long as the agent
 	// takes (a join of dead addresses, a long query), and Ctrl-C ends it.
@@ -84,12 +88,13 @@ func (g *globals) client() *client.Client {
 	if tok != "" {
 		opts = append(opts, client.WithToken(tok))
 	} else {
-		opts = append(opts, client.WithTokenFinder(findToken))
+		f := g.tokenFile()
+		opts = append(opts, client.WithHTTPClient(f.httpClient()), client.WithTokenFinder(f.find))
 	}
 	if g.tls != nil {
 		opts = append(opts, client.WithTLSConfig(g.tls))
 	}
-	return client.New(g.httpAddr, opts...)
+	return client.New(withDefaultPort(g.httpAddr), opts...)
 }
 
 // Execute runs the CLI with args and returns the process exit code.
@@ -116,17 +121,56 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // checkCommand refuses an unknown command before cobra runs it: cobra's
 // own error for it is untyped (exit 1), and a group such as "hooks" given
-// an unknown subcommand would only print its help (exit 0).
+// an unknown subcommand would only print its help (exit 0). cobra's help
+// and completion commands are added first (cobra adds them only when it
+// runs), and its shell-completion requests pass as they are.
 func checkCommand(root *cobra.Command, args []string) error {
+	if len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd) {
+		return nil
+	}
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd(args...)
 	cmd, rest, err := root.Find(args)
 	if err != nil {
-		return &usageError{fmt.Errorf("%w (see 'shoal --help')", err)}
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		return usagef("%s (see 'shoal --help')%s", msg, didYouMean(root, firstArg(args)))
+	}
+	if cmd.Name() == "help" && cmd.Parent() == root && len(rest) > 0 {
+		if _, _, err := root.Find(rest); err != nil {
+			return usagef("shoal help: unknown command %q (see 'shoal --help')%s", rest[0], didYouMean(root, rest[0]))
+		}
 	}
 	if cmd != root && cmd.HasAvailableSubCommands() && !cmd.Runnable() &&
 		len(rest) > 0 && !strings.HasPrefix(rest[0], "-") && rest[0] != "help" {
-		return usagef("unknown command %q for %q (see '%s --help')", rest[0], cmd.CommandPath(), cmd.CommandPath())
+		return usagef("unknown command %q for %q (see '%s --help')%s", rest[0], cmd.CommandPath(), cmd.CommandPath(), didYouMean(cmd, rest[0]))
 	}
 	return nil
+}
+
+// firstArg is the first argument that is not a flag (the unknown command
+// cobra complains about, for a command line without global flags before
+// it; otherwise possibly a flag's value, which suggests nothing).
+func firstArg(args []string) string {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			return a
+		}
+	}
+	return ""
+}
+
+// didYouMean is a line suggesting the subcommands of cmd close to arg, or
+// "".
+func didYouMean(cmd *cobra.Command, arg string) string {
+	if arg == "" {
+		return ""
+	}
+	cmd.SuggestionsMinimumDistance = 2
+	s := cmd.SuggestionsFor(arg)
+	if len(s) == 0 {
+		return ""
+	}
+	return "\nDid you mean this? " + strings.Join(s, ", ")
 }
 
 // errorText is err as printed: an error the agent answered (its message
@@ -165,16 +209,19 @@ command or flag, bad argument or filter, invalid configuration): running
 it again unchanged fails again.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionText(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	def := os.Getenv("SHOAL_HTTP_ADDR")
 	if def == "" {
 		def = client.DefaultAddr
 	}
-	root.PersistentFlags().StringVar(&g.httpAddr, "http-addr", def, "HTTP API address of the agent to talk to: host:port, or https://host:port for an agent serving TLS [$SHOAL_HTTP_ADDR]")
+	root.PersistentFlags().StringVar(&g.httpAddr, "http-addr", def, "HTTP API address of the agent to talk to: host[:port], or https://host[:port] for an agent serving TLS; port 8946 when none is given [$SHOAL_HTTP_ADDR]")
 	// No default shown for the token: help output must not print it.
-	root.PersistentFlags().StringVar(&g.token, "token", "", "API token for writes, keys and logs [$SHOAL_HTTP_TOKEN] (default: read from the agent's api_token_file, as root or the agent's user, when the agent is on this host)")
+	root.PersistentFlags().StringVar(&g.token, "token", "", "API token for writes, keys and logs [$SHOAL_HTTP_TOKEN] (default: read from --token-file)")
+	root.PersistentFlags().StringVar(&g.tokenFilePath, "token-file", "", "file holding the API token, the agent's api_token_file, read as root or the agent's user and sent only to a process of this host running as the file's owner or root [$SHOAL_API_TOKEN_FILE] (default: $STATE_DIRECTORY/api-token, /var/lib/shoal/api-token for root, else ~/.local/state/shoal/api-token)")
 	root.PersistentFlags().StringVar(&g.caFile, "ca-file", "", "PEM CA certificate(s) that verify an https:// agent [$SHOAL_HTTP_CA_FILE] (default: the system roots)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if cmd.Name() == "agent" {

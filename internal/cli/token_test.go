@@ -24,7 +24,6 @@ import (
 	"github.com/shoaldb/shoal/internal/api"
 	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/testutil/agenttest"
-	"github.com/shoaldb/shoal/pkg/client"
 )
 
 // startTestAgent starts an in-process agent with gossip encryption and its
@@ -56,12 +55,16 @@ func run(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-// TestCLIFindsTheToken: without --token the CLI reads the agent's
-// api_token_file after a 401 (same user here); --token and
+// TestCLIFindsTheToken: without --token the CLI reads the token file
+// named by --token-file, else SHOAL_API_TOKEN_FILE, else the default path
+// (never the one the agent reports), after a 401; --token and
 // SHOAL_HTTP_TOKEN take precedence; a wrong one is refused; a token file
 // it cannot use gives one clear line and exit 1.
 func TestCLIFindsTheToken(t *testing.T) {
 	t.Setenv("SHOAL_HTTP_TOKEN", "")
+	t.Setenv("SHOAL_API_TOKEN_FILE", "")
+	empty := t.TempDir()
+	t.Setenv("STATE_DIRECTORY", empty)
 	a, cfg := startTestAgent(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -69,9 +72,26 @@ func TestCLIFindsTheToken(t *testing.T) {
 	}
 	addr := serveOn(t, a, ln)
 
+	// No token where the CLI looks: it says where it looked and how to
+	// give one, and does not read the file the agent reports.
 	code, out, errOut := run(t, "keys", "list", "--http-addr", addr)
-	if code != ExitOK || !strings.Contains(out, cfg.Encrypt) {
-		t.Fatalf("keys list finding the token: exit %d\n%s%s", code, out, errOut)
+	if code != ExitError || strings.Contains(out, cfg.Encrypt) || !strings.Contains(errOut, filepath.Join(empty, "api-token")) ||
+		!strings.Contains(errOut, "--token-file or SHOAL_API_TOKEN_FILE") || !strings.Contains(errOut, "pass --token") {
+		t.Fatalf("keys list without a token where the CLI looks: exit %d\n%s%s", code, out, errOut)
+	}
+	// The default path ($STATE_DIRECTORY/api-token), --token-file,
+	// SHOAL_API_TOKEN_FILE.
+	t.Setenv("STATE_DIRECTORY", filepath.Dir(cfg.APITokenFile))
+	if code, out, errOut = run(t, "keys", "list", "--http-addr", addr); code != ExitOK || !strings.Contains(out, cfg.Encrypt) {
+		t.Fatalf("keys list with the token at the default path: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Setenv("STATE_DIRECTORY", empty)
+	if code, out, errOut = run(t, "keys", "list", "--http-addr", addr, "--token-file", cfg.APITokenFile); code != ExitOK || !strings.Contains(out, cfg.Encrypt) {
+		t.Fatalf("keys list --token-file: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Setenv("SHOAL_API_TOKEN_FILE", cfg.APITokenFile)
+	if code, out, errOut = run(t, "keys", "list", "--http-addr", addr); code != ExitOK || !strings.Contains(out, cfg.Encrypt) {
+		t.Fatalf("keys list with SHOAL_API_TOKEN_FILE: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, errOut = run(t, "keys", "list", "--http-addr", addr, "--token", a.APIToken())
 	if code != ExitOK || !strings.Contains(out, cfg.Encrypt) {
@@ -114,20 +134,31 @@ func TestCLIFindsTheToken(t *testing.T) {
 	}
 }
 
-// TestFindTokenOnlyForLocalAgents: a remote agent's token file path names
-// a file of another host; the CLI never reads a local file for it.
-func TestFindTokenOnlyForLocalAgents(t *testing.T) {
-	for addr, want := range map[string]bool{
-		"127.0.0.1:8946": true, "localhost:8946": true, "[::1]:8946": true, "https://127.0.0.2:1": true,
-		"http://LOCALHOST:8946": true, "10.0.0.1:8946": false, "https://db1.example:8946": false, "0.0.0.0:8946": false,
+// TestAddrHelpers: an --http-addr without a port gets the agent's; the
+// socket table's addresses parse in the kernel's byte order.
+func TestAddrHelpers(t *testing.T) {
+	for in, want := range map[string]string{
+		"localhost": "localhost:8946", "127.0.0.1:9000": "127.0.0.1:9000", "https://db1": "https://db1:8946",
+		"http://[::1]": "http://[::1]:8946", "::1": "[::1]:8946", "[::1]:1": "[::1]:1", "https://db1:443": "https://db1:443",
 	} {
-		if got := localAddr(addr); got != want {
-			t.Errorf("localAddr(%q) = %v, want %v", addr, got, want)
+		if got := withDefaultPort(in); got != want {
+			t.Errorf("withDefaultPort(%q) = %q, want %q", in, got, want)
 		}
 	}
-	_, err := findToken(context.Background(), client.New("10.0.0.1:8946"))
-	if err == nil || !strings.Contains(err.Error(), "pass --token or set SHOAL_HTTP_TOKEN") {
-		t.Fatalf("findToken for a remote agent: %v", err)
+	v4 := &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 8946}
+	v6 := &net.TCPAddr{IP: net.ParseIP("::1"), Port: 8946}
+	for field, want := range map[string]*net.TCPAddr{
+		"0100007F:22F2": v4, "00000000000000000000000001000000:22F2": v6,
+		"0000000000000000FFFF00000100007F:22F2": v4, // an IPv4 client of an IPv6 socket
+	} {
+		if !sameAddr(field, want) {
+			t.Errorf("sameAddr(%q, %s) = false", field, want)
+		}
+	}
+	for _, field := range []string{"0100007F:22F3", "0200007F:22F2", "zz:22F2", "0100007F", ""} {
+		if sameAddr(field, v4) {
+			t.Errorf("sameAddr(%q, %s) = true", field, v4)
+		}
 	}
 }
 
@@ -172,6 +203,7 @@ func TestTLSListenerAndCLI(t *testing.T) {
 	t.Setenv("SHOAL_HTTP_TOKEN", "")
 	t.Setenv("SHOAL_HTTP_CA_FILE", "")
 	a, cfg := startTestAgent(t)
+	t.Setenv("SHOAL_API_TOKEN_FILE", cfg.APITokenFile)
 	certFile, keyFile := writeSelfSigned(t, t.TempDir())
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.HTTPTLSCertFile, cfg.HTTPTLSKeyFile = certFile, keyFile
