@@ -60,7 +60,7 @@ type proc struct {
 	bind string
 	rpc  string // the Serf RPC address
 	// tokenFile holds the agent's API token (in a directory of the
-	// test's, mode 0700); the CLI run as the same user finds it.
+	// test's, mode 0700); shoal() tells the CLI of it.
 	tokenFile string
 	done      chan struct{}
 	err       error
@@ -78,6 +78,8 @@ func startAgentAt(t *testing.T, name, key, bind string, extra ...string) *proc {
 		tokenFile: filepath.Join(t.TempDir(), "api-token")}
 	args := append([]string{"agent", "--node", name, "--bind", p.bind, "--http-addr", p.http,
 		"--rpc-addr", p.rpc, "--encrypt", key, "--profile", "fast", "--api-token-file", p.tokenFile}, extra...)
+	tokenFiles.Store(p.http, p.tokenFile)
+	t.Cleanup(func() { tokenFiles.Delete(p.http) })
 	p.cmd = exec.Command(shoalBin(t), args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
@@ -103,13 +105,26 @@ func shoal(t *testing.T, args ...string) (string, string, int) {
 	return shoalEnv(t, nil, args...)
 }
 
-// shoalEnv runs the CLI with env added to the test's environment.
+// tokenFiles maps the HTTP address of each agent startAgentAt started to
+// its token file: the CLI reads the token from the file it is told of.
+var tokenFiles sync.Map
+
+// shoalEnv runs the CLI with env added to the test's environment; a
+// command for an agent of startAgentAt's gets SHOAL_API_TOKEN_FILE (env
+// may override it).
 func shoalEnv(t *testing.T, env []string, args ...string) (string, string, int) {
 	t.Helper()
 	bin := shoalBin(t) // the build (first call) is not the command's time
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	for i, a := range args {
+		if a == "--http-addr" && i+1 < len(args) {
+			if f, ok := tokenFiles.Load(args[i+1]); ok {
+				env = append([]string{"SHOAL_API_TOKEN_FILE=" + f.(string)}, env...)
+			}
+		}
+	}
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}

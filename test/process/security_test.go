@@ -29,7 +29,7 @@ func asNobody(t *testing.T, args ...string) (string, string, int) {
 // TestUnprivilegedUserCannotDrainTheAgent reproduces the report: a local
 // user other than the agent's could read the gossip key and make the agent
 // leave. Now that user's CLI fails with the token error, a browser-style
-// POST is refused, and root's CLI finds the token by itself.
+// POST is refused, and root's CLI reads the token file.
 func TestUnprivilegedUserCannotDrainTheAgent(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED, NOT PASSED: this test runs the CLI as uid 65534 and needs root (run: sudo go test ./test/process/ -run Unprivileged)")
@@ -50,19 +50,19 @@ func TestUnprivilegedUserCannotDrainTheAgent(t *testing.T) {
 		t.Fatalf("members as nobody: exit %d\n%s%s", code, out, errOut)
 	}
 	// The key and the leave are not.
-	wantErr := "permission denied reading " + a.tokenFile + ": run as root or the agent's user, or pass --token"
-	out, errOut, code := asNobody(t, "keys", "list", "--http-addr", a.http)
+	wantErr := "permission denied reading " + a.tokenFile + " (from --token-file): run as root or the agent's user, or pass --token"
+	out, errOut, code := asNobody(t, "keys", "list", "--http-addr", a.http, "--token-file", a.tokenFile)
 	if code != 1 || !strings.Contains(errOut, wantErr) || strings.Contains(out+errOut, key) {
 		t.Fatalf("keys list as nobody: exit %d, want 1 with %q\n%s%s", code, wantErr, out, errOut)
 	}
-	if _, errOut, code := asNobody(t, "leave", "--http-addr", a.http); code != 1 || !strings.Contains(errOut, wantErr) {
+	if _, errOut, code := asNobody(t, "leave", "--http-addr", a.http, "--token-file", a.tokenFile); code != 1 || !strings.Contains(errOut, wantErr) {
 		t.Fatalf("leave as nobody: exit %d: %s", code, errOut)
 	}
 	for _, args := range [][]string{
 		{"tags", "--set", "x=y"}, {"maint", "enable", "--reason", "x"}, {"event", "e"},
 		{"hooks", "test", "user", "--name", "x"}, {"force-leave", "nobody"}, {"monitor"}, {"join", "127.0.0.1:1"},
 	} {
-		if _, errOut, code := asNobody(t, append(args, "--http-addr", a.http)...); code != 1 || !strings.Contains(errOut, "permission denied reading") {
+		if _, errOut, code := asNobody(t, append(args, "--http-addr", a.http, "--token-file", a.tokenFile)...); code != 1 || !strings.Contains(errOut, "permission denied reading") {
 			t.Errorf("%v as nobody: exit %d: %s", args, code, errOut)
 		}
 	}
@@ -106,7 +106,7 @@ func TestUnprivilegedUserCannotDrainTheAgent(t *testing.T) {
 	default:
 	}
 
-	// Root finds the token by itself.
+	// Root reads the token file it is told of.
 	out, errOut, code = shoal(t, "keys", "list", "--http-addr", a.http)
 	if code != 0 || !strings.Contains(out, key) {
 		t.Fatalf("keys list as root: exit %d\n%s%s", code, out, errOut)
