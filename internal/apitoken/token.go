@@ -4,9 +4,10 @@
 //
 // The agent creates the token at its first start in a file only its own user
 // can read (mode 0600, like an ssh key), so the API is protected without any
-// configuration. The CLI finds the file by itself (the agent reports its path
-// on the open /v1/agent/self endpoint) when it runs as the agent's user or
-// root; any other local user cannot read it, which is the point.
+// configuration. The CLI reads the file at DefaultPath (or the one its
+// --token-file or SHOAL_API_TOKEN_FILE names, never one an agent reports)
+// when it runs as the agent's user or root; any other local user cannot
+// read it, which is the point.
 package apitoken
 
 import (
