@@ -94,6 +94,7 @@ type Agent struct {
 	gate   *gossip.Gate      // nil when gossip.confirm_failures is off
 	tr     *gossip.Transport // memberlist's; memberlist shuts it down too
 	peers  *gossip.Peers     // nil without a snapshot
+	locks  []*os.File        // held locks of the state files (statelock.go)
 
 	// afterStep, when set (tests), runs after each step of Start; an error
 	// fails Start there.
@@ -327,6 +328,7 @@ func (a *Agent) Shutdown() {
 			}
 		}
 		a.logs.SetMonitor(nil)
+		a.releaseLocks() // last: nothing writes a state file any more
 	})
 }
 
