@@ -140,7 +140,7 @@ func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
 	a.conflicts = gossip.NewConflicts(gossip.ConflictConfig{
 		Node:    cfg.Node,
 		Joining: func() bool { return a.joinInFlight.Load() > 0 },
-		Lost:    a.fail,
+		Lost:    func(err error) { a.fail(nameConflictError(err)) },
 		Log:     a.log,
 	})
 	if path := a.peersPath(); path != "" {
@@ -153,6 +153,13 @@ func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
 		})
 	}
 	return a, nil
+}
+
+// nameConflictError is the error of a lost name-conflict vote: a
+// configuration error (exit status 2), which the shipped systemd unit does
+// not restart: a restart would only lose the vote again, every RestartSec.
+func nameConflictError(err error) error {
+	return config.Invalid(fmt.Errorf("%w; if this node only moved to a new address, start it again once `shoal members` shows its old address failed", err))
 }
 
 // peersPath is the peers file kept next to the snapshot, or "".
