@@ -96,6 +96,11 @@ type Agent struct {
 	peers  *gossip.Peers     // nil without a snapshot
 	locks  []*os.File        // held locks of the state files (statelock.go)
 
+	// maintSaveErr is why the last maintenance change was not saved to
+	// the tags file, under mu; shown while the file does not hold the
+	// state (maint.go).
+	maintSaveErr string
+
 	// afterStep, when set (tests), runs after each step of Start; an error
 	// fails Start there.
 	afterStep func(step string) error
