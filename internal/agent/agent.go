@@ -94,6 +94,12 @@ type Agent struct {
 	gate   *gossip.Gate      // nil when gossip.confirm_failures is off
 	tr     *gossip.Transport // memberlist's; memberlist shuts it down too
 	peers  *gossip.Peers     // nil without a snapshot
+	locks  []*os.File        // held locks of the state files (statelock.go)
+
+	// maintSaveErr is why the last maintenance change was not saved to
+	// the tags file, under mu; shown while the file does not hold the
+	// state (maint.go).
+	maintSaveErr string
 
 	// afterStep, when set (tests), runs after each step of Start; an error
 	// fails Start there.
@@ -139,7 +145,7 @@ func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
 	a.conflicts = gossip.NewConflicts(gossip.ConflictConfig{
 		Node:    cfg.Node,
 		Joining: func() bool { return a.joinInFlight.Load() > 0 },
-		Lost:    a.fail,
+		Lost:    func(err error) { a.fail(nameConflictError(err)) },
 		Log:     a.log,
 	})
 	if path := a.peersPath(); path != "" {
@@ -152,6 +158,13 @@ func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
 		})
 	}
 	return a, nil
+}
+
+// nameConflictError is the error of a lost name-conflict vote: a
+// configuration error (exit status 2), which the shipped systemd unit does
+// not restart: a restart would only lose the vote again, every RestartSec.
+func nameConflictError(err error) error {
+	return config.Invalid(fmt.Errorf("%w; if this node only moved to a new address, start it again once `shoal members` shows its old address failed", err))
 }
 
 // peersPath is the peers file kept next to the snapshot, or "".
@@ -327,6 +340,7 @@ func (a *Agent) Shutdown() {
 			}
 		}
 		a.logs.SetMonitor(nil)
+		a.releaseLocks() // last: nothing writes a state file any more
 	})
 }
 

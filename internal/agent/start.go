@@ -105,6 +105,10 @@ func (a *Agent) startConfig(_ context.Context, st *startup) error {
 	for _, w := range files.Warnings {
 		a.log.Warn(w)
 	}
+	// Before anything writes a state file (the tags, temporaries removed).
+	if err := a.startLock(); err != nil {
+		return err
+	}
 	kr, warn, err := setupKeyring(a.cfg.Encrypt, a.cfg.KeyringFile)
 	if err != nil {
 		return config.Invalid(fmt.Errorf("keyring_file: %w", err))

@@ -129,7 +129,7 @@ func toLocalHealth(h *view.LocalHealth) *client.LocalHealth {
 
 func toMaint(m view.Maint) client.MaintStatus {
 	return client.MaintStatus{
-		Node: m.Node, Enabled: m.Enabled, Reason: m.Reason, Persisted: m.Persisted,
+		Node: m.Node, Enabled: m.Enabled, Reason: m.Reason, Persisted: m.Persisted, Warning: m.Warning,
 		Damped: m.Damped, DampedUntil: m.DampedUntil, DampDetail: m.DampDetail,
 	}
 }

@@ -318,6 +318,9 @@ func TestMaintGolden(t *testing.T) {
 		{"maint.on-persisted", client.MaintStatus{Node: "db4", Enabled: true, Reason: "kernel upgrade", Persisted: true}},
 		{"maint.on-not-persisted", client.MaintStatus{Node: "db4", Enabled: true, Reason: "kernel upgrade"}},
 		{"maint.off", client.MaintStatus{Node: "db4", Persisted: true}},
+		// Issue 23: the drain is in effect, the tags file could not be written.
+		{"maint.on-not-saved", client.MaintStatus{Node: "db4", Enabled: true, Reason: "kernel upgrade",
+			Warning: "maintenance is in effect on every agent but was not saved to tags_file /var/lib/shoal/tags.json (write /var/lib/shoal/tags.json: no space left on device): it ENDS if this agent restarts; fix the file system and run `shoal maint enable` again"}},
 	} {
 		var b bytes.Buffer
 		if err := writeMaintText(&b, &tc.st); err != nil {

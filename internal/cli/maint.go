@@ -79,11 +79,17 @@ func writeMaintText(w io.Writer, st *client.MaintStatus) error {
 		fmt.Fprintf(w, "node %s: maintenance off\n", sanitize(st.Node))
 	} else {
 		persist := "survives restarts"
-		if !st.Persisted {
+		switch {
+		case st.Warning != "":
+			persist = "NOT SAVED, see the warning"
+		case !st.Persisted:
 			persist = "ends if the agent restarts: no tags_file"
 		}
 		fmt.Fprintf(w, "node %s: MAINTENANCE on (%s), out of the pool on every agent\nreason: %s\n",
 			sanitize(st.Node), persist, sanitize(st.Reason))
+	}
+	if st.Warning != "" {
+		fmt.Fprintf(w, "WARNING: %s\n", sanitize(st.Warning))
 	}
 	if !st.Damped {
 		return nil

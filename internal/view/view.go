@@ -185,7 +185,8 @@ type Maint struct {
 	Node        string
 	Enabled     bool
 	Reason      string
-	Persisted   bool
+	Persisted   bool   // the tags file holds this state: it survives a restart
+	Warning     string // set when a tags file is configured but does not hold this state
 	Damped      bool
 	DampedUntil time.Time
 	DampDetail  string

@@ -344,6 +344,10 @@ type MaintStatus struct {
 	// Persisted is true when the state survives an agent restart (the agent
 	// has a tags file).
 	Persisted bool `json:"persisted"`
+	// Warning is set when the agent has a tags file that does not hold the
+	// state in effect (saving it failed, for example on a full disk): it
+	// says what a restart of the agent would do.
+	Warning string `json:"warning,omitempty"`
 	// Damped is set while this agent's pool holds the node out with reason
 	// damped (flap damping, after repeated health removals), whatever the
 	// maintenance state: DampedUntil is when the hold ends if the node
