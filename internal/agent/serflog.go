@@ -1,10 +1,20 @@
 package agent
 
 import (
+	"io"
 	"log/slog"
 
 	"github.com/shoaldb/shoal/internal/gossip"
+	"github.com/shoaldb/shoal/internal/logging"
 )
+
+// newSerfOut is serf's and memberlist's log output: their lines into the
+// agent's log, relevelled (serfLogLevel) and watched (observeSerfLog),
+// behind a throttle for the lines a flood of bad packets or streams makes
+// (gossip.LogThrottle).
+func (a *Agent) newSerfOut() io.Writer {
+	return gossip.NewLogThrottle(&logging.StdWriter{Logger: a.logs.Logger, Observe: a.observeSerfLog, Relevel: a.serfLogLevel})
+}
 
 // observeSerfLog watches serf's log for the timeouts of its leave
 // (observeLeaveLog) and for a conflict over our own name, which serf
