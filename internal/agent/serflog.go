@@ -27,7 +27,7 @@ func (a *Agent) observeSerfLog(_ slog.Level, component, msg string) {
 // serfLogLevel is the level a serf or memberlist log line is logged at (see
 // gossip.SerfLogLevel).
 func (a *Agent) serfLogLevel(lv slog.Level, component, msg string) slog.Level {
-	return gossip.SerfLogLevel(lv, component, msg, a.isStopping())
+	return gossip.SerfLogLevel(lv, component, msg, a.isStopping(), a.leave.completed.Load())
 }
 
 // isStopping reports whether Shutdown has begun.
