@@ -55,6 +55,9 @@ type leaveState struct {
 	done     chan struct{} // closed when err is set
 	err      error
 	timedOut atomic.Bool // serf logged a timeout of its leave broadcasts
+	// completed: the leave is complete (err nil); serf's own Leave may
+	// still run (see gossip.SerfLogLevel).
+	completed atomic.Bool
 }
 
 // leavePoll is how often Leave looks at the peers' states.
@@ -97,6 +100,7 @@ func (a *Agent) startLeave() <-chan struct{} {
 		a.leave.done = make(chan struct{})
 		go func() {
 			a.leave.err = a.doLeave()
+			a.leave.completed.Store(a.leave.err == nil)
 			close(a.leave.done)
 		}()
 	})

@@ -1,10 +1,20 @@
 package agent
 
 import (
+	"io"
 	"log/slog"
 
 	"github.com/shoaldb/shoal/internal/gossip"
+	"github.com/shoaldb/shoal/internal/logging"
 )
+
+// newSerfOut is serf's and memberlist's log output: their lines into the
+// agent's log, relevelled (serfLogLevel) and watched (observeSerfLog),
+// behind a throttle for the lines a flood of bad packets or streams makes
+// (gossip.LogThrottle).
+func (a *Agent) newSerfOut() io.Writer {
+	return gossip.NewLogThrottle(&logging.StdWriter{Logger: a.logs.Logger, Observe: a.observeSerfLog, Relevel: a.serfLogLevel})
+}
 
 // observeSerfLog watches serf's log for the timeouts of its leave
 // (observeLeaveLog) and for a conflict over our own name, which serf
@@ -17,7 +27,7 @@ func (a *Agent) observeSerfLog(_ slog.Level, component, msg string) {
 // serfLogLevel is the level a serf or memberlist log line is logged at (see
 // gossip.SerfLogLevel).
 func (a *Agent) serfLogLevel(lv slog.Level, component, msg string) slog.Level {
-	return gossip.SerfLogLevel(lv, component, msg, a.isStopping())
+	return gossip.SerfLogLevel(lv, component, msg, a.isStopping(), a.leave.completed.Load())
 }
 
 // isStopping reports whether Shutdown has begun.

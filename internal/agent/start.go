@@ -30,7 +30,7 @@ import (
 
 // startup is what Start's steps hand on to each other.
 type startup struct {
-	serfOut *logging.StdWriter // serf's and memberlist's log output
+	serfOut io.Writer // serf's and memberlist's log output (see newSerfOut)
 	sc      *serf.Config
 	kr      *memberlist.Keyring // nil: gossip is not encrypted
 	// newIPC serves serf's RPC protocol on ln, with serf's log ring for
@@ -91,7 +91,7 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 // startConfig checks what the configuration names and builds serf's
 // configuration, the keyring, the API token and the initial tags.
 func (a *Agent) startConfig(_ context.Context, st *startup) error {
-	st.serfOut = &logging.StdWriter{Logger: a.logs.Logger, Observe: a.observeSerfLog, Relevel: a.serfLogLevel}
+	st.serfOut = a.newSerfOut()
 	sc, err := gossip.SerfConfig(a.cfg, st.serfOut)
 	if err != nil {
 		return err

@@ -16,17 +16,19 @@ func TestSerfLogLevel(t *testing.T) {
 	for _, tc := range []struct {
 		lv             slog.Level
 		component, msg string
-		stopping       bool
+		stopping, left bool
 		want           slog.Level
 	}{
-		{slog.LevelInfo, "serf", "attempting reconnect to node1 127.0.0.1:7946", false, slog.LevelDebug},
-		{slog.LevelWarn, "agent", "Serf shutdown detected, quitting", true, slog.LevelInfo},
-		{slog.LevelWarn, "agent", "Serf shutdown detected, quitting", false, slog.LevelWarn},
-		{slog.LevelError, "serf", "Node name conflicts with another node at 10.0.0.1:7946", true, slog.LevelError},
-		{slog.LevelInfo, "memberlist", "attempting reconnect to node1", false, slog.LevelInfo},
+		{slog.LevelInfo, "serf", "attempting reconnect to node1 127.0.0.1:7946", false, false, slog.LevelDebug},
+		{slog.LevelWarn, "agent", "Serf shutdown detected, quitting", true, false, slog.LevelInfo},
+		{slog.LevelWarn, "agent", "Serf shutdown detected, quitting", false, false, slog.LevelWarn},
+		{slog.LevelError, "serf", "Node name conflicts with another node at 10.0.0.1:7946", true, true, slog.LevelError},
+		{slog.LevelInfo, "memberlist", "attempting reconnect to node1", false, false, slog.LevelInfo},
+		{slog.LevelWarn, "serf", "Shutdown without a Leave", true, true, slog.LevelDebug},
+		{slog.LevelWarn, "serf", "Shutdown without a Leave", true, false, slog.LevelWarn},
 	} {
-		if got := SerfLogLevel(tc.lv, tc.component, tc.msg, tc.stopping); got != tc.want {
-			t.Errorf("SerfLogLevel(%v, %q, %q, %v) = %v, want %v", tc.lv, tc.component, tc.msg, tc.stopping, got, tc.want)
+		if got := SerfLogLevel(tc.lv, tc.component, tc.msg, tc.stopping, tc.left); got != tc.want {
+			t.Errorf("SerfLogLevel(%v, %q, %q, %v, %v) = %v, want %v", tc.lv, tc.component, tc.msg, tc.stopping, tc.left, got, tc.want)
 		}
 	}
 }

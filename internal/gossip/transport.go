@@ -51,6 +51,11 @@ type Transport struct {
 	// keys, when gossip is encrypted, admits to last and the watches only
 	// packets sealed with a key of the keyring. Used by readLoop only.
 	keys *keyCheck
+
+	// limits bounds the inbound streams (see streamlimit.go); rejected
+	// counts the ones it refused or cut off.
+	limits   *streamLimiter
+	rejected streamsRejected
 }
 
 const maxHeard = 8192
@@ -78,12 +83,18 @@ func NewTransport(mc *memberlist.Config, logger *log.Logger) (*Transport, error)
 // both). keys (nil: gossip is not encrypted) decides which packets count as
 // heard from their source address (see HeardSince).
 func newTransport(bindAddr string, port int, logger *log.Logger, keys *keyCheck) (*Transport, error) {
+	return newTransportLimits(bindAddr, port, logger, keys, defaultStreamLimits)
+}
+
+// newTransportLimits is newTransport with lim as the inbound stream limits.
+func newTransportLimits(bindAddr string, port int, logger *log.Logger, keys *keyCheck, lim streamLimits) (*Transport, error) {
 	ip := net.ParseIP(bindAddr)
 	if ip == nil {
 		return nil, fmt.Errorf("bind address %q is not an IP address", bindAddr)
 	}
 	t := &Transport{bindIP: ip, logger: logger, packets: make(chan *memberlist.Packet), streams: make(chan net.Conn), done: make(chan struct{}),
 		last: map[netip.AddrPort]time.Time{}, keys: keys}
+	t.limits = newStreamLimiter(lim, t.reject)
 	tcp, err := net.ListenTCP("tcp", &net.TCPAddr{IP: ip, Port: port})
 	if err != nil {
 		return nil, fmt.Errorf("failed to start TCP listener on %q port %d: %w", bindAddr, port, err)
@@ -196,13 +207,25 @@ func (t *Transport) acceptLoop() {
 			continue
 		}
 		delay = 0
+		c := t.limits.admit(conn)
+		if c == nil {
+			continue
+		}
 		select {
-		case t.streams <- conn:
+		case t.streams <- c:
 		case <-t.done:
-			conn.Close()
+			c.Close()
 			return
 		}
 	}
+}
+
+// reject counts and logs an inbound stream the limits refused or cut off.
+// The log line is memberlist's kind, with the address, so that the
+// throttle of serf's log (LogThrottle) bounds a flood of them.
+func (t *Transport) reject(reason string, remote net.Addr) {
+	t.rejected.add(reason)
+	t.logger.Printf("[WARN] memberlist: inbound stream rejected (%s) %s", reason, memberlist.LogAddress(remote))
 }
 
 func (t *Transport) readLoop() {
