@@ -131,7 +131,11 @@ func TestGossipStreamFloodBoundsMemory(t *testing.T) {
 	close(stop)
 	<-sampled
 
-	const allowance = 100 << 20
+	// Measured: 70 MB over the start with both rounds (memberlist's read
+	// buffer doubling inside the per-address budget, plus GC slack); the
+	// unbounded transport went over 1 GB. 200 MB keeps the test clear of
+	// noise and still far from the failure.
+	const allowance = 200 << 20
 	t.Logf("RSS before %d MB, peak during the flood %d MB, %d connections opened", base>>20, peak.Load()>>20, opened)
 	if peak.Load() > base+allowance {
 		t.Errorf("RSS peaked at %d MB during the flood, from %d MB: more than %d MB over", peak.Load()>>20, base>>20, allowance>>20)
