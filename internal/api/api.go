@@ -88,6 +88,7 @@ func New(b Backend, log *slog.Logger, httpAddr string, metrics http.Handler) *Se
 	s.routes = []route{
 		{method: "GET", path: "/v1/members", open: true, h: s.members},
 		{method: "GET", path: "/v1/agent/self", open: true, h: s.self},
+		{method: "GET", path: LivePath, open: true, h: live},
 		{method: "POST", path: "/v1/agent/join", h: s.join},
 		{method: "POST", path: "/v1/agent/leave", h: s.leave},
 		{method: "POST", path: "/v1/agent/force-leave", h: s.forceLeave},
@@ -306,6 +307,15 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) self(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toInfo(s.b.Info(s.httpAddr)))
+}
+
+// LivePath answers 200 {"status": "alive"} while the agent's HTTP server
+// runs, and nothing else: the liveness probe. It is served even when every
+// connection slot is busy (LimitedListener's reserved slots).
+const LivePath = "/v1/agent/live"
+
+func live(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "alive"})
 }
 
 // health answers 200 when the agent is healthy, 503 otherwise (for load

@@ -27,6 +27,7 @@ import (
 var wantRoutes = map[string]bool{
 	"GET /v1/members":            true,
 	"GET /v1/agent/self":         true,
+	"GET /v1/agent/live":         true, // liveness: {"status": "alive"}, nothing else
 	"GET /v1/health":             true,
 	"GET /v1/pool":               true,
 	"GET /v1/agent/maint":        true,
