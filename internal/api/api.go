@@ -73,16 +73,17 @@ type Server struct {
 	log      *slog.Logger
 	mux      *http.ServeMux
 	httpAddr string
-	// loopback: the listener is on a loopback IP, so only loopback Host
-	// headers are answered.
-	loopback bool
-	routes   []route
+	// hosts are the DNS names answered in Host besides IP literals and
+	// localhost (lower case): the listener's own name, set by AllowHosts.
+	hosts  map[string]bool
+	routes []route
 }
 
 // New returns the API handler for a listener on httpAddr. metrics, if not
 // nil, is served at /metrics.
 func New(b Backend, log *slog.Logger, httpAddr string, metrics http.Handler) *Server {
-	s := &Server{b: b, log: log, mux: http.NewServeMux(), httpAddr: httpAddr, loopback: loopbackListener(httpAddr)}
+	s := &Server{b: b, log: log, mux: http.NewServeMux(), httpAddr: httpAddr, hosts: map[string]bool{}}
+	s.AllowHosts(httpAddr)
 	// The one table of endpoints. open: a view without secrets, served
 	// without the token; every other route needs it.
 	s.routes = []route{

@@ -137,6 +137,7 @@ func runAgent(ctx context.Context, g *globals, cfg *config.Config, flags *config
 		}
 		reg.MustRegister(a.Collectors()...)
 		handler := api.New(a, logs.Logger.With("component", "api"), ln.Addr().String(), metrics.Handler(reg))
+		handler.AllowHosts(apiHostNames(cfg)...)
 		srv = api.NewHTTPServer(handler, g.httpLimits)
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -188,6 +189,17 @@ func startError(err error) error {
 		return fmt.Errorf("invalid configuration:\n  %w", err)
 	}
 	return err
+}
+
+// apiHostNames are the names the API answers in Host besides IP literals
+// and localhost: http_allowed_hosts, the host name, and the names in
+// http_addr and advertise.
+func apiHostNames(cfg *config.Config) []string {
+	names := append([]string{cfg.HTTPAddr, cfg.Advertise}, cfg.HTTPAllowedHosts...)
+	if h, err := os.Hostname(); err == nil {
+		names = append(names, h)
+	}
+	return names
 }
 
 // listenHTTP opens the API's listener on http_addr: at most maxConns
