@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/shoaldb/shoal/internal/api"
 	"github.com/shoaldb/shoal/internal/metrics"
 )
 
@@ -37,6 +38,8 @@ func TestMetricsDocumented(t *testing.T) {
 	descs := make(chan *prometheus.Desc, 1024)
 	var cs []prometheus.Collector
 	cs = append(cs, n.a.Collectors()...)
+	// The HTTP API's connection limiter (shoal agent registers it too).
+	cs = append(cs, api.LimitListener(nil, 1).Collectors()...)
 	// metrics.New's own collectors, through a registry-wrapping collector.
 	cs = append(cs, gathererNames{reg})
 	exported := map[string]bool{}

@@ -73,21 +73,23 @@ type Server struct {
 	log      *slog.Logger
 	mux      *http.ServeMux
 	httpAddr string
-	// loopback: the listener is on a loopback IP, so only loopback Host
-	// headers are answered.
-	loopback bool
-	routes   []route
+	// hosts are the DNS names answered in Host besides IP literals and
+	// localhost (lower case): the listener's own name, set by AllowHosts.
+	hosts  map[string]bool
+	routes []route
 }
 
 // New returns the API handler for a listener on httpAddr. metrics, if not
 // nil, is served at /metrics.
 func New(b Backend, log *slog.Logger, httpAddr string, metrics http.Handler) *Server {
-	s := &Server{b: b, log: log, mux: http.NewServeMux(), httpAddr: httpAddr, loopback: loopbackListener(httpAddr)}
+	s := &Server{b: b, log: log, mux: http.NewServeMux(), httpAddr: httpAddr, hosts: map[string]bool{}}
+	s.AllowHosts(httpAddr)
 	// The one table of endpoints. open: a view without secrets, served
 	// without the token; every other route needs it.
 	s.routes = []route{
 		{method: "GET", path: "/v1/members", open: true, h: s.members},
 		{method: "GET", path: "/v1/agent/self", open: true, h: s.self},
+		{method: "GET", path: LivePath, open: true, h: live},
 		{method: "POST", path: "/v1/agent/join", h: s.join},
 		{method: "POST", path: "/v1/agent/leave", h: s.leave},
 		{method: "POST", path: "/v1/agent/force-leave", h: s.forceLeave},
@@ -306,6 +308,15 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) self(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toInfo(s.b.Info(s.httpAddr)))
+}
+
+// LivePath answers 200 {"status": "alive"} while the agent's HTTP server
+// runs, and nothing else: the liveness probe. It is served even when every
+// connection slot is busy (LimitedListener's reserved slots).
+const LivePath = "/v1/agent/live"
+
+func live(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "alive"})
 }
 
 // health answers 200 when the agent is healthy, 503 otherwise (for load

@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 )
@@ -52,18 +53,6 @@ func isWrite(method string) bool {
 	return true
 }
 
-// loopbackListener reports whether httpAddr, the listener's address, is on
-// a loopback IP. An address that does not parse (a test server handed "")
-// counts as loopback: the stricter checks apply.
-func loopbackListener(httpAddr string) bool {
-	host, _, err := net.SplitHostPort(httpAddr)
-	if err != nil {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip == nil || ip.IsLoopback()
-}
-
 // LoopbackHost reports whether host[:port] names this machine's loopback:
 // localhost, 127.0.0.0/8 or [::1], any port.
 func LoopbackHost(hostport string) bool {
@@ -79,10 +68,51 @@ func LoopbackHost(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// AllowHosts adds names (host or host:port) that the Host header may
+// carry besides IP literals and localhost: the listener's own DNS names.
+// IP literals among them change nothing. Call it before serving.
+func (s *Server) AllowHosts(names ...string) {
+	for _, n := range names {
+		if h := hostName(n); h != "" {
+			if _, err := netip.ParseAddr(h); err != nil {
+				s.hosts[h] = true
+			}
+		}
+	}
+}
+
+// hostName is the host of host[:port], without brackets or a final dot,
+// in lower case.
+func hostName(hostport string) string {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return strings.ToLower(strings.TrimSuffix(host, "."))
+}
+
+// hostAllowed reports whether a request's Host names this agent: an IP
+// literal, localhost, or a name given to AllowHosts. A DNS rebinding page
+// (evil.example resolving to the agent's address) sends its own name.
+func (s *Server) hostAllowed(r *http.Request) bool {
+	// No Host at all (HTTP/1.0 health checkers) is no rebinding: browsers
+	// always send one. Over TLS the browser has checked the name against
+	// the certificate, which a rebinding name does not match.
+	if r.Host == "" || r.TLS != nil {
+		return true
+	}
+	h := hostName(r.Host)
+	if _, err := netip.ParseAddr(h); err == nil {
+		return true
+	}
+	return h == "localhost" || s.hosts[h]
+}
+
 // checkBrowser refuses what a web page or a rebound DNS name can send:
-//   - on a loopback listener, a Host that is not a loopback name (DNS
-//     rebinding: evil.example resolving to 127.0.0.1) — 403, reads
-//     included; a request without Host (HTTP/1.0) passes;
+//   - a Host that is not an IP literal, localhost or one of the agent's
+//     names (hostAllowed; DNS rebinding: evil.example resolving to the
+//     agent's address) — 403, reads included;
 //   - an Origin whose host:port is not the request's Host (a page of
 //     another site) — 403;
 //   - a write whose Content-Type is set and is not application/json (the
@@ -90,10 +120,8 @@ func LoopbackHost(hostport string) bool {
 //
 // It returns the status and error to answer, or 0.
 func (s *Server) checkBrowser(r *http.Request) (int, error) {
-	// No Host at all (HTTP/1.0 health checkers) is no rebinding: browsers
-	// always send one.
-	if s.loopback && r.Host != "" && !LoopbackHost(r.Host) {
-		return http.StatusForbidden, fmt.Errorf("host %q is not a loopback name: this agent listens on loopback and answers only Host localhost, 127.0.0.1 or [::1] (DNS rebinding protection)", r.Host)
+	if !s.hostAllowed(r) {
+		return http.StatusForbidden, fmt.Errorf("host %q is not a name of this agent: it answers a Host that is an IP address, localhost, its host name or a name listed in http_allowed_hosts (DNS rebinding protection)", r.Host)
 	}
 	if origin := r.Header.Get("Origin"); origin != "" {
 		u, err := url.Parse(origin)

@@ -27,6 +27,7 @@ import (
 var wantRoutes = map[string]bool{
 	"GET /v1/members":            true,
 	"GET /v1/agent/self":         true,
+	"GET /v1/agent/live":         true, // liveness: {"status": "alive"}, nothing else
 	"GET /v1/health":             true,
 	"GET /v1/pool":               true,
 	"GET /v1/agent/maint":        true,
@@ -195,9 +196,9 @@ func TestBrowserAndRebindingRefused(t *testing.T) {
 		{"text/plain leave", "POST", "/v1/agent/leave", "", []string{"Content-Type", "text/plain", api.TokenHeader, tok}, 415, `content type "text/plain"`},
 		{"form tags", "PUT", "/v1/agent/tags", "set=x", []string{"Content-Type", "application/x-www-form-urlencoded", api.TokenHeader, tok}, 415, "application/json"},
 		{"multipart event", "POST", "/v1/event", "", []string{"Content-Type", "multipart/form-data; boundary=x"}, 415, "application/json"},
-		{"rebinding read", "GET", "/v1/members", "", []string{"Host", "evil.example:8946"}, 403, "not a loopback name"},
+		{"rebinding read", "GET", "/v1/members", "", []string{"Host", "evil.example:8946"}, 403, "not a name of this agent"},
 		{"rebinding keys", "GET", "/v1/keys", "", []string{"Host", "evil.example", api.TokenHeader, tok}, 403, "DNS rebinding"},
-		{"rebinding metrics-like", "GET", "/v1/health", "", []string{"Host", "127.0.0.1.evil.example"}, 403, "not a loopback name"},
+		{"rebinding metrics-like", "GET", "/v1/health", "", []string{"Host", "127.0.0.1.evil.example"}, 403, "not a name of this agent"},
 	} {
 		status, body := do(t, tc.method, base+tc.path, tc.body, tc.header...)
 		if status != tc.status || !strings.Contains(errorOf(t, body), tc.want) {
@@ -253,12 +254,30 @@ func TestBrowserAndRebindingRefused(t *testing.T) {
 		}
 	}
 
-	// A listener beyond loopback serves any Host (names are the
-	// operator's); the token still guards writes.
-	srv := httptest.NewServer(serveAPI(t, a, "10.0.0.1:8946"))
+	// A listener beyond loopback checks Host the same way (DNS rebinding
+	// reaches any address a browser can); names given to AllowHosts and
+	// IP literals are served, and the token still guards writes.
+	h := serveAPI(t, a, "10.0.0.1:8946")
+	h.AllowHosts("Shoal.Example:8946", "192.0.2.1")
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	if status, body := do(t, "GET", srv.URL+"/v1/members", "", "Host", "shoal.example:8946"); status != http.StatusOK {
-		t.Errorf("non-loopback listener, GET with a DNS name: %d %s", status, body)
+	for _, c := range []struct {
+		host string
+		want int
+	}{
+		{"attacker.example:8946", http.StatusForbidden},
+		{"attacker.example", http.StatusForbidden},
+		{"shoal.example.attacker.example", http.StatusForbidden},
+		{"shoal.example:8946", http.StatusOK},
+		{"SHOAL.example.", http.StatusOK},
+		{"10.0.0.1:8946", http.StatusOK},
+		{"192.0.2.77", http.StatusOK},
+		{"[2001:db8::1]:8946", http.StatusOK},
+		{"localhost:8946", http.StatusOK},
+	} {
+		if status, body := do(t, "GET", srv.URL+"/v1/members", "", "Host", c.host); status != c.want {
+			t.Errorf("non-loopback listener, GET with Host %s: %d %s, want %d", c.host, status, body, c.want)
+		}
 	}
 	if status, body := do(t, "GET", srv.URL+"/v1/keys", "", "Host", "shoal.example:8946"); status != http.StatusUnauthorized {
 		t.Errorf("non-loopback listener, keys without the token: %d %s", status, body)

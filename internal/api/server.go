@@ -1,9 +1,10 @@
 package api
 
 import (
+	"context"
+	"crypto/tls"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 )
 
@@ -13,14 +14,20 @@ type Limits struct {
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds reading a whole request, body included. It does
 	// not cut /v1/monitor: net/http lifts the read deadline once a request
-	// without a body is read. There is no write timeout, which would.
+	// without a body is read. There is no server write timeout, which
+	// would; a GET but /v1/monitor has ViewWriteTimeout.
 	ReadTimeout time.Duration
+	// ViewWriteTimeout bounds writing the answer to a GET (but
+	// /v1/monitor): a client that does not read holds its slot no longer.
+	ViewWriteTimeout time.Duration
 	// IdleTimeout closes a keep-alive connection with no request.
 	IdleTimeout time.Duration
 	// MaxHeaderBytes bounds a request's headers.
 	MaxHeaderBytes int
-	// MaxConns bounds the connections open at once; more wait in the
-	// kernel's accept queue until one closes.
+	// MaxConns bounds the connections served at once. At the bound a new
+	// connection closes the longest idle keep-alive one (or one that has
+	// sent nothing for NewConnGrace) instead of waiting for it: an idle
+	// connection holds no slot against a new one. See LimitListener.
 	MaxConns int
 }
 
@@ -30,66 +37,77 @@ func DefaultLimits() Limits {
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       60 * time.Second,
+		ViewWriteTimeout:  30 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		MaxConns:          512,
 	}
 }
 
 // NewHTTPServer returns the server for h with the limits l. Serve it on a
-// listener wrapped by LimitListener(ln, l.MaxConns).
+// listener wrapped by LimitListener(ln, l.MaxConns) (TLS, if any, wrapped
+// around that): the server tells the listener which connections are idle,
+// and answers a connection given a reserved slot with LivePath only.
 func NewHTTPServer(h http.Handler, l Limits) *http.Server {
 	return &http.Server{
-		Handler:           h,
+		Handler:           reservedOnlyLive(h, l.ViewWriteTimeout),
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
 		ReadTimeout:       l.ReadTimeout,
 		IdleTimeout:       l.IdleTimeout,
 		MaxHeaderBytes:    l.MaxHeaderBytes,
+		ConnState:         connStateHook,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if tc := tracked(c); tc != nil {
+				return context.WithValue(ctx, connKey{}, tc)
+			}
+			return ctx
+		},
 	}
 }
 
-// LimitListener returns a listener that holds at most n accepted
-// connections open at once: Accept waits for a slot (n <= 0: no bound).
-func LimitListener(ln net.Listener, n int) net.Listener {
-	if n <= 0 {
-		return ln
+type connKey struct{}
+
+// tracked returns the LimitListener connection under c (TLS unwrapped), or
+// nil.
+func tracked(c net.Conn) *trackedConn {
+	if t, ok := c.(*tls.Conn); ok {
+		c = t.NetConn()
 	}
-	return &limitListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
+	tc, _ := c.(*trackedConn)
+	return tc
 }
 
-type limitListener struct {
-	net.Listener
-	sem       chan struct{}
-	closeOnce sync.Once
-	done      chan struct{}
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
+func connStateHook(c net.Conn, st http.ConnState) {
+	if tc := tracked(c); tc != nil {
+		tc.l.setState(tc, st)
 	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
 }
 
-func (l *limitListener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
-	return l.Listener.Close()
-}
-
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
+// reservedOnlyLive bounds the time to write a view, and serves a connection that holds a reserved slot (the
+// normal ones all busy) with GET LivePath only; anything else gets 503.
+// Such a connection is closed after its answer.
+func reservedOnlyLive(h http.Handler, viewWrite time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A view is written at once: a client that does not read it
+		// (pipelined requests, never read) holds its slot this long at
+		// most. The log stream and the writes, which may wait for a
+		// query, are exempt (they need the token); the zero deadline
+		// clears the one an earlier request on the connection set.
+		var deadline time.Time
+		if viewWrite > 0 && r.Method == http.MethodGet && r.URL.Path != "/v1/monitor" {
+			deadline = time.Now().Add(viewWrite)
+		}
+		_ = http.NewResponseController(w).SetWriteDeadline(deadline)
+		tc, _ := r.Context().Value(connKey{}).(*trackedConn)
+		if tc == nil || !tc.reserved {
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Connection", "close")
+		if r.URL.Path == LivePath {
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, errBusy)
+	})
 }

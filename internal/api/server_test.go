@@ -1,13 +1,13 @@
 package api_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -138,52 +138,148 @@ func TestMonitorOutlivesReadTimeout(t *testing.T) {
 	}
 }
 
-// TestLimitListenerBoundsConnections: with a bound of 2, a third
-// connection is served only once one of the first two closes.
-func TestLimitListenerBoundsConnections(t *testing.T) {
+// serveBounded serves h with NewHTTPServer on a LimitListener of n
+// connections and returns its address.
+func serveBounded(t *testing.T, h http.Handler, n int) string {
+	t.Helper()
+	return serveBoundedWith(t, h, n, api.DefaultLimits())
+}
+
+func serveBoundedWith(t *testing.T, h http.Handler, n int, l api.Limits) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })}
-	go func() { _ = srv.Serve(api.LimitListener(ln, 2)) }()
-	defer srv.Close()
-	addr := ln.Addr().String()
+	srv := api.NewHTTPServer(h, l)
+	go func() { _ = srv.Serve(api.LimitListener(ln, n)) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().String()
+}
 
-	get := func(c net.Conn) (string, error) {
-		_ = c.SetDeadline(time.Now().Add(300 * time.Millisecond))
-		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-			return "", err
-		}
-		b := make([]byte, 512)
-		n, err := c.Read(b)
-		return string(b[:n]), err
+// rawGet sends GET path on c (keep-alive) and returns the status line.
+func rawGet(c net.Conn, path string) (string, error) {
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
+		return "", err
 	}
-	var held []net.Conn
-	for range 2 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if out, err := get(c); err != nil || !strings.Contains(out, "200 OK") {
-			t.Fatalf("first connections: %q, %v", out, err)
-		}
-		held = append(held, c) // kept alive
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return "", err
 	}
-	third, err := net.Dial("tcp", addr) // the kernel queues it
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.Status, nil
+}
+
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer third.Close()
-	if out, err := get(third); err == nil {
-		t.Fatalf("a third connection was served over the bound of 2: %q", out)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestIdleConnectionsMakeRoom: with a bound of 2 held by two idle
+// keep-alive connections, a third is served at once, and the connection
+// idle the longest is the one closed for it.
+func TestIdleConnectionsMakeRoom(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+	addr := serveBounded(t, ok, 2)
+	var held []net.Conn
+	for range 2 {
+		c := dial(t, addr)
+		if st, err := rawGet(c, "/"); err != nil || st != "200 OK" {
+			t.Fatalf("first connections: %q, %v", st, err)
+		}
+		held = append(held, c) // kept alive, idle
+		time.Sleep(20 * time.Millisecond)
 	}
-	held[0].Close()
-	_ = third.SetDeadline(time.Now().Add(2 * time.Second))
-	b := make([]byte, 512)
-	n, err := third.Read(b) // the request written above is answered now
-	if err != nil || !strings.Contains(string(b[:n]), "200 OK") {
-		t.Fatalf("after a slot freed: %q, %v", b[:n], err)
+	// The server marks a connection idle just after its answer: until
+	// then a third one gets a reserved slot (503 for "/"), so retry.
+	var st string
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if st, err = rawGet(dial(t, addr), "/"); err == nil && st == "200 OK" {
+			break
+		}
+	}
+	if err != nil || st != "200 OK" {
+		t.Fatalf("a third connection while two idle ones hold the bound of 2: %q, %v", st, err)
+	}
+	_ = held[0].SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := held[0].Read(make([]byte, 1)); err == nil {
+		t.Fatalf("the oldest idle connection is still open (read %d bytes)", n)
+	}
+	if st, err := rawGet(held[1], "/"); err != nil || st != "200 OK" {
+		t.Fatalf("the younger idle connection: %q, %v", st, err)
+	}
+}
+
+// TestBusySlotsLeaveLiveOnly: when every slot has a request in progress,
+// a new connection gets a reserved slot that answers LivePath and nothing
+// else; with the reserved slots taken too, it is closed at once.
+func TestBusySlotsLeaveLiveOnly(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) { <-release })
+	mux.HandleFunc(api.LivePath, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "alive") })
+	addr := serveBounded(t, mux, 2)
+	for range 2 {
+		c := dial(t, addr)
+		if _, err := io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // both requests in progress
+	for path, want := range map[string]string{api.LivePath: "200 OK", "/other": "503 Service Unavailable"} {
+		c := dial(t, addr)
+		if st, err := rawGet(c, path); err != nil || st != want {
+			t.Fatalf("%s with every slot busy: %q, %v, want %s", path, st, err, want)
+		}
+		// Closed after its answer, which frees the reserved slot.
+		if n, err := c.Read(make([]byte, 1)); err == nil {
+			t.Fatalf("a reserved connection stayed open after its answer (read %d bytes)", n)
+		}
+	}
+	// Hold every reserved slot with connections that send nothing.
+	for range api.ReservedConns {
+		dial(t, addr)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if st, err := rawGet(dial(t, addr), api.LivePath); err == nil {
+		t.Fatalf("a connection beyond the reserved slots was served: %q", st)
+	}
+}
+
+// TestUnreadViewReleasesItsSlot: a client that asks for a view and never
+// reads the answer holds its connection ViewWriteTimeout at most.
+func TestUnreadViewReleasesItsSlot(t *testing.T) {
+	big := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := make([]byte, 64<<10)
+		for range 1024 { // 64 MiB, more than the socket buffers hold
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	})
+	l := api.DefaultLimits()
+	l.ViewWriteTimeout = 300 * time.Millisecond
+	addr := serveBoundedWith(t, big, 4, l)
+	c := dial(t, addr)
+	if _, err := io.WriteString(c, "GET /big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // not reading
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := io.Copy(io.Discard, c)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the connection is still open after %d bytes: %v", n, err)
+	}
+	if n >= 64<<20 {
+		t.Fatalf("the whole answer (%d bytes) was written to a client that did not read", n)
 	}
 }

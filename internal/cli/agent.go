@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/shoaldb/shoal/internal/agent"
@@ -132,12 +133,13 @@ func runAgent(ctx context.Context, g *globals, cfg *config.Config, flags *config
 
 	var srv *http.Server
 	if cfg.HTTPAddr != "" {
-		ln, err := listenHTTP(cfg, g.httpLimits.MaxConns)
+		ln, err := listenHTTP(cfg, g.httpLimits.MaxConns, reg)
 		if err != nil {
 			return startError(err)
 		}
 		reg.MustRegister(a.Collectors()...)
 		handler := api.New(a, logs.Logger.With("component", "api"), ln.Addr().String(), metrics.Handler(reg))
+		handler.AllowHosts(apiHostNames(cfg)...)
 		srv = api.NewHTTPServer(handler, g.httpLimits)
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -191,9 +193,21 @@ func startError(err error) error {
 	return err
 }
 
+// apiHostNames are the names the API answers in Host besides IP literals
+// and localhost: http_allowed_hosts, the host name, and the names in
+// http_addr and advertise.
+func apiHostNames(cfg *config.Config) []string {
+	names := append([]string{cfg.HTTPAddr, cfg.Advertise}, cfg.HTTPAllowedHosts...)
+	if h, err := os.Hostname(); err == nil {
+		names = append(names, h)
+	}
+	return names
+}
+
 // listenHTTP opens the API's listener on http_addr: at most maxConns
-// connections at once, and TLS (1.2 or later) when a certificate is set.
-func listenHTTP(cfg *config.Config, maxConns int) (net.Listener, error) {
+// connections at once (its metrics in reg, if not nil), and TLS (1.2 or
+// later) when a certificate is set.
+func listenHTTP(cfg *config.Config, maxConns int, reg prometheus.Registerer) (net.Listener, error) {
 	var tlsCfg *tls.Config
 	if cfg.HTTPTLS() {
 		cert, err := tls.LoadX509KeyPair(cfg.HTTPTLSCertFile, cfg.HTTPTLSKeyFile)
@@ -206,7 +220,11 @@ func listenHTTP(cfg *config.Config, maxConns int) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("http_addr %s: %w", cfg.HTTPAddr, err)
 	}
-	ln = api.LimitListener(ln, maxConns)
+	lim := api.LimitListener(ln, maxConns)
+	if reg != nil {
+		reg.MustRegister(lim.Collectors()...)
+	}
+	ln = lim
 	if tlsCfg != nil {
 		ln = tls.NewListener(ln, tlsCfg)
 	}

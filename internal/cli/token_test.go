@@ -191,7 +191,7 @@ func TestTLSListenerAndCLI(t *testing.T) {
 	certFile, keyFile := writeSelfSigned(t, t.TempDir())
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.HTTPTLSCertFile, cfg.HTTPTLSKeyFile = certFile, keyFile
-	ln, err := listenHTTP(cfg, 16)
+	ln, err := listenHTTP(cfg, 16, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestTLSListenerAndCLI(t *testing.T) {
 
 	// A missing certificate file is an error naming the keys.
 	cfg.HTTPTLSCertFile = filepath.Join(t.TempDir(), "missing.crt")
-	if _, err := listenHTTP(cfg, 16); err == nil || !strings.Contains(err.Error(), "http_tls_cert_file") {
+	if _, err := listenHTTP(cfg, 16, nil); err == nil || !strings.Contains(err.Error(), "http_tls_cert_file") {
 		t.Fatalf("missing certificate: %v", err)
 	}
 }

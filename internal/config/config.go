@@ -64,6 +64,10 @@ type Config struct {
 	// InsecureHTTP allows plain HTTP beyond loopback: reads, and the token
 	// of every write, cross the network in cleartext.
 	InsecureHTTP bool `yaml:"insecure_http"`
+	// HTTPAllowedHosts are more DNS names the API answers in the Host
+	// header, besides IP literals, localhost, the host name and the names
+	// in http_addr and advertise (DNS rebinding protection).
+	HTTPAllowedHosts []string `yaml:"http_allowed_hosts"`
 
 	LogLevel  string `yaml:"log_level"`
 	LogFormat string `yaml:"log_format"`
@@ -244,7 +248,9 @@ const (
 )
 
 var (
-	nodeNameRe = regexp.MustCompile(`^[A-Za-z0-9_.\-:]+$`)
+	// allowedHostRe: an http_allowed_hosts entry, a DNS name.
+	allowedHostRe = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9.])?$`)
+	nodeNameRe    = regexp.MustCompile(`^[A-Za-z0-9_.\-:]+$`)
 )
 
 // InvalidError marks an error in the configuration, or in a file it
@@ -415,6 +421,11 @@ func (c *Config) validateHTTPTLS() error {
 	}
 	if c.HTTPTLSKeyFile != "" && c.HTTPTLSCertFile == "" {
 		errs = append(errs, fieldErr("http_tls_cert_file", "", "must be set with http_tls_key_file (%s)", c.HTTPTLSKeyFile))
+	}
+	for _, h := range c.HTTPAllowedHosts {
+		if !allowedHostRe.MatchString(h) {
+			errs = append(errs, fieldErr("http_allowed_hosts", h, "must be a DNS name (letters, digits, '-', '.'), without scheme or port"))
+		}
 	}
 	_, _, splitErr := net.SplitHostPort(c.HTTPAddr) // a malformed address has its own error
 	if c.HTTPAddr != "" && splitErr == nil && !c.HTTPLoopback() && !c.HTTPTLS() && !c.InsecureHTTP {

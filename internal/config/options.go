@@ -124,6 +124,8 @@ var options = []option{
 	strOpt("rpc_auth", "rpc-auth", "SHOAL_RPC_AUTH", "auth token required by the Serf-compatible RPC", func(c *Config) *string { return &c.RPCAuth }),
 	strOpt("http_tls_cert_file", "http-tls-cert-file", "SHOAL_HTTP_TLS_CERT_FILE", "PEM certificate: the HTTP API serves HTTPS (with --http-tls-key-file)", func(c *Config) *string { return &c.HTTPTLSCertFile }),
 	strOpt("http_tls_key_file", "http-tls-key-file", "SHOAL_HTTP_TLS_KEY_FILE", "PEM private key of --http-tls-cert-file", func(c *Config) *string { return &c.HTTPTLSKeyFile }),
+	{key: "http_allowed_hosts", flag: "http-allowed-hosts", env: "SHOAL_HTTP_ALLOWED_HOSTS", list: true, usage: "DNS name the HTTP API answers in the Host header besides IP addresses, localhost and the host's own names (repeatable)",
+		set: func(c *Config, raw []string) error { c.HTTPAllowedHosts = splitList(raw); return nil }},
 	boolOpt("insecure_http", "insecure-http", "SHOAL_INSECURE_HTTP", "allow plain HTTP on a non-loopback --http-addr (reads and the API token cross the network in cleartext)", func(c *Config) *bool { return &c.InsecureHTTP }),
 	strOpt("api_token_file", "api-token-file", "SHOAL_API_TOKEN_FILE", "file holding the API token, created (mode 0600) at the first start (default: $STATE_DIRECTORY/api-token, /var/lib/shoal/api-token for root, else ~/.local/state/shoal/api-token)", func(c *Config) *string { return &c.APITokenFile }),
 	strOpt("log_level", "log-level", "SHOAL_LOG_LEVEL", "trace, debug, info, warn or error", func(c *Config) *string { return &c.LogLevel }),

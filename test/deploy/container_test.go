@@ -345,8 +345,10 @@ func TestKubernetes(t *testing.T) {
 		t.Errorf("shoal env SHOAL_API_TOKEN_FILE %q: want it on the state volume /var/lib/shoal (the root file system is read-only)", tf)
 	}
 
-	// Probes: readiness is /v1/health; liveness an endpoint that answers
-	// while the agent runs. Both on the port the API listens on.
+	// Probes: readiness is /v1/health; liveness /v1/agent/live, which
+	// answers while the agent runs even when other clients hold every API
+	// connection (/v1/agent/self could be starved: a restart loop). Both
+	// on the port the API listens on.
 	httpPort := map[string]int{}
 	for _, p := range shoal.Ports {
 		httpPort[p.Name] = p.ContainerPort
@@ -371,7 +373,7 @@ func TestKubernetes(t *testing.T) {
 		}
 	}
 	checkProbe("readinessProbe", shoal.ReadinessProbe, "/v1/health")
-	checkProbe("livenessProbe", shoal.LivenessProbe, "/v1/health", "/v1/agent/self")
+	checkProbe("livenessProbe", shoal.LivenessProbe, "/v1/agent/live")
 
 	// The init script is shell the mariadb entrypoint sources.
 	for name, script := range docs["ConfigMap"].Data {
