@@ -177,7 +177,7 @@ func (s *Server) guard(rt route) http.HandlerFunc {
 		got := requestToken(r)
 		if got == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="shoal"`)
-			writeError(w, http.StatusUnauthorized, fmt.Errorf("%s %s needs the API token (header %s or Authorization: Bearer): the shoal CLI reads it from %s when run as root or as the agent's user, or pass --token or SHOAL_HTTP_TOKEN",
+			writeError(w, http.StatusUnauthorized, fmt.Errorf("%s %s needs the API token (header %s or Authorization: Bearer): it is in %s on the agent's host; the shoal CLI reads it with --token-file or SHOAL_API_TOKEN_FILE (or from its default path) when run as root or as the agent's user, or pass --token or SHOAL_HTTP_TOKEN",
 				r.Method, r.URL.Path, TokenHeader, s.b.APITokenFile()))
 			return
 		}
