@@ -21,7 +21,8 @@ build:
 test: deps lint
 	CI=true $(GO) run ./test/testsummary -- $(GO) test -race -count=1 -timeout 15m -json $(PKGS)
 
-## deps: install (root + apt-get) or list (otherwise) what `make test` needs.
+## deps: install (root + apt-get) or list (otherwise) what `make test` needs. What it
+## installs gets no running or boot-enabled service (see test/install-deps.sh).
 deps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		bash test/install-deps.sh test; \

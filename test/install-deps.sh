@@ -10,6 +10,9 @@
 # all:  that plus the fault suite and benchmarks (network namespaces,
 #       iptables, stress-ng, galera-4 and rsync); the default, used by .ci/run and `make bench`.
 # --check: install nothing; list what is missing and exit 1 if anything is.
+#
+# Packages it installs get no running or boot-enabled service: apt is kept from
+# starting them (policy-rc.d) and their systemd units are disabled afterwards.
 set -euo pipefail
 
 check=false
@@ -59,5 +62,38 @@ if $check; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
+
+# The tests run their own servers (MariaDB, HAProxy, Prometheus) on their own
+# ports; the packages' system services are not wanted. A policy-rc.d that
+# refuses every action keeps apt from starting them (a policy-rc.d already
+# there is left as it is; units it let start are stopped below).
+# INSTALL_DEPS_POLICY_RC_D moves it, for the script's own test.
+policy=${INSTALL_DEPS_POLICY_RC_D:-/usr/sbin/policy-rc.d}
+own_policy=false
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\n# test/install-deps.sh: no service starts while it installs packages.\nexit 101\n' >"$policy"
+  chmod 755 "$policy"
+  own_policy=true
+fi
+trap '$own_policy && rm -f "$policy"' EXIT
+
 # Two apt runs at once fail on this image; retry once.
 apt-get install -y -qq --no-install-recommends "${need[@]}" || { sleep 5; apt-get install -y -qq --no-install-recommends "${need[@]}"; }
+
+# apt enables the units of new packages at boot: disable those of the packages
+# installed here (never units of packages that were already installed).
+if command -v systemctl >/dev/null; then
+  for pkg in "${need[@]}"; do
+    dpkg -L "$pkg" 2>/dev/null | grep -E '^/(usr/)?lib/systemd/system/[^/]+\.(service|socket|timer)$' |
+      while read -r unit; do
+        unit=${unit##*/}
+        case $unit in *@.*) continue ;; esac # templates have no boot link
+        if systemctl is-enabled --quiet "$unit" 2>/dev/null; then
+          systemctl disable --quiet "$unit" 2>/dev/null && echo "install-deps.sh: $unit (from $pkg) not enabled at boot"
+        fi
+        if systemctl is-active --quiet "$unit" 2>/dev/null; then
+          systemctl stop "$unit" 2>/dev/null || true # started despite the policy (an existing policy-rc.d allowed it)
+        fi
+      done
+  done
+fi

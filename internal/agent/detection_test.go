@@ -18,11 +18,11 @@ import (
 // TestDetectionTimes measures, per profile, the time from stopping an agent
 // without a leave until every survivor has received member-failed for it.
 // It is a measurement, not a check: it runs only with SHOAL_MEASURE=1
-// (make bench runs it). SHOAL_MEASURE_TRIALS sets the trials per profile
+// (make bench does not run it). SHOAL_MEASURE_TRIALS sets the trials per profile
 // (default 10), SHOAL_MEASURE_PROFILES the profiles (default all).
 func TestDetectionTimes(t *testing.T) {
 	if os.Getenv("SHOAL_MEASURE") != "1" {
-		t.Skip("measurement: set SHOAL_MEASURE=1 (make bench)")
+		t.Skip("measurement: run it with SHOAL_MEASURE=1 go test -run TestDetectionTimes ./internal/agent/ (make bench does not)")
 	}
 	trials := 10
 	if v, err := strconv.Atoi(os.Getenv("SHOAL_MEASURE_TRIALS")); err == nil && v > 0 {

@@ -277,39 +277,109 @@ func (t *tour) expectIn(ctx context.Context, t0 time.Time, node, role string, ag
 	}, fmt.Sprintf("%s in as %s", node, role))
 }
 
+// maxDampWait bounds how long expect follows a damping hold beyond
+// StepBound.
+const maxDampWait = 2 * time.Minute
+
 func (t *tour) expect(ctx context.Context, t0 time.Time, node, to string, agents []string, hx *hxWatch, cond func(*client.PoolResponse) bool, what string) {
-	deadline := t0.Add(StepBound)
-	var parts []string
-	for _, a := range agents {
-		c := t.l.Client(a)
-		ok := false
-		for {
-			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			p, err := c.Pool(pctx, Cluster)
-			cancel()
-			if err == nil && cond(p) {
-				ok = true
-				break
-			}
-			if time.Now().After(deadline) || ctx.Err() != nil {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+	// Every agent is watched at once, so that a damping hold is seen on
+	// each agent that has one, not only on the first waited for.
+	type result struct {
+		held time.Time
+		ok   bool
+	}
+	results := make([]result, len(agents))
+	var wg sync.WaitGroup
+	for i, a := range agents {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i].held, results[i].ok = t.waitAgent(ctx, t0, a, node, cond)
+		}()
+	}
+	wg.Wait()
+	var parts, damped []string
+	for i, a := range agents {
+		held, ok := results[i].held, results[i].ok
 		if !ok {
 			t.fail(fmt.Sprintf("%s: not %s within %s", a, what, StepBound))
 			parts = append(parts, a+" -")
 			continue
 		}
+		note := ""
+		if !held.IsZero() {
+			note = " (held out as flapping: damped)"
+			damped = append(damped, a)
+		}
 		at, found := t.historyTime(ctx, a, node, to, t0)
 		if !found {
-			parts = append(parts, a+" ? (no history event)")
+			parts = append(parts, a+" ? (no history event)"+note)
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %s", a, ms(at.Sub(t0))))
+		parts = append(parts, fmt.Sprintf("%s %s%s", a, ms(at.Sub(t0)), note))
 	}
 	fmt.Fprintf(t.out, "   %s on every agent (%d of %d checked): %s\n", what, len(agents), len(t.l.Nodes()), strings.Join(parts, ", "))
+	if len(damped) > 0 {
+		fmt.Fprintf(t.out, "   %s held %s out as flapping (reason damped) until its penalty decayed: they remember its earlier\n"+
+			"   removals (this tour's or a previous run's). Damping state lives in each agent's memory: an agent\n"+
+			"   restarted since has none and takes %s back at once, so pools differ until the hold ends (docs/demo.md).\n",
+			strings.Join(damped, ", "), node, node)
+	}
 	t.reportHAProxy(hx, t0)
+}
+
+// waitAgent waits until agent's pool satisfies cond, StepBound after t0 or,
+// while the agent holds node out as damped, until its hold ends (plus
+// StepBound, at most maxDampWait). held is the latest damping hold seen.
+func (t *tour) waitAgent(ctx context.Context, t0 time.Time, agent, node string, cond func(*client.PoolResponse) bool) (held time.Time, ok bool) {
+	deadline := t0.Add(StepBound)
+	c := t.l.Client(agent)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		p, err := c.Pool(pctx, Cluster)
+		cancel()
+		if err == nil && cond(p) {
+			return held, true
+		}
+		if err == nil {
+			if until := dampedUntil(p, node); !until.IsZero() {
+				held = until
+				deadline = later(deadline, earlier(until.Add(StepBound), t0.Add(maxDampWait)))
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return held, false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// dampedUntil is when node's damping hold ends in p, zero when it is not
+// held out as damped.
+func dampedUntil(p *client.PoolResponse, node string) time.Time {
+	for _, n := range p.Out {
+		if n.Name == node && n.Reason == "damped" {
+			if n.Until.IsZero() {
+				return time.Now() // held, end unknown
+			}
+			return n.Until
+		}
+	}
+	return time.Time{}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // historyTime is the time of node's first pool transition to `to` at or

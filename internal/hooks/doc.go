@@ -147,14 +147,23 @@
 //
 // Each run has a timeout (Config.Timeout, default 30s; Spec.Timeout per
 // handler). Handlers run in their own process group; on timeout the whole
-// group gets SIGTERM, then SIGKILL after Config.KillGrace (default 5s), or
-// at once when the handler's main process is gone, and the run is counted
-// as timed out. Close does the same to every running handler. When the main
-// process exits, background processes it started may run on if they
-// detached from its output (cmd >/dev/null 2>&1 &, Serf's "forking event
-// handlers"); one that still holds stdout or stderr a second later is
-// killed with the whole group, so it can neither hang the runner nor write
-// into a dead pipe.
+// group, and every other process of the run, gets SIGTERM, then SIGKILL
+// after Config.KillGrace (default 5s), or at once when the handler's main
+// process is gone, and the run is counted as timed out. Close does the same
+// to every running handler. When the main process exits, background
+// processes it started may run on if they detached from its output
+// (cmd >/dev/null 2>&1 &, Serf's "forking event handlers"); one that still
+// holds stdout or stderr a second later is killed with every process of the
+// run, so it can neither hang the runner nor write into a dead pipe.
+//
+// "Every process of the run": children leave a process group with setsid
+// and lose their parent in a double fork, so New makes the whole process a
+// child subreaper (PR_SET_CHILD_SUBREAPER, once): orphans of hooks are
+// reparented to it, never to init. Each run's environment has its own
+// RunEnv value; a kill signals the run's descendants by parent and every
+// process holding that value, through pidfds, and the process reaps the
+// orphans it adopts (only those, through their pidfds: exit statuses other
+// code waits for are never taken). See tree_linux.go.
 //
 // stdout and stderr are captured together, in order, keeping the last
 // Config.OutputLimit bytes (default 64 KiB), and logged with the handler,

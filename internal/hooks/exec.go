@@ -19,7 +19,8 @@ const (
 	// handler's main process exited before its process group is killed.
 	leftoverWait = time.Second
 	// drainTimeout bounds how long output is still read after that kill:
-	// only a process that left the group (setsid) can hold the pipes on.
+	// only a process that escaped it (cleared its environment and left the
+	// group and the run's process tree) can hold the pipes on.
 	drainTimeout = 2 * time.Second
 )
 
@@ -36,6 +37,8 @@ type execParams struct {
 	grace       time.Duration // SIGTERM to SIGKILL
 	outputLimit int           // stdout+stderr, tail kept
 	stdoutLimit int           // stdout alone, head kept (query responses); 0: not kept
+
+	tree *hookTree // the process-wide record of hook processes
 }
 
 // runResult is what a run did.
@@ -61,10 +64,12 @@ type runResult struct {
 
 // execute runs p.argv directly (no shell) in its own process group, feeds
 // it p.stdin, and waits for it. When the timeout expires or ctx is done the
-// whole group gets SIGTERM and, p.grace later (or as soon as the main
-// process is gone), SIGKILL. A background child that still holds stdout or
-// stderr leftoverWait after the main process exited is killed with the
-// group, so it cannot hang the run; one that detached its output keeps
+// whole group and every other process of the run (see hookTree: also those
+// that left the group with setsid or were orphaned by a double fork) get
+// SIGTERM and, p.grace later (or as soon as the main process is gone),
+// SIGKILL. A background child that still holds stdout or stderr
+// leftoverWait after the main process exited is killed with every process
+// of the run, so it cannot hang the run; one that detached its output keeps
 // running, as with Serf.
 func execute(ctx context.Context, p execParams) (res runResult) {
 	res = runResult{start: time.Now(), exitCode: -1}
@@ -103,7 +108,7 @@ func execute(ctx context.Context, p execParams) (res runResult) {
 	}
 	defer pipes.closeAll()
 
-	cmd, err := start(p, pipes)
+	cmd, run, err := p.tree.start(p, pipes)
 	if err != nil {
 		res.err = fmt.Errorf("start: %w", err)
 		return res
@@ -143,29 +148,33 @@ func execute(ctx context.Context, p execParams) (res runResult) {
 		}
 		signaled.Store(true)
 		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		p.tree.signal(run, syscall.SIGTERM, nil)
 		t := time.NewTimer(p.grace)
 		defer t.Stop()
 		select {
 		case <-exited:
 		case <-t.C:
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			p.tree.kill(run)
 		}
 	}()
 
 	werr := cmd.Wait()
 	close(exited)
+	p.tree.exited(run)
 	<-killerDone
 	if signaled.Load() {
-		// Timed out or canceled: nothing of the group survives.
+		// Timed out or canceled: no process of the run survives.
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		p.tree.kill(run)
 	}
 	// Nobody reads stdin any more once the handler has exited.
 	_ = pipes.inW.Close()
 
 	// Background children that detached from the output (Serf's "forking
 	// event handlers") may keep running. One that still holds stdout or
-	// stderr after leftoverWait is killed with the whole group, so that it
-	// can neither hang this run nor write into a dead pipe.
+	// stderr after leftoverWait is killed with every process of the run,
+	// so that it can neither hang this run nor write into a dead pipe.
 	drained := make(chan struct{})
 	go func() { wg.Wait(); close(drained) }()
 	select {
@@ -173,6 +182,7 @@ func execute(ctx context.Context, p execParams) (res runResult) {
 	case <-time.After(leftoverWait):
 		res.killedLeftovers = true
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		p.tree.kill(run)
 		select {
 		case <-drained:
 		case <-time.After(drainTimeout):

@@ -371,6 +371,7 @@ func (h *handler) run(ctx context.Context, it *item) (res runResult, ok bool) {
 			timeout:     timeout,
 			grace:       cfg.KillGrace,
 			outputLimit: cfg.OutputLimit,
+			tree:        h.r.tree,
 		}
 		if it.query != nil {
 			p.stdoutLimit = cfg.QueryResponseLimit

@@ -161,6 +161,7 @@ type Runner struct {
 	cfg     Config
 	log     *slog.Logger
 	inherit []string
+	tree    *hookTree // process-wide; see processTree
 
 	ctx    context.Context // canceled by Close: kills running handlers
 	cancel context.CancelFunc
@@ -186,6 +187,9 @@ func New(cfg Config, specs []Spec) (*Runner, error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		inherit: append(append([]string(nil), InheritedEnv...), cfg.EnvAllow...),
+		// Makes the agent a child subreaper (process-wide, once) so that
+		// no process a hook starts can leave the agent's process tree.
+		tree: processTree(cfg.Logger),
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	for _, s := range specs {

@@ -1,7 +1,12 @@
 package process
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,5 +50,62 @@ func TestHooksCLI(t *testing.T) {
 	}
 	if !strings.Contains(a.log.String(), `msg="hook ran"`) {
 		t.Error("the test run was not logged")
+	}
+}
+
+// TestHookTimeoutKillsEscapedChildren: against the real agent, a hook whose
+// children left its process group (setsid) and lost their parent (double
+// fork) times out, and none of them survives it nor stays a zombie.
+func TestHookTimeoutKillsEscapedChildren(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/setsid"); err != nil {
+		t.Skip("no /usr/bin/setsid (util-linux)")
+	}
+	dir := t.TempDir()
+	hook := filepath.Join(dir, "escape.sh")
+	script := "#!/bin/sh\n" +
+		"setsid sleep 300 & echo $! > \"$OUT_DIR/pid1\"\n" +
+		"( setsid sleep 300 & echo $! > \"$OUT_DIR/pid2\" ) &\n" +
+		"wait\nsleep 1000\n"
+	if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "shoal.yaml")
+	if err := os.WriteFile(cfg, []byte("hooks:\n  timeout: 2s\n  kill_grace: 1s\n  env: [OUT_DIR]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OUT_DIR", dir) // the agent inherits the test's environment
+	out, _, _ := shoal(t, "keygen")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	a := startAgent(t, "esc1", lines[len(lines)-1], "--config", cfg, "--event-handler", "user:esc="+hook)
+	testkit.WaitFor(t, 20*time.Second, "agent answers", func() bool {
+		_, _, code := shoal(t, "info", "--http-addr", a.http)
+		return code == 0
+	})
+	var pids []int
+	t.Cleanup(func() {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL) // only if the test failed: they are gone otherwise
+		}
+	})
+	_, _, _ = shoal(t, "hooks", "test", "user", "--name", "esc", "--http-addr", a.http)
+	testkit.WaitFor(t, 60*time.Second, "the hook to time out", func() bool {
+		return strings.Contains(a.log.String(), `msg="hook timed out"`)
+	})
+	for _, f := range []string{"pid1", "pid2"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatalf("the hook did not start its children: %v", err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pid)
+	}
+	for _, pid := range pids {
+		testkit.WaitFor(t, 30*time.Second, fmt.Sprintf("sleep 300 (pid %d) to be killed and reaped", pid), func() bool {
+			_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+			return os.IsNotExist(err)
+		})
 	}
 }

@@ -60,7 +60,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	})
 	db1 := startAgent(t, dbConfig(t, "db1", primary))
 	db2 := startAgent(t, dbConfig(t, "db2", r1, db1.cfg.Bind))
-	startAgent(t, dbConfig(t, "db3", r2, db1.cfg.Bind))
+	db3 := startAgent(t, dbConfig(t, "db3", r2, db1.cfg.Bind))
 	appCfg := baseConfig(t, "app1", db1.cfg.Bind)
 	appCfg.Role = tags.RoleApp
 	appCfg.Sinks.HAProxy = haproxy.Config{Address: hx.Addr, Interval: time.Second,
@@ -116,6 +116,11 @@ func TestStatusPageInBrowser(t *testing.T) {
 	pageWait(t, ctx, 5*time.Second, "the timeline shows db3 reader → out", func(p pageState) bool {
 		return strings.Contains(p.History, "pool default / db3 reader → out critical")
 	})
+	// Its row keeps the facts its agent last read, marked as not current.
+	pageWait(t, ctx, 10*time.Second, "db3's facts shown as last known", func(p pageState) bool {
+		row := memberRow(p, "db3")
+		return strings.Contains(row, "critical") && strings.Contains(row, "last known, not current: read_only · io on")
+	})
 	screenshot(t, ctx, filepath.Join(shots, "replica-out.png"))
 	if os.Getenv("SHOAL_UI_DOCS_SCREENSHOT") == "1" {
 		docs := filepath.Join(repoRoot(t), "docs", "status-page.png")
@@ -125,10 +130,26 @@ func TestStatusPageInBrowser(t *testing.T) {
 		}
 	}
 
-	// Restart: back as a reader.
+	// db3's own page: its server's facts, as last read, dimmed and labelled.
+	db3Srv := serveAPI(t, db3.a)
+	if err := chromedp.Do(ctx, chromedp.Navigate(db3Srv.URL+"/ui")); err != nil {
+		t.Fatal(err)
+	}
+	pageWait(t, ctx, 10*time.Second, "db3's page shows its server's facts as last known", func(p pageState) bool {
+		return strings.Contains(p.Local, "state critical") &&
+			strings.Contains(p.Local, "server facts last known, not current: the latest check did not reach the server") &&
+			strings.Contains(p.Local, "read_only ON") && p.OldFacts >= 5
+	})
+	screenshot(t, ctx, filepath.Join(shots, "db-agent-server-down.png"))
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/ui")); err != nil {
+		t.Fatal(err)
+	}
+
+	// Restart: back as a reader, its facts current again.
 	r2.Restart()
 	pageWait(t, ctx, 60*time.Second, "db3 back as a reader", func(p pageState) bool {
-		return p.places() == "writer:db1 reader:db2 reader:db3"
+		return p.places() == "writer:db1 reader:db2 reader:db3" && strings.Contains(memberRow(p, "db3"), "passing") &&
+			!strings.Contains(p.Members, "last known")
 	})
 
 	// A db agent's page: its own server's probe facts, version included.
@@ -164,8 +185,12 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	if w := readPage(t, ctx).ScrollWidth; w > 700 {
-		t.Errorf("at 700 px the page is %d px wide: it scrolls sideways", w)
+	p = readPage(t, ctx)
+	if p.ScrollWidth > 700 {
+		t.Errorf("at 700 px the page is %d px wide: it scrolls sideways", p.ScrollWidth)
+	}
+	if p.HistoryClipped {
+		t.Errorf("at 700 px the history box shows part of its events (the last one sliced): it should show them all")
 	}
 	screenshot(t, ctx, filepath.Join(shots, "narrow.png"))
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 860)); err != nil {
@@ -236,6 +261,19 @@ type pageState struct {
 	Images      int      `json:"images"`
 	Scripts     int      `json:"scripts"`
 	ScrollWidth int      `json:"scrollWidth"`
+	// HistoryClipped: the history list is taller than its box.
+	HistoryClipped bool `json:"historyClipped"`
+	OldFacts       int  `json:"oldFacts"` // elements showing facts marked not current
+}
+
+// memberRow is node's row of the members table ("" when absent).
+func memberRow(p pageState, node string) string {
+	for _, row := range strings.Split(p.Members, "\n") {
+		if strings.HasPrefix(row, node+" ") {
+			return row
+		}
+	}
+	return ""
 }
 
 // places is "place:node ..." in page order.
@@ -272,6 +310,8 @@ const readPageJS = `(() => {
     images: document.getElementsByTagName('img').length,
     scripts: document.getElementsByTagName('script').length,
     scrollWidth: document.documentElement.scrollWidth,
+    historyClipped: (() => { const tl = document.querySelector('#history .timeline'); return !!tl && tl.scrollHeight > tl.clientHeight + 1; })(),
+    oldFacts: document.querySelectorAll('.facts-old').length,
   };
 })()`
 

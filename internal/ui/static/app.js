@@ -275,11 +275,25 @@
     setKids('pool', [cards, el('p', 'muted small', 'pool computed ' + (updated ? clockMs(updated) + ' (' + ago(updated) + ')' : '—'))]);
   }
 
+  // NOT_READ are the probe's reasons (internal/probe/state.go) for a check
+  // that did not read the server's facts: the server was not reached or a
+  // statement failed. The health tag then carries the facts of the last
+  // check that read them, which may be long gone.
+  const NOT_READ = ['starting', 'refused', 'conn_lost', 'shutdown', 'timeout', 'auth', 'too_many', 'connect', 'query', 'panic'];
+
   function facts(h) {
     if (!h) return muted('—');
     if (h.error) return el('span', 'error-text', h.error);
-    // A probe that cannot reach its server publishes no facts (zeros).
+    // A probe that never read its server publishes no facts (zeros).
     if (h.state === 'critical' && !h.server_id) return muted('no facts: the probe cannot reach its server');
+    const text = factParts(h).join(' · ');
+    if (h.state !== 'passing' && NOT_READ.indexOf(h.reason) >= 0) {
+      return el('span', 'facts facts-old', 'last known, not current: ' + text);
+    }
+    return el('span', 'facts', text);
+  }
+
+  function factParts(h) {
     const parts = [];
     parts.push(h.read_only ? (h.super_read_only ? 'super_read_only' : 'read_only') : 'writable');
     if (h.replica) {
@@ -291,7 +305,7 @@
     }
     if (h.galera) parts.push('galera ' + yesNo(h.galera_synced, 'synced', 'NOT synced'));
     parts.push('server_id ' + h.server_id);
-    return el('span', 'facts', parts.join(' · '));
+    return parts;
   }
 
   function renderMembers(d) {
@@ -340,15 +354,20 @@
     section.hidden = !mysql;
     if (!mysql) return;
     const lag = typeof mysql.lag_seconds === 'number' ? mysql.lag_seconds + ' s' : (mysql.replica ? 'unknown' : '—');
+    // The facts are the latest the probe read; the latest check may not
+    // have reached the server: then they are dimmed and labelled.
+    const old = mysql.reachable === false;
+    const fact = function (v) { return old ? el('span', 'facts-old', v) : v; };
     const rows = [
       ['state', [chip(mysql.state, toneOf(mysql.state)), mysql.reason ? ' ' + mysql.reason : '', mysql.since ? el('span', 'muted', ' since ' + clock(parseTime(mysql.since))) : null]],
       ['message', mysql.message || '—'],
       ['target', el('span', 'mono', mysql.target || '—')],
-      ['server version', mysql.version || '—'],
-      ['server_id', String(mysql.server_id)],
-      ['read_only', yesNo(mysql.read_only, 'ON', 'OFF')],
-      ['replication', mysql.replica ? 'io ' + yesNo(mysql.io_running, 'running', 'STOPPED') + ' · sql ' + yesNo(mysql.sql_running, 'running', 'STOPPED') : 'not a replica'],
-      ['lag', lag],
+      ['server facts', old ? el('span', 'note', 'last known, not current: the latest check did not reach the server') : 'from the latest check'],
+      ['server version', fact(mysql.version || '—')],
+      ['server_id', fact(String(mysql.server_id))],
+      ['read_only', fact(yesNo(mysql.read_only, 'ON', 'OFF'))],
+      ['replication', fact(mysql.replica ? 'io ' + yesNo(mysql.io_running, 'running', 'STOPPED') + ' · sql ' + yesNo(mysql.sql_running, 'running', 'STOPPED') : 'not a replica')],
+      ['lag', fact(lag)],
       ['last io / sql error', [mysql.last_io_error || '', mysql.last_sql_error ? ' ' + mysql.last_sql_error : ''].join('') || '—'],
       ['last check', (mysql.last_check ? clockMs(parseTime(mysql.last_check)) : '—') + (mysql.last_duration ? ' in ' + mysql.last_duration : '') + ' · ' + mysql.checks + ' checks, ' + mysql.connects + ' connects'],
       ['published tag', el('span', 'mono', mysql.published_tag || '—')],
