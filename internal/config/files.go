@@ -268,14 +268,47 @@ func (c *Config) ProbeConfig(getenv func(string) string) (probe.Config, error) {
 		pc.Password = getenv("SHOAL_MYSQL_PASSWORD")
 	}
 	pc.Interval, pc.Timeout, pc.Rise, pc.Fall = c.MySQL.Interval, c.MySQL.Timeout, c.MySQL.Rise, c.MySQL.Fall
+	pc.ReconnectMax = 0 // the probe's default follows the interval
 	pc = pc.WithDefaults()
 	if pc.User == "" {
 		return pc, fieldErr("mysql.user", "", "required on a db agent: set mysql.user, or user= in the [client] section of mysql.option_file")
 	}
-	if err := pc.Validate(); err != nil {
-		return pc, fmt.Errorf("mysql: %w", err)
+	return pc, c.probeErrors(pc.Validate())
+}
+
+// probeErrors names the config key of each probe.FieldError: the mysql key
+// that gave the field, or mysql.option_file for what the option file gave.
+func (c *Config) probeErrors(err error) error {
+	var out []error
+	for _, e := range leaves(err) {
+		var fe *probe.FieldError
+		if e == nil || !errors.As(e, &fe) {
+			if e != nil {
+				out = append(out, fmt.Errorf("mysql: %w", e))
+			}
+			continue
+		}
+		key := "mysql." + fe.Field
+		switch fe.Field {
+		case "host", "port":
+			key = "mysql.addr"
+			if c.MySQL.Addr == "" && c.MySQL.OptionFile != "" {
+				key = "mysql.option_file"
+			}
+		case "socket":
+			if c.MySQL.Socket == "" && c.MySQL.OptionFile != "" {
+				key = "mysql.option_file"
+			}
+		case "reconnect_max":
+			key = "mysql.interval"
+		}
+		if key == "mysql.option_file" {
+			out = append(out, fieldErr(key, c.MySQL.OptionFile, "%s %s: %v", fe.Field, fe.Value, fe.Err))
+			continue
+		}
+		out = append(out, fieldErr(key, fe.Value, "%v", fe.Err))
 	}
-	return pc, nil
+	return errors.Join(out...)
 }
 
 // checkTLSFiles loads the HTTPS certificate and key, as the API listener does.
