@@ -298,8 +298,11 @@ func (f *Flags) Load(getenv func(string) string) (*Config, error) {
 func (f *Flags) applyEnvFlags(c *Config, getenv func(string) string) []error {
 	var errs []error
 	for _, o := range options {
+		if o.env == "" {
+			continue
+		}
 		v, ok := lookupEnv(getenv, o.env)
-		if o.env == "" || !ok {
+		if !ok {
 			continue
 		}
 		if err := o.set(c, []string{v}); err != nil {
