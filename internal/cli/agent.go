@@ -50,7 +50,12 @@ environment variables, then flags.`,
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := flags.Load(os.Getenv)
 		if err != nil {
-			return &usageError{fmt.Errorf("invalid configuration%s:\n%w", flags.FilesNote(), indentErrors(err))}
+			// Every problem at once: the file checks of what could be read too.
+			if cfg != nil && cfg.FilesRead() {
+				_, ferr := cfg.CheckFiles(os.Getenv, os.Geteuid())
+				err = config.MergeErrors(err, ferr)
+			}
+			return &usageError{fmt.Errorf("invalid configuration:\n%w", indentErrors(err))}
 		}
 		if flags.Check != "" {
 			return configCheck(g, cfg, flags)
@@ -71,7 +76,7 @@ func configCheck(g *globals, cfg *config.Config, flags *config.Flags) error {
 	}
 	files, err := cfg.CheckFiles(os.Getenv, os.Geteuid())
 	if err != nil {
-		return &usageError{fmt.Errorf("invalid configuration%s:\n%w", flags.FilesNote(), indentErrors(err))}
+		return &usageError{fmt.Errorf("invalid configuration:\n%w", indentErrors(err))}
 	}
 	for _, w := range files.Warnings {
 		fmt.Fprintf(g.stderr, "warning: %s\n", w)

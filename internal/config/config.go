@@ -89,8 +89,9 @@ type Config struct {
 	Hooks         Hooks    `yaml:"hooks"`
 
 	// Dev is set by --dev only: no encryption required, gossip on loopback
-	// unless a bind address is given, local profile,
-	// a node name derived from the bind port when none is given.
+	// (a bind address beyond loopback needs a key or
+	// insecure_no_encryption), local profile, a node name derived from the
+	// bind port when none is given.
 	Dev bool `yaml:"-"`
 
 	// sources names where each key set was set (a config file and line, an
@@ -98,7 +99,15 @@ type Config struct {
 	sources map[string]string
 	// notices are messages about how the files were read (serf keys).
 	notices []string
+	// unreadFiles: a config file could not be read or parsed, so its
+	// values are missing.
+	unreadFiles bool
 }
+
+// FilesRead reports whether every config file was read and parsed (its
+// values applied, though some may be invalid): only then do the checks of
+// the files the configuration names (CheckFiles) mean anything.
+func (c *Config) FilesRead() bool { return !c.unreadFiles }
 
 // Notices returns messages about how the configuration was read, such as a
 // stock serf key read as its shoal equivalent; the agent logs them and
@@ -336,20 +345,7 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	for _, j := range c.Join {
-		if j == "" {
-			add(fieldErr("join", j, "empty address"))
-		}
-	}
-	if c.RetryInterval < 10*time.Millisecond {
-		add(fieldErr("retry_interval", c.RetryInterval.String(), "must be at least 10ms"))
-	}
-	if c.RetryMaxWait < c.RetryInterval {
-		add(fieldErr("retry_max_wait", c.RetryMaxWait.String(), "must be at least retry_interval (%s)", c.RetryInterval))
-	}
-	if c.RetryMax < 0 {
-		add(fieldErr("retry_max", strconv.Itoa(c.RetryMax), "must be 0 (retry forever) or positive"))
-	}
+	add(c.validateJoin())
 	if err := tags.CheckUserTags(c.Tags); err != nil {
 		var te *tags.TagError
 		if errors.As(err, &te) {
@@ -358,12 +354,7 @@ func (c *Config) Validate() error {
 			add(fieldErr("tags", fmt.Sprintf("%d tags", len(c.Tags)), "%v", err))
 		}
 	}
-	if c.Encrypt != "" {
-		add(ValidateKey("encrypt", c.Encrypt))
-	}
-	if c.Encrypt == "" && c.KeyringFile == "" && !c.InsecureNoEncryption && !c.Dev {
-		add(fieldErr("encrypt", "", "gossip encryption is required: give a key (shoal keygen) with --encrypt or --keyring-file, or run without encryption explicitly with --insecure-no-encryption (or --dev)"))
-	}
+	add(c.validateEncryption())
 	if _, ok := Profiles[c.Profile]; !ok {
 		add(fieldErr("profile", c.Profile, "unknown profile; choose one of %s", strings.Join(ProfileNames(), ", ")))
 	}
@@ -398,6 +389,45 @@ func (c *Config) Validate() error {
 	return c.annotate(errors.Join(errs...))
 }
 
+// validateJoin checks the join addresses and the retry settings.
+func (c *Config) validateJoin() error {
+	var errs []error
+	for i, j := range c.Join {
+		if err := validateJoin(fmt.Sprintf("join[%d]", i), j); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.RetryInterval < 10*time.Millisecond {
+		errs = append(errs, fieldErr("retry_interval", c.RetryInterval.String(), "must be at least 10ms"))
+	}
+	if c.RetryMaxWait < c.RetryInterval {
+		errs = append(errs, fieldErr("retry_max_wait", c.RetryMaxWait.String(), "must be at least retry_interval (%s)", c.RetryInterval))
+	}
+	if c.RetryMax < 0 {
+		errs = append(errs, fieldErr("retry_max", strconv.Itoa(c.RetryMax), "must be 0 (retry forever) or positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// validateEncryption checks the key, that gossip is encrypted unless
+// explicitly not, and that --dev's unencrypted gossip stays on loopback
+// unless explicitly not.
+func (c *Config) validateEncryption() error {
+	var errs []error
+	if c.Encrypt != "" {
+		errs = append(errs, ValidateKey("encrypt", c.Encrypt))
+	}
+	keyless := c.Encrypt == "" && c.KeyringFile == "" && !c.InsecureNoEncryption
+	if keyless && !c.Dev {
+		errs = append(errs, fieldErr("encrypt", "", "gossip encryption is required: give a key (shoal keygen) with --encrypt or --keyring-file, or run without encryption explicitly with --insecure-no-encryption (or --dev)"))
+	}
+	if keyless && c.Dev && !loopbackAddr(c.Bind) {
+		errs = append(errs, fieldErr("bind", c.Bind, "--dev gossips unencrypted, so only on loopback: bind 127.0.0.1:PORT, "+
+			"or give an encryption key (--encrypt, --keyring-file), or add --insecure-no-encryption to gossip unencrypted on this address"))
+	}
+	return errors.Join(errs...)
+}
+
 // HTTPTLS reports whether the HTTP API serves HTTPS.
 func (c *Config) HTTPTLS() bool { return c.HTTPTLSCertFile != "" && c.HTTPTLSKeyFile != "" }
 
@@ -410,6 +440,14 @@ func (c *Config) HTTPLoopback() bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackAddr reports whether the host of an ip[:port] address is a
+// loopback IP; an empty host, 0.0.0.0 and :: are every interface.
+func loopbackAddr(v string) bool {
+	host, _, err := SplitHostPortDefault(v, DefaultGossipPort)
+	ip := net.ParseIP(host)
+	return err == nil && ip != nil && ip.IsLoopback()
 }
 
 // validateHTTPTLS checks the TLS pair and that an API beyond loopback is
@@ -515,6 +553,45 @@ func validateHostPort(key, v string, allowNoPort bool) error {
 		return fieldErr(key, v, "port must be a number from 0 to 65535")
 	}
 	return nil
+}
+
+// validateJoin checks a join address as memberlist reads it:
+// [name/]host[:port], a host name or an IP ([ipv6]:port with a port); no
+// port means this agent's own bind port, as in serf.
+func validateJoin(key, v string) error {
+	addr := v
+	if name, rest, ok := strings.Cut(v, "/"); ok {
+		if name == "" {
+			return fieldErr(key, v, "empty node name before the /")
+		}
+		addr = rest
+	}
+	if !joinHasPort(addr) {
+		if strings.Trim(addr, "[]") == "" {
+			return fieldErr(key, v, "empty address: want host or host:port")
+		}
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fieldErr(key, v, "want host or host:port (%v)", err)
+	}
+	if host == "" {
+		return fieldErr(key, v, "host must not be empty: want host or host:port")
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return fieldErr(key, v, "port must be a number from 1 to 65535")
+	}
+	return nil
+}
+
+// joinHasPort is memberlist's rule: a bracketed IPv6 address has a port
+// after the bracket; otherwise exactly one colon means a port.
+func joinHasPort(s string) bool {
+	if strings.LastIndex(s, "[") == 0 {
+		return strings.LastIndex(s, ":") > strings.LastIndex(s, "]")
+	}
+	return strings.Count(s, ":") == 1
 }
 
 // SplitHostPortDefault splits "ip:port" or a bare "ip" (then def is the port).

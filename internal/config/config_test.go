@@ -61,7 +61,7 @@ func TestValidateBadValues(t *testing.T) {
 		{"reserved tag", func(c *Config) { c.Tags = map[string]string{"sh": "x"} }, `tag key "sh" is reserved`},
 		{"mysql addr", func(c *Config) { c.MySQL.Addr = "db:port" }, `mysql.addr (--mysql-addr) "db:port": port must be`},
 		{"mysql addr and socket", func(c *Config) { c.MySQL.Addr = "127.0.0.1:3306"; c.MySQL.Socket = "/s" }, "not both"},
-		{"mysql interval", func(c *Config) { c.MySQL.Interval = 10 * time.Millisecond }, `mysql.interval (--mysql-interval) "10ms": must be at least 50ms`},
+		{"mysql interval", func(c *Config) { c.MySQL.Interval = 10 * time.Millisecond }, `mysql.interval (--mysql-interval) "10ms": must be from 50ms to 1m`},
 		{"mysql timeout", func(c *Config) { c.MySQL.Timeout = time.Minute }, "mysql.timeout"},
 		{"mysql rise", func(c *Config) { c.MySQL.Rise = 0 }, "mysql.rise (--mysql-rise)"},
 		{"max lag", func(c *Config) { c.Pool.MaxLag = 0 }, "pool.max_lag (--max-lag)"},
@@ -226,14 +226,23 @@ func TestDevModeBindsLoopback(t *testing.T) {
 	if c.Bind != "127.0.0.1:7946" || !strings.HasSuffix(c.Node, "-7946") {
 		t.Errorf("--dev: bind %q node %q, want 127.0.0.1:7946", c.Bind, c.Node)
 	}
-	for _, args := range [][]string{{"--dev", "--bind", "0.0.0.0:7946"}, {"--dev", "--bind", "10.1.2.3:7000"}} {
-		c, err := load(t, args, nil)
-		if err != nil {
-			t.Fatal(err)
+	// Beyond loopback, unencrypted gossip needs the explicit opt-in (or a key).
+	for _, args := range [][]string{{"--dev", "--bind", "0.0.0.0:7946"}, {"--dev", "--bind", "10.1.2.3:7000"}, {"--dev", "--bind", ":7001"}} {
+		if _, err := load(t, args, nil); err == nil || !strings.Contains(err.Error(), `bind (--bind) "`+args[2]+`": --dev gossips unencrypted, so only on loopback`) {
+			t.Errorf("%q: %v, want refused", args, err)
 		}
-		if c.Bind != args[2] {
-			t.Errorf("%q: bind %q, want the one given", args, c.Bind)
+		for _, more := range [][]string{{"--insecure-no-encryption"}, {"--encrypt", testKey}} {
+			c, err := load(t, append(args, more...), nil)
+			if err != nil {
+				t.Fatalf("%q: %v", append(args, more...), err)
+			}
+			if c.Bind != args[2] {
+				t.Errorf("%q: bind %q, want the one given", args, c.Bind)
+			}
 		}
+	}
+	if _, err := load(t, []string{"--dev", "--bind", "[::1]:7001"}, nil); err != nil {
+		t.Errorf("--dev on ::1: %v", err)
 	}
 }
 

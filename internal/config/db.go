@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/shoaldb/shoal/internal/probe"
 )
 
 var clusterRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
@@ -40,18 +42,12 @@ func (c *Config) validateDB() error {
 	if m.Addr != "" && m.Socket != "" {
 		add(fieldErr("mysql.socket", m.Socket, "give mysql.addr or mysql.socket, not both"))
 	}
-	if m.Interval < 50*time.Millisecond {
-		add(fieldErr("mysql.interval", m.Interval.String(), "must be at least 50ms"))
-	}
-	if m.Timeout < 10*time.Millisecond || m.Timeout > 30*time.Second {
-		add(fieldErr("mysql.timeout", m.Timeout.String(), "must be from 10ms to 30s"))
-	}
-	if m.Rise < 1 {
-		add(fieldErr("mysql.rise", strconv.Itoa(m.Rise), "must be at least 1"))
-	}
-	if m.Fall < 1 {
-		add(fieldErr("mysql.fall", strconv.Itoa(m.Fall), "must be at least 1"))
-	}
+	// The probe's own limits (package probe owns them): a value accepted
+	// here is one the probe starts with.
+	add(probeLimit("mysql.interval", m.Interval.String(), probe.CheckInterval(m.Interval)))
+	add(probeLimit("mysql.timeout", m.Timeout.String(), probe.CheckTimeout(m.Timeout)))
+	add(probeLimit("mysql.rise", strconv.Itoa(m.Rise), probe.CheckRiseFall(m.Rise)))
+	add(probeLimit("mysql.fall", strconv.Itoa(m.Fall), probe.CheckRiseFall(m.Fall)))
 	if m.Port < 0 || m.Port > 65535 {
 		add(fieldErr("mysql.port", strconv.Itoa(m.Port), "must be from 1 to 65535"))
 	}
@@ -69,6 +65,14 @@ func (c *Config) validateDB() error {
 		add(fieldErr("pool.isolation_window", p.IsolationWindow.String(), "must be at least 1s"))
 	}
 	return errors.Join(errs...)
+}
+
+// probeLimit turns a probe limit's error into one naming the config key.
+func probeLimit(key, value string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fieldErr(key, value, "%v", err)
 }
 
 func validateMySQLAddr(v string) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -23,28 +25,98 @@ import (
 // keys are read as their shoal equivalents (serfkeys.go), each with a
 // notice (Config.Notices). Every error line names the file.
 func LoadFile(path string, c *Config) error {
-	data, err := os.ReadFile(path)
+	data, fi, err := readConfigFile(path)
 	if err != nil {
+		c.unreadFiles = true
 		return fmt.Errorf("config file: %w", err)
 	}
 	res, err := decodeFile(data, c)
+	c.unreadFiles = c.unreadFiles || res.unread
 	for _, n := range res.notices {
-		c.notices = append(c.notices, fmt.Sprintf("config file %s: %s", path, n))
+		c.notices = append(c.notices, inFile(path, n))
 	}
 	for key, line := range res.lines {
 		c.setSource(key, fmt.Sprintf("config file %s, line %d", path, line))
 	}
+	if serr := checkSecretFile(path, fi, res.secrets, os.Geteuid()); serr != nil {
+		err = errors.Join(err, serr)
+	}
 	if err != nil {
-		return prefixAll(fmt.Sprintf("config file %s: ", path), err)
+		return inFileAll(path, err)
 	}
 	return nil
 }
 
-// prefixAll prefixes every error of a joined error.
-func prefixAll(prefix string, err error) error {
+// readConfigFile reads a config file and returns what fstat says of the
+// very file it read.
+func readConfigFile(path string) ([]byte, fs.FileInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := io.ReadAll(f)
+	return data, fi, err
+}
+
+// secretKeys are the config keys whose value is a secret. (The MySQL
+// password has no key: it comes from mysql.password_file, the option file
+// or SHOAL_MYSQL_PASSWORD.)
+var secretKeys = []string{"encrypt", "rpc_auth"}
+
+// checkSecretFile applies the keyring file's rule (fsutil.ReadPrivateFile:
+// no access for group or other) to a config file that holds a secret, and
+// refuses one owned by another user than the agent's or root, who could
+// read or change it. secrets are the keys found, "encrypt (line 3)".
+func checkSecretFile(path string, fi fs.FileInfo, secrets []string, euid int) error {
+	if len(secrets) == 0 || fi == nil {
+		return nil
+	}
+	held := "the secret key " + secrets[0]
+	if len(secrets) > 1 {
+		held = "the secret keys " + strings.Join(secrets, ", ")
+	}
+	var errs []error
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		errs = append(errs, fmt.Errorf("holds %s and has mode %04o: a file holding a secret must not be accessible by group or other, like a keyring file (chmod 600 %s)",
+			held, perm, path))
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != euid && st.Uid != 0 {
+		errs = append(errs, fmt.Errorf("holds %s and is owned by uid %d: a file holding a secret must be owned by the agent's user (uid %d) or root (chown %d %s)",
+			held, st.Uid, euid, euid, path))
+	}
+	return errors.Join(errs...)
+}
+
+// inFile prefixes a message about the config file path with the file, and
+// its line when the message starts with one: "config file F, line 3: ...",
+// the form of every message about a file.
+func inFile(path, msg string) string {
+	if sm := leadingLineRe.FindStringSubmatch(msg); sm != nil {
+		return fmt.Sprintf("config file %s, line %s:%s", path, sm[1], msg[len(sm[0]):])
+	}
+	return fmt.Sprintf("config file %s: %s", path, msg)
+}
+
+// fileError is an error about a config file, in inFile's form.
+type fileError struct {
+	msg string
+	err error
+}
+
+func (e *fileError) Error() string { return e.msg }
+func (e *fileError) Unwrap() error { return e.err }
+
+// inFileAll puts every error of a joined error in inFile's form, keeping
+// each error (a *FieldError) reachable with errors.As.
+func inFileAll(path string, err error) error {
 	var out []error
 	for _, e := range leaves(err) {
-		out = append(out, fmt.Errorf("%s%w", prefix, e))
+		out = append(out, &fileError{msg: inFile(path, e.Error()), err: e})
 	}
 	return errors.Join(out...)
 }
@@ -71,6 +143,10 @@ func decode(data []byte, c *Config) error {
 type decoded struct {
 	lines   map[string]int
 	notices []string
+	// unread: the file's values could not be applied at all.
+	unread bool
+	// secrets are the secret keys set, "encrypt (line 3)".
+	secrets []string
 }
 
 func decodeFile(data []byte, c *Config) (decoded, error) {
@@ -84,10 +160,12 @@ func decodeFile(data []byte, c *Config) (decoded, error) {
 		if errors.Is(err, io.EOF) {
 			return res, nil
 		}
+		res.unread = true
 		return res, withLine(data, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		res.unread = true
 		return res, errors.New("more than one YAML document; put the whole configuration in one")
 	}
 	if len(doc.Content) == 0 {
@@ -98,6 +176,7 @@ func decodeFile(data []byte, c *Config) (decoded, error) {
 		return res, nil
 	}
 	if root.Kind != yaml.MappingNode {
+		res.unread = true
 		return res, fmt.Errorf("line %d: want a mapping of config keys (key: value), found %s", root.Line, kindName(root))
 	}
 	var errs []error
@@ -106,12 +185,22 @@ func decodeFile(data []byte, c *Config) (decoded, error) {
 	if err != nil {
 		errs = append(errs, leaves(err)...)
 	}
-	w := &walker{lines: res.lines, values: map[int][]leaf{}}
+	w := &walker{lines: res.lines, values: map[int][]leaf{}, nodes: map[string]*yaml.Node{}}
 	w.check(root, reflect.TypeOf(Config{}), "")
 	errs = append(errs, w.errs...)
+	for _, k := range secretKeys {
+		n := w.nodes[k]
+		for n != nil && n.Kind == yaml.AliasNode {
+			n = n.Alias
+		}
+		if n != nil && n.Kind == yaml.ScalarNode && n.Value != "" {
+			res.secrets = append(res.secrets, fmt.Sprintf("%s (line %d)", k, res.lines[k]))
+		}
+	}
 	if err := root.Decode(c); err != nil {
 		var te *yaml.TypeError
 		if !errors.As(err, &te) {
+			res.unread = true
 			return res, errors.Join(append(errs, withLine(data, err))...)
 		}
 		for _, m := range te.Errors {
@@ -152,8 +241,9 @@ type leaf struct {
 // walker checks the keys of a mapping against a struct's yaml keys, and
 // records where each key is set.
 type walker struct {
-	lines  map[string]int // key path → line
-	values map[int][]leaf // line → values on it
+	lines  map[string]int        // key path → line
+	values map[int][]leaf        // line → values on it
+	nodes  map[string]*yaml.Node // key path → value (the first one set)
 	errs   []error
 }
 
@@ -190,6 +280,7 @@ func (w *walker) check(n *yaml.Node, t reflect.Type, path string) {
 			}
 			if _, seen := w.lines[full]; !seen {
 				w.lines[full] = k.Line
+				w.nodes[full] = v
 			}
 			w.values[v.Line] = append(w.values[v.Line], leaf{full, v})
 			w.check(v, ft, full)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode"
 	"unicode/utf8"
 
@@ -211,6 +212,9 @@ func (c *Config) APITokenPath(getenv func(string) string, euid int) string {
 // existing directory.
 func (c *Config) checkAPITokenFile(getenv func(string) string, euid int) (string, error) {
 	p := c.APITokenPath(getenv, euid)
+	if err := checkStateDir(filepath.Dir(p), euid); err != nil {
+		return p, fieldErr("api_token_file", p, "%v", err)
+	}
 	_, err := apitoken.Read(p)
 	switch {
 	case err == nil:
@@ -231,6 +235,35 @@ func (c *Config) checkAPITokenFile(getenv func(string) string, euid int) (string
 		return p, fieldErr("api_token_file", p, "%v", err)
 	}
 	return p, nil
+}
+
+// checkStateDir checks the directory of the API token file, whether
+// configured or the fallback in /tmp: one that another user could have
+// created, or may write in, could hand the agent a token of theirs or take
+// its own. It must be owned by the agent's user (euid) or root and
+// writable by no one else. A missing one is fine: the agent creates it,
+// mode 0700.
+func checkStateDir(dir string, euid int) error {
+	st, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("state directory %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("state directory %s is not a directory (mode %s)", dir, st.Mode())
+	}
+	owner := -1
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		owner = int(sys.Uid)
+	}
+	perm := st.Mode().Perm()
+	if (owner == euid || owner == 0) && perm&0o022 == 0 {
+		return nil
+	}
+	return fmt.Errorf("state directory %s is owned by uid %d and has mode %04o: it holds the API token, so it must be owned by the agent's user (uid %d) or root and writable by no one else (chown %d %s; chmod 700 %s)",
+		dir, owner, perm, euid, euid, dir, dir)
 }
 
 // ProbeConfig turns the mysql settings into the probe's, reading the
@@ -268,14 +301,47 @@ func (c *Config) ProbeConfig(getenv func(string) string) (probe.Config, error) {
 		pc.Password = getenv("SHOAL_MYSQL_PASSWORD")
 	}
 	pc.Interval, pc.Timeout, pc.Rise, pc.Fall = c.MySQL.Interval, c.MySQL.Timeout, c.MySQL.Rise, c.MySQL.Fall
+	pc.ReconnectMax = 0 // the probe's default follows the interval
 	pc = pc.WithDefaults()
 	if pc.User == "" {
 		return pc, fieldErr("mysql.user", "", "required on a db agent: set mysql.user, or user= in the [client] section of mysql.option_file")
 	}
-	if err := pc.Validate(); err != nil {
-		return pc, fmt.Errorf("mysql: %w", err)
+	return pc, c.probeErrors(pc.Validate())
+}
+
+// probeErrors names the config key of each probe.FieldError: the mysql key
+// that gave the field, or mysql.option_file for what the option file gave.
+func (c *Config) probeErrors(err error) error {
+	var out []error
+	for _, e := range leaves(err) {
+		var fe *probe.FieldError
+		if e == nil || !errors.As(e, &fe) {
+			if e != nil {
+				out = append(out, fmt.Errorf("mysql: %w", e))
+			}
+			continue
+		}
+		key := "mysql." + fe.Field
+		switch fe.Field {
+		case "host", "port":
+			key = "mysql.addr"
+			if c.MySQL.Addr == "" && c.MySQL.OptionFile != "" {
+				key = "mysql.option_file"
+			}
+		case "socket":
+			if c.MySQL.Socket == "" && c.MySQL.OptionFile != "" {
+				key = "mysql.option_file"
+			}
+		case "reconnect_max":
+			key = "mysql.interval"
+		}
+		if key == "mysql.option_file" {
+			out = append(out, fieldErr(key, c.MySQL.OptionFile, "%s %s: %v", fe.Field, fe.Value, fe.Err))
+			continue
+		}
+		out = append(out, fieldErr(key, fe.Value, "%v", fe.Err))
 	}
-	return pc, nil
+	return errors.Join(out...)
 }
 
 // checkTLSFiles loads the HTTPS certificate and key, as the API listener does.

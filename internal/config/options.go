@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -33,6 +34,13 @@ func strOpt(key, flag, env, usage string, f func(*Config) *string) option {
 			*f(c) = raw[len(raw)-1]
 			return nil
 		}}
+}
+
+// noDefault hides the default of an option whose usage says it: the host
+// name of the machine that runs --help is not a default to print.
+func noDefault(o option) option {
+	o.def = nil
+	return o
 }
 
 func durOpt(key, flag, env, usage string, f func(*Config) *time.Duration) option {
@@ -74,10 +82,10 @@ func boolOpt(key, flag, env, usage string, f func(*Config) *bool) option {
 }
 
 var options = []option{
-	strOpt("node", "node", "SHOAL_NODE", "node name, unique in the cluster (default: hostname)", func(c *Config) *string { return &c.Node }),
+	noDefault(strOpt("node", "node", "SHOAL_NODE", "node name, unique in the cluster (default: this host's name; with --dev, HOSTNAME-PORT)", func(c *Config) *string { return &c.Node })),
 	strOpt("bind", "bind", "SHOAL_BIND", "gossip bind address ip:port (TCP and UDP)", func(c *Config) *string { return &c.Bind }),
 	strOpt("advertise", "advertise", "SHOAL_ADVERTISE", "gossip address ip:port advertised to peers (default: the bind address)", func(c *Config) *string { return &c.Advertise }),
-	{key: "join", flag: "join", env: "SHOAL_JOIN", list: true, usage: "address of a member to join at start, retried with backoff until one answers (repeatable)",
+	{key: "join", flag: "join", env: "SHOAL_JOIN", list: true, usage: "address of a member to join at start, host or host:port (no port: this agent's bind port, as in serf), retried with backoff until one answers (repeatable)",
 		set: func(c *Config, raw []string) error { c.Join = splitList(raw); return nil }},
 	{key: "join", flag: "retry-join", list: true, usage: "alias of --join (serf and consul spelling)",
 		set: func(c *Config, raw []string) error { c.Join = append(c.Join, splitList(raw)...); return nil }},
@@ -255,40 +263,42 @@ func BindFlags(fs *pflag.FlagSet) *Flags {
 		f.values[o.flag] = rv
 	}
 	fs.StringArrayVar(&f.ConfigFile, "config", nil, "YAML config file (repeatable; later files override earlier ones)")
-	fs.BoolVar(&f.Dev, "dev", false, "development mode: no encryption, gossip on 127.0.0.1 unless --bind is given, local profile, node name from the bind port")
+	fs.BoolVar(&f.Dev, "dev", false, "development mode: no encryption, gossip on 127.0.0.1 (--bind beyond loopback needs a key or --insecure-no-encryption), local profile, node name from the bind port")
 	fs.StringVar(&f.Check, "config-check", "", "validate this config file (with the other flags and environment) and exit")
 	return f
 }
 
-// FilesNote names the config files for the heading of an error message:
-// " (config files a.yaml, b.yaml)", or "" when there are none.
-func (f *Flags) FilesNote() string {
-	files := f.ConfigFile
-	if f.Check != "" {
-		files = append(slices.Clip(files), f.Check)
-	}
-	switch len(files) {
-	case 0:
-		return ""
-	case 1:
-		return " (config file " + files[0] + ")"
-	}
-	return " (config files " + strings.Join(files, ", ") + ")"
-}
-
 // Load builds the configuration: defaults, then each config file, then the
-// environment (getenv), then the flags that were set. It validates the result.
+// environment (getenv), then the flags that were set. It validates the
+// result and returns every problem at once, each naming where it was set
+// (config file and line, environment variable or flag) and its key; the
+// Config is returned too, as far as it could be read.
 func (f *Flags) Load(getenv func(string) string) (*Config, error) {
 	c := Default()
 	files := f.ConfigFile
 	if f.Check != "" {
-		files = append(files, f.Check)
+		files = append(slices.Clip(files), f.Check)
 	}
+	var errs []error
 	for _, path := range files {
 		if err := LoadFile(path, c); err != nil {
-			return nil, err
+			errs = append(errs, leaves(err)...)
 		}
 	}
+	errs = append(errs, f.applyEnvFlags(c, getenv)...)
+	if f.Dev {
+		f.applyDev(c, getenv)
+	}
+	errs = append(errs, unreported(c.Validate(), errs)...)
+	if len(errs) > 0 {
+		return c, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+// applyEnvFlags applies the environment, then the flags that were set.
+func (f *Flags) applyEnvFlags(c *Config, getenv func(string) string) []error {
+	var errs []error
 	for _, o := range options {
 		if o.env == "" {
 			continue
@@ -298,7 +308,8 @@ func (f *Flags) Load(getenv func(string) string) (*Config, error) {
 			continue
 		}
 		if err := o.set(c, []string{v}); err != nil {
-			return nil, fmt.Errorf("environment %s: %w", o.env, err)
+			errs = append(errs, withSource(err, "environment "+o.env))
+			continue
 		}
 		c.setSource(o.key, "environment "+o.env)
 	}
@@ -307,31 +318,82 @@ func (f *Flags) Load(getenv func(string) string) (*Config, error) {
 			continue
 		}
 		if err := o.set(c, f.values[o.flag].vals); err != nil {
-			return nil, err
+			errs = append(errs, withSource(err, "flag --"+o.flag))
+			continue
 		}
 		c.setSource(o.key, "flag --"+o.flag)
 	}
-	if f.Dev {
-		c.Dev = true
-		// Dev mode runs without encryption: it gossips on loopback only,
-		// unless a bind address was given (flag, environment, or a file
-		// setting another address than the default).
-		if !f.fs.Changed("bind") && getenv("SHOAL_BIND") == "" && c.Bind == Default().Bind {
-			c.Bind = net.JoinHostPort(DevBindIP, strconv.Itoa(DefaultGossipPort))
-		}
-		if !f.fs.Changed("profile") && getenv("SHOAL_PROFILE") == "" {
-			c.Profile = "local"
-		}
-		if c.Node == Default().Node {
-			if _, port, err := SplitHostPortDefault(c.Bind, DefaultGossipPort); err == nil {
-				c.Node = fmt.Sprintf("%s-%d", c.Node, port)
-			}
+	return errs
+}
+
+// withSource records where the value of a FieldError was given.
+func withSource(err error, src string) error {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		fe.Source = src
+		return err
+	}
+	return fmt.Errorf("%s: %w", src, err)
+}
+
+// unreported returns the errors of err whose key has no error in reported
+// yet: a value the file, environment or flags could not set is not
+// reported again by validation.
+func unreported(err error, reported []error) []error {
+	keys := map[string]bool{}
+	for _, e := range reported {
+		var fe *FieldError
+		if errors.As(e, &fe) {
+			keys[baseKey(fe.Key)] = true
 		}
 	}
-	if err := c.Validate(); err != nil {
-		return nil, err
+	var out []error
+	for _, e := range leaves(err) {
+		var fe *FieldError
+		if e == nil || errors.As(e, &fe) && keys[baseKey(fe.Key)] {
+			continue
+		}
+		out = append(out, e)
 	}
-	return c, nil
+	return out
+}
+
+// MergeErrors adds to err the errors of more whose key err does not
+// already report (a config error and the file checks of the same
+// configuration), so that every problem is reported once.
+func MergeErrors(err, more error) error {
+	return errors.Join(append(leavesOf(err), unreported(more, leavesOf(err))...)...)
+}
+
+func leavesOf(err error) []error {
+	if err == nil {
+		return nil
+	}
+	return leaves(err)
+}
+
+// baseKey is a key without its list index: "join[2]" is "join".
+func baseKey(key string) string {
+	key, _, _ = strings.Cut(key, "[")
+	return key
+}
+
+// applyDev applies --dev: the local profile, gossip on loopback unless a
+// bind address was given (Validate refuses one beyond loopback without
+// encryption), and a node name from the bind port.
+func (f *Flags) applyDev(c *Config, getenv func(string) string) {
+	c.Dev = true
+	if !f.fs.Changed("bind") && getenv("SHOAL_BIND") == "" && c.Bind == Default().Bind {
+		c.Bind = net.JoinHostPort(DevBindIP, strconv.Itoa(DefaultGossipPort))
+	}
+	if !f.fs.Changed("profile") && getenv("SHOAL_PROFILE") == "" {
+		c.Profile = "local"
+	}
+	if c.Node == Default().Node {
+		if _, port, err := SplitHostPortDefault(c.Bind, DefaultGossipPort); err == nil {
+			c.Node = fmt.Sprintf("%s-%d", c.Node, port)
+		}
+	}
 }
 
 func lookupEnv(getenv func(string) string, name string) (string, bool) {
@@ -340,7 +402,7 @@ func lookupEnv(getenv func(string) string, name string) (string, bool) {
 }
 
 // secretFlags are the flags whose value is a secret.
-var secretFlags = map[string]string{"encrypt": "SHOAL_ENCRYPT or keyring_file", "rpc-auth": "SHOAL_RPC_AUTH or the config file"}
+var secretFlags = map[string]string{"encrypt": "SHOAL_ENCRYPT or keyring_file", "rpc-auth": "SHOAL_RPC_AUTH or a config file of mode 0600"}
 
 // SecretWarnings returns a warning for every secret given as a flag: any
 // local user can read a process's arguments (ps, /proc/PID/cmdline).

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,8 +15,17 @@ import (
 // TestSerfJSONConfig: a stock serf agent's JSON config file loads, each
 // serf key read as its shoal equivalent with a notice naming the shoal key.
 func TestSerfJSONConfig(t *testing.T) {
+	// The file holds a key, so it must be private (git keeps it 0644).
+	data, err := os.ReadFile("testdata/serf.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "serf.json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	c := Default()
-	if err := LoadFile("testdata/serf.json", c); err != nil {
+	if err := LoadFile(path, c); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ name, got, want string }{
@@ -39,7 +50,7 @@ func TestSerfJSONConfig(t *testing.T) {
 	}
 	notes := strings.Join(c.Notices(), "\n")
 	for _, want := range []string{
-		`config file testdata/serf.json: line 2: serf key "node_name" read as shoal's "node" (--node)`,
+		`config file ` + path + `, line 2: serf key "node_name" read as shoal's "node" (--node)`,
 		`line 3: serf key "encrypt_key" read as shoal's "encrypt" (--encrypt)`,
 		`line 13: serf key "start_join" read as shoal's "join" (--join)`,
 		`line 14: serf key "retry_join" read as shoal's "join" (--join)`,
@@ -113,8 +124,10 @@ func TestFileErrorsNameKeyFlagAndFile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeFile(t, tc.body)
 			err := LoadFile(p, Default())
-			if err == nil || !strings.Contains(err.Error(), "config file "+p+": "+tc.want) {
-				t.Fatalf("error %v\nwant %q", err, "config file "+p+": "+tc.want)
+			// One form for every message about a file: "config file F, line N: ...".
+			want := "config file " + p + ", " + tc.want
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %v\nwant %q", err, want)
 			}
 			if tc.name == "no near key" && strings.Contains(err.Error(), "did you mean") {
 				t.Errorf("suggests an unrelated key: %v", err)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -91,50 +92,96 @@ func (c Config) WithDefaults() Config {
 		c.Fall = DefaultFall
 	}
 	if c.ReconnectMax == 0 {
-		c.ReconnectMax = DefaultReconnectMax
+		// The back-off starts at Interval: an interval above 1 s caps it there.
+		c.ReconnectMax = max(DefaultReconnectMax, c.Interval)
 	}
 	return c
 }
 
-// Validate checks c after applying defaults. Every problem is reported,
-// each naming the field and the bad value.
+// The limits of the settings a user gives (the agent's mysql.interval,
+// mysql.timeout, mysql.rise and mysql.fall): Validate checks them, and the
+// agent's configuration checks its keys with these same functions, so that
+// a configuration shoal accepts is one the probe starts with.
+
+// CheckInterval checks a probe interval: MinInterval to MaxInterval.
+func CheckInterval(d time.Duration) error {
+	if d < MinInterval || d > MaxInterval {
+		return fmt.Errorf("must be from %s to %s", MinInterval, shortDuration(MaxInterval))
+	}
+	return nil
+}
+
+// CheckTimeout checks a probe timeout: MinTimeout to MaxTimeout.
+func CheckTimeout(d time.Duration) error {
+	if d < MinTimeout || d > MaxTimeout {
+		return fmt.Errorf("must be from %s to %s", MinTimeout, shortDuration(MaxTimeout))
+	}
+	return nil
+}
+
+// CheckRiseFall checks a rise or fall count: 1 to MaxRiseFall.
+func CheckRiseFall(n int) error {
+	if n < 1 || n > MaxRiseFall {
+		return fmt.Errorf("must be from 1 to %d", MaxRiseFall)
+	}
+	return nil
+}
+
+// shortDuration formats whole minutes without the trailing "0s" ("1m").
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if d%time.Minute == 0 {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	return s
+}
+
+// FieldError is a Config field that Validate refuses.
+type FieldError struct {
+	Field string // the Config field's JSON name: "timeout", "port"
+	Value string // the value as shown
+	Err   error
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("probe %s = %s: %v", e.Field, e.Value, e.Err) }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Validate checks c after applying defaults. Every problem is reported, as
+// a *FieldError naming the field and the bad value.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
 	var errs []error
-	bad := func(field string, value any, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("probe %s = %v: %s", field, value, fmt.Sprintf(format, args...)))
+	bad := func(field string, value any, err error) {
+		if err != nil {
+			errs = append(errs, &FieldError{Field: field, Value: fmt.Sprint(value), Err: err})
+		}
+	}
+	badf := func(field string, value any, format string, args ...any) {
+		bad(field, value, fmt.Errorf(format, args...))
 	}
 	if c.Socket != "" {
 		switch {
 		case !filepath.IsAbs(c.Socket):
-			bad("socket", strconv.Quote(c.Socket), "must be an absolute path")
+			badf("socket", strconv.Quote(c.Socket), "must be an absolute path")
 		case len(c.Socket) > maxSocketLen:
-			bad("socket", strconv.Quote(c.Socket), "longer than %d bytes", maxSocketLen)
+			badf("socket", strconv.Quote(c.Socket), "longer than %d bytes", maxSocketLen)
 		}
 		if c.Host != "" && c.Host != "localhost" {
-			bad("host", strconv.Quote(c.Host), "set together with socket %q; use one of them", c.Socket)
+			badf("host", strconv.Quote(c.Host), "set together with socket %q; use one of them", c.Socket)
 		}
 	}
 	if c.Socket == "" && (c.Port < 1 || c.Port > 65535) {
-		bad("port", c.Port, "must be within 1-65535")
+		badf("port", c.Port, "must be from 1 to 65535")
 	}
 	if c.User == "" {
-		bad("user", `""`, "required")
+		badf("user", `""`, "required")
 	}
-	if c.Interval < MinInterval || c.Interval > MaxInterval {
-		bad("interval", c.Interval, "must be within %s-%s", MinInterval, MaxInterval)
-	}
-	if c.Timeout < MinTimeout || c.Timeout > MaxTimeout {
-		bad("timeout", c.Timeout, "must be within %s-%s", MinTimeout, MaxTimeout)
-	}
-	if c.Rise < 1 || c.Rise > MaxRiseFall {
-		bad("rise", c.Rise, "must be within 1-%d", MaxRiseFall)
-	}
-	if c.Fall < 1 || c.Fall > MaxRiseFall {
-		bad("fall", c.Fall, "must be within 1-%d", MaxRiseFall)
-	}
+	bad("interval", c.Interval, CheckInterval(c.Interval))
+	bad("timeout", c.Timeout, CheckTimeout(c.Timeout))
+	bad("rise", c.Rise, CheckRiseFall(c.Rise))
+	bad("fall", c.Fall, CheckRiseFall(c.Fall))
 	if c.ReconnectMax < c.Interval || c.ReconnectMax > 5*time.Minute {
-		bad("reconnect_max", c.ReconnectMax, "must be within interval (%s) and 5m", c.Interval)
+		badf("reconnect_max", c.ReconnectMax, "must be from interval (%s) to 5m", c.Interval)
 	}
 	return errors.Join(errs...)
 }

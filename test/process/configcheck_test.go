@@ -85,7 +85,7 @@ func TestConfigCheckSerfConfig(t *testing.T) {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
 	for _, want := range []string{
-		`notice: config file ` + p + `: line 2: serf key "node_name" read as shoal's "node" (--node)`,
+		`notice: config file ` + p + `, line 2: serf key "node_name" read as shoal's "node" (--node)`,
 		`line 3: serf key "encrypt_key" read as shoal's "encrypt" (--encrypt)`,
 		`line 9: serf key "start_join" read as shoal's "join" (--join)`,
 		`line 13: serf key "reconnect_timeout" read as shoal's "gossip.reconnect_timeout" (--reconnect-timeout)`,
@@ -98,7 +98,7 @@ func TestConfigCheckSerfConfig(t *testing.T) {
 	bad := filepath.Join(dir, "serf-mdns.json")
 	os.WriteFile(bad, []byte(strings.Replace(serf, `"log_level"`, `"discover": "cluster1", "log_level"`, 1)), 0o600)
 	_, stderr, code = shoal(t, "agent", "--config-check", bad, "--api-token-file", filepath.Join(dir, "api-token"))
-	if code != 2 || !strings.Contains(stderr, "config file "+bad+`: line 6: serf key "discover" has no shoal equivalent`) {
+	if code != 2 || !strings.Contains(stderr, "config file "+bad+`, line 6: serf key "discover" has no shoal equivalent`) {
 		t.Errorf("exit %d, want 2 naming discover:\n%s", code, stderr)
 	}
 }
