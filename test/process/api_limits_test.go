@@ -106,11 +106,7 @@ func TestAPIHeldConnectionsDoNotStarveIt(t *testing.T) {
 		}
 	}
 	out, _, _ := shoal(t, "keygen")
-	a := startAgent(t, "hold1", strings.TrimSpace(out))
-	testkit.WaitFor(t, 20*time.Second, "agent answers", func() bool {
-		_, _, code := shoal(t, "info", "--http-addr", a.http)
-		return code == 0
-	})
+	a := startAnswering(t, "hold1", strings.TrimSpace(out))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	wg := holdConns(ctx, t, a.http, n, 20*time.Second)

@@ -148,12 +148,7 @@ func TestCLIFakeAgentProcess(t *testing.T) {
 // CLI is pointed (a squatted agent port): the CLI reads the token but
 // does not send it, as the listener is not the file owner's nor root's.
 func TestCLIKeepsTheTokenFromAnotherUsersListener(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED, NOT PASSED: this test runs a fake agent as uid 65534 and needs root")
-	}
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("SKIPPED, NOT PASSED: setpriv (util-linux) is missing; it runs the fake agent as uid 65534")
-	}
+	needSetpriv(t, "runs a fake agent")
 	state := t.TempDir()
 	tok := writeToken(t, filepath.Join(state, "api-token"))
 	addr, headers := startFakeAgentAsNobody(t, filepath.Join(state, "api-token"))

@@ -96,12 +96,7 @@ func asNobodyEnv(t *testing.T, env []string, args ...string) (string, string, in
 // it or group or other may write in it: a directory another user
 // pre-created with mode 0777 must not receive the token.
 func TestStateDirMustBeTheAgents(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED, NOT PASSED: this test chowns directories and runs the agent as uid 65534; it needs root")
-	}
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("SKIPPED, NOT PASSED: setpriv (util-linux) is missing; it runs the agent as uid 65534")
-	}
+	needSetpriv(t, "chowns directories and runs the agent")
 	tmp, err := os.MkdirTemp("", "shoal-statedir-")
 	if err != nil {
 		t.Fatal(err)

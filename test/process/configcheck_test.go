@@ -12,8 +12,7 @@ import (
 // file, the line, the key and its flag, and so does `shoal agent --config F`
 // (the same checks), before binding anything.
 func TestConfigCheckChecksWhatStartChecks(t *testing.T) {
-	out, _, _ := shoal(t, "keygen")
-	key := strings.TrimSpace(out)
+	key := newKey(t)
 	dir := t.TempDir()
 	write := func(name, body string, mode os.FileMode) string {
 		p := filepath.Join(dir, name)
@@ -58,8 +57,7 @@ func TestConfigCheckChecksWhatStartChecks(t *testing.T) {
 // key shoal has no equivalent for, set to something shoal would not do,
 // exits 2 saying so.
 func TestConfigCheckSerfConfig(t *testing.T) {
-	out, _, _ := shoal(t, "keygen")
-	key := strings.TrimSpace(out)
+	key := newKey(t)
 	dir := t.TempDir()
 	serf := `{
   "node_name": "web1",

@@ -88,13 +88,8 @@ func floodStreams(addr string, workers int, declared uint32, d time.Duration) in
 // before it authenticates: the RSS stays bounded, the agent keeps
 // answering, the rejections are counted, and a member still joins.
 func TestGossipStreamFloodBoundsMemory(t *testing.T) {
-	out, _, _ := shoal(t, "keygen")
-	key := strings.TrimSpace(out)
-	a := startAgent(t, "flood1", key)
-	testkit.WaitFor(t, 20*time.Second, "agent answers", func() bool {
-		_, _, code := shoal(t, "info", "--http-addr", a.http)
-		return code == 0
-	})
+	key := newKey(t)
+	a := startAnswering(t, "flood1", key)
 	pid := a.cmd.Process.Pid
 	base := vmRSS(t, pid)
 
@@ -163,13 +158,8 @@ func TestGossipStreamFloodBoundsMemory(t *testing.T) {
 // 2 s. Now lines of one kind are logged a few times a window and a summary
 // says how many were suppressed.
 func TestGossipGarbageUDPLogThrottled(t *testing.T) {
-	out, _, _ := shoal(t, "keygen")
-	key := strings.TrimSpace(out)
-	a := startAgent(t, "udp1", key)
-	testkit.WaitFor(t, 20*time.Second, "agent answers", func() bool {
-		_, _, code := shoal(t, "info", "--http-addr", a.http)
-		return code == 0
-	})
+	key := newKey(t)
+	a := startAnswering(t, "udp1", key)
 	c, err := net.Dial("udp", a.bind)
 	if err != nil {
 		t.Fatal(err)

@@ -30,8 +30,7 @@ func waitExit(t *testing.T, p *proc, what string) {
 // a Leave": serf warns so when it is shut down before its own Leave
 // returned, which shoal does once it has decided the leave is complete.
 func TestGracefulLeaveDoesNotWarn(t *testing.T) {
-	out, _, _ := shoal(t, "keygen")
-	key := strings.TrimSpace(out)
+	key := newKey(t)
 
 	alone := startAgent(t, "solo", key)
 	testkit.WaitFor(t, 20*time.Second, "solo answers", func() bool { return members(t, alone.http)["solo"].Status == "alive" })
@@ -61,34 +60,5 @@ func TestGracefulLeaveDoesNotWarn(t *testing.T) {
 	waitExit(t, a, "stays after SIGTERM")
 	if l := a.log.String(); strings.Contains(l, shutdownWithoutLeave) {
 		t.Errorf("stays's log after SIGTERM has %q:\n%s", shutdownWithoutLeave, l)
-	}
-}
-
-// TestForcedExitStillWarns: a shutdown that cuts the leave short (a second
-// signal while the leave waits on a stopped peer) still logs serf's
-// warning.
-func TestForcedExitStillWarns(t *testing.T) {
-	out, _, _ := shoal(t, "keygen")
-	key := strings.TrimSpace(out)
-	a := startAgent(t, "frozen", key, "--leave-timeout", "30s")
-	b := startAgent(t, "forced", key, "--join", a.bind, "--leave-timeout", "30s")
-	testkit.WaitFor(t, 20*time.Second, "two alive", func() bool { return len(members(t, b.http)) == 2 })
-	a.cmd.Process.Signal(syscall.SIGSTOP)
-	defer a.cmd.Process.Signal(syscall.SIGCONT)
-	b.cmd.Process.Signal(syscall.SIGTERM)
-	time.Sleep(300 * time.Millisecond)
-	select {
-	case <-b.done:
-		t.Skip("leave completed before the second signal; nothing to force")
-	default:
-	}
-	b.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-b.done:
-	case <-time.After(15 * time.Second):
-		t.Fatal("second SIGTERM did not force an exit")
-	}
-	if l := b.log.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, shutdownWithoutLeave) {
-		t.Errorf("forced exit: want a WARN %q:\n%s", shutdownWithoutLeave, l)
 	}
 }

@@ -25,11 +25,7 @@ func TestHooksCLI(t *testing.T) {
 		t.Errorf("bad handler spec: exit %d: %s", code, errOut)
 	}
 
-	a := startAgent(t, "h1", key, "--event-handler", "user:hello=/bin/echo hi", "--event-handler", "query:who=/bin/echo h1-here")
-	testkit.WaitFor(t, 20*time.Second, "agent answers", func() bool {
-		_, _, code := shoal(t, "info", "--http-addr", a.http)
-		return code == 0
-	})
+	a := startAnswering(t, "h1", key, "--event-handler", "user:hello=/bin/echo hi", "--event-handler", "query:who=/bin/echo h1-here")
 	out, errOut, code = shoal(t, "hooks", "list", "--http-addr", a.http)
 	if code != 0 || !strings.Contains(out, "user:hello=/bin/echo hi") || !strings.Contains(out, "0/1000") {
 		t.Fatalf("hooks list: exit %d:\n%s%s", code, out, errOut)
@@ -76,11 +72,7 @@ func TestHookTimeoutKillsEscapedChildren(t *testing.T) {
 	t.Setenv("OUT_DIR", dir) // the agent inherits the test's environment
 	out, _, _ := shoal(t, "keygen")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	a := startAgent(t, "esc1", lines[len(lines)-1], "--config", cfg, "--event-handler", "user:esc="+hook)
-	testkit.WaitFor(t, 20*time.Second, "agent answers", func() bool {
-		_, _, code := shoal(t, "info", "--http-addr", a.http)
-		return code == 0
-	})
+	a := startAnswering(t, "esc1", lines[len(lines)-1], "--config", cfg, "--event-handler", "user:esc="+hook)
 	var pids []int
 	t.Cleanup(func() {
 		for _, pid := range pids {

@@ -235,8 +235,7 @@ func TestAgentsAsProcesses(t *testing.T) {
 }
 
 func TestDuplicateNameProcessExitsWithError(t *testing.T) {
-	out, _, _ := shoal(t, "keygen")
-	key := strings.TrimSpace(out)
+	key := newKey(t)
 	a := startAgent(t, "dup", key)
 	testkit.WaitFor(t, 10*time.Second, "a up", func() bool { return members(t, a.http)["dup"].Status == "alive" })
 	b := startAgent(t, "dup", key, "--join", a.bind)
@@ -262,10 +261,11 @@ func TestNoAgentMessage(t *testing.T) {
 }
 
 // TestSecondSignalForcesExit: while a graceful leave is waiting on an
-// unreachable peer, a second SIGTERM exits at once with status 1.
+// unreachable peer, a second SIGTERM exits at once with status 1, and
+// serf's "Shutdown without a Leave" warning, which a completed leave no
+// longer logs (TestGracefulLeaveDoesNotWarn), is still there.
 func TestSecondSignalForcesExit(t *testing.T) {
-	out, _, _ := shoal(t, "keygen")
-	key := strings.TrimSpace(out)
+	key := newKey(t)
 	a := startAgent(t, "stay", key, "--leave-timeout", "30s")
 	b := startAgent(t, "go", key, "--join", a.bind, "--leave-timeout", "30s")
 	testkit.WaitFor(t, 10*time.Second, "two alive", func() bool { return len(members(t, b.http)) == 2 })
@@ -291,7 +291,34 @@ func TestSecondSignalForcesExit(t *testing.T) {
 		if !strings.Contains(b.log.String(), "second signal") {
 			t.Error("forced exit not logged")
 		}
+		if l := b.log.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, shutdownWithoutLeave) {
+			t.Errorf("forced exit: want a WARN %q:\n%s", shutdownWithoutLeave, l)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("second SIGTERM did not force an exit")
+	}
+}
+
+// startAnswering starts an agent with startAgent and waits until its API
+// answers `shoal info`.
+func startAnswering(t *testing.T, name, key string, extra ...string) *proc {
+	t.Helper()
+	p := startAgent(t, name, key, extra...)
+	testkit.WaitFor(t, 20*time.Second, name+" answers", func() bool {
+		_, _, code := shoal(t, "info", "--http-addr", p.http)
+		return code == 0
+	})
+	return p
+}
+
+// needSetpriv skips (loudly) a test that runs something as uid 65534
+// when it is not root or util-linux's setpriv is missing.
+func needSetpriv(t *testing.T, what string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skipf("SKIPPED, NOT PASSED: this test %s as uid 65534 and needs root", what)
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skipf("SKIPPED, NOT PASSED: setpriv (util-linux) is missing; this test %s as uid 65534", what)
 	}
 }

@@ -31,19 +31,9 @@ func asNobody(t *testing.T, args ...string) (string, string, int) {
 // leave. Now that user's CLI fails with the token error, a browser-style
 // POST is refused, and root's CLI reads the token file.
 func TestUnprivilegedUserCannotDrainTheAgent(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED, NOT PASSED: this test runs the CLI as uid 65534 and needs root (run: sudo go test ./test/process/ -run Unprivileged)")
-	}
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("SKIPPED, NOT PASSED: setpriv (util-linux) is missing; it runs the CLI as uid 65534")
-	}
-	out, _, _ := shoal(t, "keygen")
-	key := strings.TrimSpace(out)
-	a := startAgent(t, "sec1", key)
-	testkit.WaitFor(t, 20*time.Second, "agent answers", func() bool {
-		_, _, code := shoal(t, "info", "--http-addr", a.http)
-		return code == 0
-	})
+	needSetpriv(t, "runs the CLI")
+	key := newKey(t)
+	a := startAnswering(t, "sec1", key)
 
 	// Reads stay open to everyone.
 	if out, errOut, code := asNobody(t, "members", "--http-addr", a.http); code != 0 || !strings.Contains(out, "sec1") {
@@ -129,8 +119,7 @@ func mustRead(t *testing.T, path string) string {
 // http_addr on 0.0.0.0 without TLS or insecure_http exits 2 naming
 // http_addr; with insecure_http it starts and warns.
 func TestHTTPBeyondLoopbackRefusedAtStart(t *testing.T) {
-	out, _, _ := shoal(t, "keygen")
-	key := strings.TrimSpace(out)
+	key := newKey(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "agent.yaml")
 	port := strings.TrimPrefix(ports.Free(t), "127.0.0.1:")
