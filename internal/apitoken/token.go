@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/shoaldb/shoal/internal/fsutil"
@@ -62,6 +63,36 @@ func DefaultPath(getenv func(string) string, euid int) string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("shoal-%d", euid), FileName)
 }
 
+// CheckDir checks the directory of the API token file, whether
+// configured or the fallback in /tmp: one that another user could have
+// created, or may write in, could hand the agent a token of theirs or take
+// its own. It must be owned by the agent's user (euid) or root and
+// writable by no one else. A missing one is fine: the agent creates it,
+// mode 0700, and LoadOrCreate checks it again once it exists, so one
+// another user creates after the config check is refused too.
+func CheckDir(dir string, euid int) error {
+	st, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("state directory %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("state directory %s is not a directory (mode %s)", dir, st.Mode())
+	}
+	owner := -1
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		owner = int(sys.Uid)
+	}
+	perm := st.Mode().Perm()
+	if (owner == euid || owner == 0) && perm&0o022 == 0 {
+		return nil
+	}
+	return fmt.Errorf("state directory %s is owned by uid %d and has mode %04o: it holds the API token, so it must be owned by the agent's user (uid %d) or root and writable by no one else (chown %d %s; chmod 700 %s)",
+		dir, owner, perm, euid, euid, dir, dir)
+}
+
 // Check validates a token's text.
 func Check(tok string) error {
 	if len(tok) < MinLen {
@@ -99,6 +130,11 @@ func LoadOrCreate(path string) (tok string, created bool, err error) {
 		return tok, false, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", false, fmt.Errorf("api token file: %w", err)
+	}
+	// Checked again now that it exists: the one the config check saw
+	// missing may have been made by another user in between.
+	if err := CheckDir(filepath.Dir(path), os.Geteuid()); err != nil {
 		return "", false, fmt.Errorf("api token file: %w", err)
 	}
 	tok, err = Generate()

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"unicode"
 	"unicode/utf8"
 
@@ -212,7 +211,7 @@ func (c *Config) APITokenPath(getenv func(string) string, euid int) string {
 // existing directory.
 func (c *Config) checkAPITokenFile(getenv func(string) string, euid int) (string, error) {
 	p := c.APITokenPath(getenv, euid)
-	if err := checkStateDir(filepath.Dir(p), euid); err != nil {
+	if err := apitoken.CheckDir(filepath.Dir(p), euid); err != nil {
 		return p, fieldErr("api_token_file", p, "%v", err)
 	}
 	_, err := apitoken.Read(p)
@@ -235,35 +234,6 @@ func (c *Config) checkAPITokenFile(getenv func(string) string, euid int) (string
 		return p, fieldErr("api_token_file", p, "%v", err)
 	}
 	return p, nil
-}
-
-// checkStateDir checks the directory of the API token file, whether
-// configured or the fallback in /tmp: one that another user could have
-// created, or may write in, could hand the agent a token of theirs or take
-// its own. It must be owned by the agent's user (euid) or root and
-// writable by no one else. A missing one is fine: the agent creates it,
-// mode 0700.
-func checkStateDir(dir string, euid int) error {
-	st, err := os.Stat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("state directory %s: %w", dir, err)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("state directory %s is not a directory (mode %s)", dir, st.Mode())
-	}
-	owner := -1
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		owner = int(sys.Uid)
-	}
-	perm := st.Mode().Perm()
-	if (owner == euid || owner == 0) && perm&0o022 == 0 {
-		return nil
-	}
-	return fmt.Errorf("state directory %s is owned by uid %d and has mode %04o: it holds the API token, so it must be owned by the agent's user (uid %d) or root and writable by no one else (chown %d %s; chmod 700 %s)",
-		dir, owner, perm, euid, euid, dir, dir)
 }
 
 // ProbeConfig turns the mysql settings into the probe's, reading the

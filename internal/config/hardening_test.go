@@ -143,29 +143,3 @@ func TestCheckSecretFile(t *testing.T) {
 		t.Errorf("secrets %q, %v", res.secrets, err)
 	}
 }
-
-// TestCheckStateDir: owner the agent's user or root, no write for group
-// or other; a missing directory is fine.
-func TestCheckStateDir(t *testing.T) {
-	d := t.TempDir()
-	euid := os.Geteuid()
-	for _, tc := range []struct {
-		mode os.FileMode
-		ok   bool
-	}{{0o700, true}, {0o750, true}, {0o755, true}, {0o770, false}, {0o777, false}, {0o777 | os.ModeSticky, false}} {
-		os.Chmod(d, tc.mode)
-		err := checkStateDir(d, euid)
-		if tc.ok != (err == nil) {
-			t.Errorf("mode %04o: %v", tc.mode, err)
-		}
-	}
-	os.Chmod(d, 0o700)
-	if err := checkStateDir(d+"/missing", euid); err != nil {
-		t.Errorf("missing: %v", err)
-	}
-	if euid != 0 {
-		if err := checkStateDir(d, euid+1); err == nil || !strings.Contains(err.Error(), "is owned by uid") {
-			t.Errorf("another user's: %v", err)
-		}
-	}
-}
