@@ -197,12 +197,12 @@ Try next:
   %[1]s members --http-addr %[3]s
   %[1]s history --http-addr %[3]s --since 10m
   kill -9 $(cat %[2]s/mariadb-db2.pid); sleep 1; %[1]s pool --http-addr %[3]s
-  %[1]s maint enable --reason test --http-addr %[4]s   # drain db3 (disable to undo)
+  %[1]s maint enable --reason test --http-addr %[4]s --token-file %[11]s   # drain db3 (disable to undo)
   mariadb --no-defaults -h127.0.0.1 -P%[5]d -u%[6]s -p"$(cat %[2]s/demo.password)" %[6]s   # through HAProxy, read-write
   make demo-fault     # a narrated tour of faults, with times measured by the agents
   make demo-stop      # stop everything (by PID)
 HAProxy: writes %[7]s, reads %[8]s; agents' HTTP API on 127.0.0.1:%[9]d-%[10]d (db1-db3, app1).
-`, shoal, dir, l.HTTPAddr(App), l.HTTPAddr("db3"), l.PortBase+7, appUser, l.RWAddr(), l.ROAddr(), l.PortBase+21, l.PortBase+24)
+`, shoal, dir, l.HTTPAddr(App), l.HTTPAddr("db3"), l.PortBase+7, appUser, l.RWAddr(), l.ROAddr(), l.PortBase+21, l.PortBase+24, rel(l.Path("api-token")))
 }
 
 // rel shortens p to a path relative to the working directory when it is

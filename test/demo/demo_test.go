@@ -153,6 +153,7 @@ func TestMakeDemoTourStop(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("make demo: exit %d", code)
 	}
+	demoOut := out
 	for _, want := range []string{"writer  db1", "reader  db2", "reader  db3", layout.UIURL(), "tail -f", "make demo-fault", "writes 20/s"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("make demo output lacks %q", want)
@@ -216,6 +217,11 @@ func TestMakeDemoTourStop(t *testing.T) {
 		t.Errorf("client: %d seconds, writes by server %v: want most of them on db1", len(secs), writes)
 	}
 
+	// The maintenance command make demo suggests works as printed (it is
+	// a changing command: it has to name the demo's token file).
+	runPrinted(t, ctx, root, demoOut, " maint enable ", "out of the pool on every agent")
+	runPrinted(t, ctx, root, strings.Replace(lineWith(demoOut, " maint enable "), "enable --reason test", "disable", 1), " maint disable ", "maintenance off")
+
 	// make demo again: the first demo is stopped, none of its processes
 	// is left beside the second.
 	first, err := layout.PIDFiles()
@@ -246,5 +252,34 @@ func TestMakeDemoTourStop(t *testing.T) {
 	}
 	if left, _ := layout.PIDFiles(); len(left) != 0 {
 		t.Errorf("pid files left: %v", left)
+	}
+}
+
+// lineWith is the first line of out that contains s ("" if none).
+func lineWith(out, s string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
+}
+
+// runPrinted runs, from dir, the command of the first line of out that
+// contains s, as a user pasting it would (the text before its comment,
+// split on spaces; no shell), and wants success and want in its output.
+func runPrinted(t *testing.T, ctx context.Context, dir, out, s, want string) {
+	t.Helper()
+	line := lineWith(out, s)
+	argv := strings.Fields(strings.SplitN(line, "#", 2)[0])
+	if len(argv) == 0 {
+		t.Errorf("no line with %q in:\n%s", s, out)
+		return
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	got, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(got), want) {
+		t.Errorf("the printed %q: %v\n%s", line, err, got)
 	}
 }
