@@ -42,9 +42,8 @@ type LogThrottle struct {
 	now    func() time.Time
 	after  func(time.Duration, func()) // time.AfterFunc, or a test's
 
-	mu     sync.Mutex
-	kinds  map[string]*throttleKind
-	closed bool
+	mu    sync.Mutex
+	kinds map[string]*throttleKind
 }
 
 type throttleKind struct {
@@ -117,9 +116,8 @@ func (w *LogThrottle) flush(kind string) {
 	w.mu.Lock()
 	k := w.kinds[kind]
 	delete(w.kinds, kind)
-	closed := w.closed
 	w.mu.Unlock()
-	if k == nil || k.suppressed == 0 || closed {
+	if k == nil || k.suppressed == 0 {
 		return
 	}
 	component, msg, _ := strings.Cut(kind, ": ")
@@ -127,18 +125,16 @@ func (w *LogThrottle) flush(kind string) {
 	_, _ = w.next.Write([]byte(line))
 }
 
-// Close stops summaries scheduled for later (the log may be gone by then).
-func (w *LogThrottle) Close() {
-	w.mu.Lock()
-	w.closed = true
-	w.mu.Unlock()
-}
-
 // throttleKindOf is the kind of a log line to throttle: "component:
 // message" with the sender's address, the error detail after the first
 // ": " and the digits dropped. ok is false for a line not to throttle:
 // below WARN, or not about something a sender sent.
 func throttleKindOf(line string) (string, bool) {
+	// Most lines name no sender: they are not parsed here (StdWriter
+	// parses every line anyway).
+	if !strings.Contains(line, "from=") {
+		return "", false
+	}
 	line = strings.TrimRight(line, "\n")
 	lv, component, msg := logging.ParseStdLine(line)
 	if lv < slog.LevelWarn || !strings.Contains(msg, "from=") {
