@@ -19,7 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/shoaldb/shoal/internal/fsutil"
@@ -81,10 +80,7 @@ func CheckDir(dir string, euid int) error {
 	if !st.IsDir() {
 		return fmt.Errorf("state directory %s is not a directory (mode %s)", dir, st.Mode())
 	}
-	owner := -1
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		owner = int(sys.Uid)
-	}
+	owner, _ := fsutil.Owner(st)
 	perm := st.Mode().Perm()
 	if (owner == euid || owner == 0) && perm&0o022 == 0 {
 		return nil

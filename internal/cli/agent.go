@@ -44,8 +44,6 @@ environment variables, then flags.`,
 		Args: exactArgs(0, "no arguments"),
 	}
 	flags := config.BindFlags(cmd.Flags())
-	// --node defaults to the hostname, which its usage says: not twice.
-	cmd.Flags().Lookup("node").DefValue = ""
 	// The agent's --http-addr is its listen address: same flag, same default.
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := flags.Load(os.Getenv)

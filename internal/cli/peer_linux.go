@@ -11,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -103,13 +102,4 @@ func sameAddr(field string, a *net.TCPAddr) bool {
 		binary.NativeEndian.PutUint32(ip[i:], binary.BigEndian.Uint32(raw[i:]))
 	}
 	return ip.Equal(a.IP)
-}
-
-// fileOwner is the uid owning a file.
-func fileOwner(fi fs.FileInfo) (int, error) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, errors.New("cannot tell its owner")
-	}
-	return int(st.Uid), nil
 }

@@ -4,7 +4,6 @@ package cli
 
 import (
 	"errors"
-	"io/fs"
 	"net"
 )
 
@@ -16,6 +15,3 @@ var errNotLocal = errors.New("not a socket of this host")
 func peerUID(net.Conn) (int, error) {
 	return 0, errors.New("this system does not tell which user serves a TCP port")
 }
-
-// fileOwner is unknown on this system; peerUID refuses anyway.
-func fileOwner(fs.FileInfo) (int, error) { return 0, nil }

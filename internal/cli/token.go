@@ -16,6 +16,7 @@ import (
 
 	"github.com/shoaldb/shoal/internal/apitoken"
 	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/fsutil"
 	"github.com/shoaldb/shoal/pkg/client"
 )
 
@@ -153,9 +154,9 @@ func readTokenFile(path string) (string, int, error) {
 	if err != nil {
 		return "", 0, fmt.Errorf("api token file: %w", err)
 	}
-	owner, err := fileOwner(st)
-	if err != nil {
-		return "", 0, fmt.Errorf("api token file %s: %w", path, err)
+	owner, ok := fsutil.Owner(st)
+	if !ok {
+		return "", 0, fmt.Errorf("api token file %s: cannot tell its owner", path)
 	}
 	return tok, owner, nil
 }

@@ -433,14 +433,7 @@ func (c *Config) HTTPTLS() bool { return c.HTTPTLSCertFile != "" && c.HTTPTLSKey
 
 // HTTPLoopback reports whether http_addr is on a loopback IP. An empty
 // host, 0.0.0.0 and :: are not: they listen on every interface.
-func (c *Config) HTTPLoopback() bool {
-	host, _, err := net.SplitHostPort(c.HTTPAddr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+func (c *Config) HTTPLoopback() bool { return loopbackAddr(c.HTTPAddr) }
 
 // loopbackAddr reports whether the host of an ip[:port] address is a
 // loopback IP; an empty host, 0.0.0.0 and :: are every interface.

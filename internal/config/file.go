@@ -13,10 +13,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/shoaldb/shoal/internal/fsutil"
 )
 
 // LoadFile decodes the YAML (or JSON) file at path over c. Unknown keys are
@@ -63,11 +64,6 @@ func readConfigFile(path string) ([]byte, fs.FileInfo, error) {
 	return data, fi, err
 }
 
-// secretKeys are the config keys whose value is a secret. (The MySQL
-// password has no key: it comes from mysql.password_file, the option file
-// or SHOAL_MYSQL_PASSWORD.)
-var secretKeys = []string{"encrypt", "rpc_auth"}
-
 // checkSecretFile applies the keyring file's rule (fsutil.ReadPrivateFile:
 // no access for group or other) to a config file that holds a secret, and
 // refuses one owned by another user than the agent's or root, who could
@@ -85,9 +81,9 @@ func checkSecretFile(path string, fi fs.FileInfo, secrets []string, euid int) er
 		errs = append(errs, fmt.Errorf("holds %s and has mode %04o: a file holding a secret must not be accessible by group or other, like a keyring file (chmod 600 %s)",
 			held, perm, path))
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != euid && st.Uid != 0 {
+	if uid, ok := fsutil.Owner(fi); ok && uid != euid && uid != 0 {
 		errs = append(errs, fmt.Errorf("holds %s and is owned by uid %d: a file holding a secret must be owned by the agent's user (uid %d) or root (chown %d %s)",
-			held, st.Uid, euid, euid, path))
+			held, uid, euid, euid, path))
 	}
 	return errors.Join(errs...)
 }
@@ -188,7 +184,8 @@ func decodeFile(data []byte, c *Config) (decoded, error) {
 	w := &walker{lines: res.lines, values: map[int][]leaf{}, nodes: map[string]*yaml.Node{}}
 	w.check(root, reflect.TypeOf(Config{}), "")
 	errs = append(errs, w.errs...)
-	for _, k := range secretKeys {
+	for _, sec := range secrets {
+		k := sec.key
 		n := w.nodes[k]
 		for n != nil && n.Kind == yaml.AliasNode {
 			n = n.Alias

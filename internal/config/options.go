@@ -401,16 +401,22 @@ func lookupEnv(getenv func(string) string, name string) (string, bool) {
 	return v, v != ""
 }
 
-// secretFlags are the flags whose value is a secret.
-var secretFlags = map[string]string{"encrypt": "SHOAL_ENCRYPT or keyring_file", "rpc-auth": "SHOAL_RPC_AUTH or a config file of mode 0600"}
+// secrets are the settings whose value is a secret: as a flag they draw a
+// warning (SecretWarnings), in a config file they make the file private
+// (checkSecretFile). The MySQL password has no key: it comes from
+// mysql.password_file, the option file or SHOAL_MYSQL_PASSWORD.
+var secrets = []struct{ key, flag, instead string }{
+	{"encrypt", "encrypt", "SHOAL_ENCRYPT or keyring_file"},
+	{"rpc_auth", "rpc-auth", "SHOAL_RPC_AUTH or a config file of mode 0600"},
+}
 
 // SecretWarnings returns a warning for every secret given as a flag: any
 // local user can read a process's arguments (ps, /proc/PID/cmdline).
 func (f *Flags) SecretWarnings() []string {
 	var out []string
-	for _, name := range []string{"encrypt", "rpc-auth"} {
-		if f.fs.Changed(name) {
-			out = append(out, fmt.Sprintf("--%s was given on the command line, where any local user can read it (ps, /proc/PID/cmdline); use %s instead", name, secretFlags[name]))
+	for _, sec := range secrets {
+		if f.fs.Changed(sec.flag) {
+			out = append(out, fmt.Sprintf("--%s was given on the command line, where any local user can read it (ps, /proc/PID/cmdline); use %s instead", sec.flag, sec.instead))
 		}
 	}
 	return out

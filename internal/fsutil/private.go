@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"syscall"
 )
 
 // MaxSecretFile bounds what ReadPrivateFile reads.
@@ -38,4 +40,14 @@ func ReadPrivateFile(path string) ([]byte, error) {
 		return nil, errors.New(path + ": larger than 64 KiB")
 	}
 	return b, nil
+}
+
+// Owner is the uid owning the file fi describes; ok is false when the
+// system does not say.
+func Owner(fi fs.FileInfo) (uid int, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return -1, false
+	}
+	return int(st.Uid), true
 }
