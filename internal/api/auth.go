@@ -53,21 +53,6 @@ func isWrite(method string) bool {
 	return true
 }
 
-// LoopbackHost reports whether host[:port] names this machine's loopback:
-// localhost, 127.0.0.0/8 or [::1], any port.
-func LoopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // AllowHosts adds names (host or host:port) that the Host header may
 // carry besides IP literals and localhost: the listener's own DNS names.
 // IP literals among them change nothing. Call it before serving.
