@@ -84,16 +84,18 @@ apt-get install -y -qq --no-install-recommends "${need[@]}" || { sleep 5; apt-ge
 # installed here (never units of packages that were already installed).
 if command -v systemctl >/dev/null; then
   for pkg in "${need[@]}"; do
-    dpkg -L "$pkg" 2>/dev/null | grep -E '^/(usr/)?lib/systemd/system/[^/]+\.(service|socket|timer)$' |
-      while read -r unit; do
+    # Most packages have no unit: grep finding none is not a failure.
+    units=$(dpkg -L "$pkg" 2>/dev/null | grep -E '^/(usr/)?lib/systemd/system/[^/]+\.(service|socket|timer)$' || true)
+    [ -n "$units" ] || continue
+    while read -r unit; do
         unit=${unit##*/}
         case $unit in *@.*) continue ;; esac # templates have no boot link
         if systemctl is-enabled --quiet "$unit" 2>/dev/null; then
-          systemctl disable --quiet "$unit" 2>/dev/null && echo "install-deps.sh: $unit (from $pkg) not enabled at boot"
+          if systemctl disable --quiet "$unit" 2>/dev/null; then echo "install-deps.sh: $unit (from $pkg) not enabled at boot"; fi
         fi
         if systemctl is-active --quiet "$unit" 2>/dev/null; then
           systemctl stop "$unit" 2>/dev/null || true # started despite the policy (an existing policy-rc.d allowed it)
         fi
-      done
+      done <<<"$units"
   done
 fi
