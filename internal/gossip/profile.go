@@ -1,4 +1,4 @@
-package config
+package gossip
 
 import (
 	"sort"
@@ -6,12 +6,12 @@ import (
 )
 
 // Profile is a named set of gossip timings. Base selects memberlist's
-// default config ("lan", "wan" or "local"); the other fields override it
-// where non-zero. Explicit Gossip overrides in the config win over both.
+// default config ("lan", "wan" or "local"); Tuning overrides it where
+// non-zero. A user's explicit gossip settings win over both (see Effective).
 type Profile struct {
-	Base string
-	Gossip
-	Doc string
+	Base   string
+	Tuning Tuning
+	Doc    string
 }
 
 // Profiles are the timing profiles. The detection times in Doc are measured
@@ -31,7 +31,7 @@ var Profiles = map[string]Profile{
 	},
 	"fast": {
 		Base: "lan",
-		Gossip: Gossip{
+		Tuning: Tuning{
 			ProbeInterval:     150 * time.Millisecond,
 			ProbeTimeout:      100 * time.Millisecond,
 			SuspicionMult:     3,
@@ -42,6 +42,9 @@ var Profiles = map[string]Profile{
 		Doc: "tuned for database hosts on one LAN: probe 150ms/100ms, suspicion x3, gossip 50ms, retransmit x8",
 	},
 }
+
+// DefaultProfile is the profile of an agent that names none.
+const DefaultProfile = "lan"
 
 // ProfileNames returns the profile names, sorted.
 func ProfileNames() []string {
@@ -54,11 +57,10 @@ func ProfileNames() []string {
 }
 
 // Effective returns the gossip timings in force: the profile's values with
-// the explicit overrides on top. Zero fields mean "memberlist's default for
-// the profile's base".
-func (c *Config) Effective() Gossip {
-	g := Profiles[c.Profile].Gossip
-	o := c.Gossip
+// the explicit settings t on top. Zero fields mean "memberlist's default
+// for the profile's base".
+func (p Profile) Effective(t Tuning) Tuning {
+	g := p.Tuning
 	setD := func(dst *time.Duration, v time.Duration) {
 		if v != 0 {
 			*dst = v
@@ -69,18 +71,19 @@ func (c *Config) Effective() Gossip {
 			*dst = v
 		}
 	}
-	setD(&g.ProbeInterval, o.ProbeInterval)
-	setD(&g.ProbeTimeout, o.ProbeTimeout)
-	setI(&g.SuspicionMult, o.SuspicionMult)
-	setI(&g.SuspicionMaxTimeoutMult, o.SuspicionMaxTimeoutMult)
-	setD(&g.GossipInterval, o.GossipInterval)
-	setI(&g.GossipNodes, o.GossipNodes)
-	setI(&g.RetransmitMult, o.RetransmitMult)
-	setI(&g.IndirectChecks, o.IndirectChecks)
-	setD(&g.PushPullInterval, o.PushPullInterval)
-	setD(&g.ReconnectInterval, o.ReconnectInterval)
-	setD(&g.ReconnectTimeout, o.ReconnectTimeout)
-	setD(&g.TombstoneTimeout, o.TombstoneTimeout)
-	g.DeadNodeReclaimTime = o.DeadNodeReclaimTime // not a profile setting; 0 means never
+	setD(&g.ProbeInterval, t.ProbeInterval)
+	setD(&g.ProbeTimeout, t.ProbeTimeout)
+	setI(&g.SuspicionMult, t.SuspicionMult)
+	setI(&g.SuspicionMaxTimeoutMult, t.SuspicionMaxTimeoutMult)
+	setD(&g.GossipInterval, t.GossipInterval)
+	setI(&g.GossipNodes, t.GossipNodes)
+	setI(&g.RetransmitMult, t.RetransmitMult)
+	setI(&g.IndirectChecks, t.IndirectChecks)
+	setD(&g.PushPullInterval, t.PushPullInterval)
+	setD(&g.ReconnectInterval, t.ReconnectInterval)
+	setD(&g.ReconnectTimeout, t.ReconnectTimeout)
+	setD(&g.TombstoneTimeout, t.TombstoneTimeout)
+	g.DeadNodeReclaimTime = t.DeadNodeReclaimTime // not a profile setting; 0 means never
+	g.ConfirmFailures = t.ConfirmFailures
 	return g
 }
