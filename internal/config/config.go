@@ -1,6 +1,25 @@
 // Package config holds the shoal agent configuration: defaults, the YAML
-// config file, SHOAL_* environment variables and command-line flags, applied
-// in that order, and validated once.
+// config files, SHOAL_* environment variables and command-line flags,
+// applied in that order (Flags.Load).
+//
+// Each component owns its settings: their type (with the yaml keys), their
+// defaults and their limits (probe.Settings for mysql, pool.Settings,
+// gossip.Tuning, hooks.Settings, history.Config, the sinks' Config).
+// Config embeds each under its section key, starts from the component's
+// default, and checks a section only with the component's own check, so a
+// value config accepts is one the component starts with; config defines
+// no default or limit of a component setting (sections_test.go keeps it
+// so).
+//
+// The values are checked in one pass, once all layers are applied
+// (Validate, called by Load), which reports every problem at once, each
+// naming its key, its flag and where it was set (config file and line,
+// environment variable, flag). What the values name is checked after that,
+// by CheckFiles: the files (keyring, tags, API token, MySQL credentials,
+// certificate, history) and the handlers' programs, at start and by
+// --config-check alike. The components check their settings again when
+// they are built (probe.New, hooks.New, history.Open, the sinks' New),
+// with the same functions, for callers other than the agent.
 package config
 
 import (

@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"reflect"
 	"sort"
 	"time"
 )
@@ -57,33 +58,17 @@ func ProfileNames() []string {
 }
 
 // Effective returns the gossip timings in force: the profile's values with
-// the explicit settings t on top. Zero fields mean "memberlist's default
-// for the profile's base".
+// the explicit settings t on top (each non-zero field of t wins). Zero
+// fields mean "memberlist's default for the profile's base".
 func (p Profile) Effective(t Tuning) Tuning {
 	g := p.Tuning
-	setD := func(dst *time.Duration, v time.Duration) {
-		if v != 0 {
-			*dst = v
+	gv, tv := reflect.ValueOf(&g).Elem(), reflect.ValueOf(t)
+	for i := range tv.NumField() {
+		if f := tv.Field(i); !f.IsZero() {
+			gv.Field(i).Set(f)
 		}
 	}
-	setI := func(dst *int, v int) {
-		if v != 0 {
-			*dst = v
-		}
-	}
-	setD(&g.ProbeInterval, t.ProbeInterval)
-	setD(&g.ProbeTimeout, t.ProbeTimeout)
-	setI(&g.SuspicionMult, t.SuspicionMult)
-	setI(&g.SuspicionMaxTimeoutMult, t.SuspicionMaxTimeoutMult)
-	setD(&g.GossipInterval, t.GossipInterval)
-	setI(&g.GossipNodes, t.GossipNodes)
-	setI(&g.RetransmitMult, t.RetransmitMult)
-	setI(&g.IndirectChecks, t.IndirectChecks)
-	setD(&g.PushPullInterval, t.PushPullInterval)
-	setD(&g.ReconnectInterval, t.ReconnectInterval)
-	setD(&g.ReconnectTimeout, t.ReconnectTimeout)
-	setD(&g.TombstoneTimeout, t.TombstoneTimeout)
-	g.DeadNodeReclaimTime = t.DeadNodeReclaimTime // not a profile setting; 0 means never
-	g.ConfirmFailures = t.ConfirmFailures
+	// Not profile settings: the user's, zero included (0 never reclaims).
+	g.DeadNodeReclaimTime, g.ConfirmFailures = t.DeadNodeReclaimTime, t.ConfirmFailures
 	return g
 }

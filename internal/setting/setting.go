@@ -83,3 +83,13 @@ func Leaves(err error) []error {
 	}
 	return []error{err}
 }
+
+// One returns the *Error err is made of when it is exactly one, else nil:
+// for a check expected to refuse one setting.
+func One(err error) *Error {
+	var se *Error
+	if l := Leaves(err); len(l) != 1 || !errors.As(l[0], &se) {
+		return nil
+	}
+	return se
+}
