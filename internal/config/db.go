@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"maps"
 	"regexp"
@@ -37,7 +38,7 @@ func (c *Config) validateDB() error {
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Tags)) {
 		if tags.IsReserved(k) {
-			add(fieldErr("tags", k, "tag key %q is reserved by shoal (set by the %s)", k, reservedTagSetting[k]))
+			add(fieldErr("tags", k, "tag key %q is reserved by shoal (set by the %s)", k, cmp.Or(reservedTagSetting[k], "agent")))
 		}
 	}
 	return errors.Join(errs...)

@@ -15,6 +15,7 @@ import (
 	"github.com/shoaldb/shoal/internal/hooks"
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/probe"
+	"github.com/shoaldb/shoal/internal/tags"
 )
 
 // componentSections finds, by reflection, the fields of Config (and of
@@ -213,6 +214,27 @@ func TestSectionErrorsNameKeyAndLine(t *testing.T) {
 		var fe *FieldError
 		if !errors.As(err, &fe) {
 			t.Errorf("%q: %v is not a *FieldError", tc.yaml, err)
+		}
+	}
+}
+
+// Every tag key tags.IsReserved names is refused among the configured tags,
+// and the hints name only reserved keys: the list of reserved keys is
+// package tags'.
+func TestReservedTagsAreTheTagsPackages(t *testing.T) {
+	for k := range reservedTagSetting {
+		if !tags.IsReserved(k) {
+			t.Errorf("hint for %q, which tags.IsReserved does not reserve", k)
+		}
+		c := validBase()
+		c.Tags = map[string]string{k: "x"}
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `tag key "`+k+`" is reserved by shoal (set by the `) {
+			t.Errorf("tag %s: %v", k, err)
+		}
+	}
+	for _, k := range []string{tags.KeyRole, tags.KeyCluster, tags.KeyMaint, tags.KeyHealth} {
+		if _, ok := reservedTagSetting[k]; !ok {
+			t.Errorf("reserved tag %s has no hint", k)
 		}
 	}
 }
