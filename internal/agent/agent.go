@@ -396,12 +396,3 @@ func (a *Agent) RPCAddr() string {
 	}
 	return a.rpcLn.Addr().String()
 }
-
-// minReaders maps pool.min_readers to the policy, where 0 means the default:
-// in the configuration 0 means no reader floor.
-func minReaders(n int) int {
-	if n == 0 {
-		return -1
-	}
-	return n
-}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hashicorp/serf/serf"
 
-	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/gossip"
 	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
@@ -28,7 +28,7 @@ func TestDetectionTimes(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("SHOAL_MEASURE_TRIALS")); err == nil && v > 0 {
 		trials = v
 	}
-	profiles := config.ProfileNames()
+	profiles := gossip.ProfileNames()
 	if v := os.Getenv("SHOAL_MEASURE_PROFILES"); v != "" {
 		profiles = strings.Split(v, ",")
 	}

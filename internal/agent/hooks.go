@@ -22,7 +22,7 @@ func (a *Agent) newHooks(self func() serf.Member) (*hooks.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc := a.cfg.Hooks.RunnerConfig()
+	rc := a.cfg.Hooks.Config()
 	rc.Self = self
 	rc.Logger = a.logs.Logger.With("component", "hooks")
 	rc.OnRun = func(spec, _, result string, d time.Duration) {

@@ -21,7 +21,6 @@ import (
 	"github.com/shoaldb/shoal/internal/gossip"
 	"github.com/shoaldb/shoal/internal/history"
 	"github.com/shoaldb/shoal/internal/logging"
-	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/probe"
 	"github.com/shoaldb/shoal/internal/routing"
 	"github.com/shoaldb/shoal/internal/serfrpc"
@@ -92,7 +91,11 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 // configuration, the keyring, the API token and the initial tags.
 func (a *Agent) startConfig(_ context.Context, st *startup) error {
 	st.serfOut = a.newSerfOut()
-	sc, err := gossip.SerfConfig(a.cfg, st.serfOut)
+	gs, err := a.cfg.GossipSettings()
+	if err != nil {
+		return config.Invalid(err)
+	}
+	sc, err := gossip.SerfConfig(gs, st.serfOut)
 	if err != nil {
 		return err
 	}
@@ -166,16 +169,9 @@ func (a *Agent) startProbe(context.Context, *startup) error {
 
 // startPool builds the router and the sinks; startLoops runs them.
 func (a *Agent) startPool(context.Context, *startup) (err error) {
-	a.router = routing.New(routing.Config{
-		Policy: pool.Policy{
-			MaxLag:            a.cfg.Pool.MaxLag,
-			MinReaders:        minReaders(a.cfg.Pool.MinReaders),
-			WriterServesReads: a.cfg.Pool.WriterServesReads,
-		},
-		Damp:            pool.DampConfig{HalfLife: a.cfg.Pool.DampHalfLife},
-		NoDamping:       !a.cfg.Pool.Damping,
-		IsolationWindow: a.cfg.Pool.IsolationWindow,
-	}, a.poolMembers, a.logs.Logger.With("component", "pool"))
+	ps := a.cfg.Pool
+	a.router = routing.New(routing.Config{Policy: ps.Policy(), Damp: ps.Damp(), NoDamping: !ps.Damping, IsolationWindow: ps.IsolationWindow},
+		a.poolMembers, a.logs.Logger.With("component", "pool"))
 	a.sinks, err = a.newSinks()
 	return err
 }

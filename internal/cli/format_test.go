@@ -146,6 +146,24 @@ func TestConfigCheck(t *testing.T) {
 	}
 }
 
+// A mysql.timeout the probe would refuse is refused when the configuration
+// is loaded, by the agent and by --config-check alike: exit 2, naming the
+// file, the line, the key and its flag (it used to pass the configuration
+// and fail at start as the probe's "probe timeout", with no key or line).
+func TestMySQLTimeoutRefusedAtLoad(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	os.WriteFile(cfg, []byte("node: db1\nmysql:\n  addr: 127.0.0.1:3306\n  timeout: 20s\n  user: shoal\n"), 0o600)
+	want := "config file " + cfg + `, line 4: mysql.timeout (--mysql-timeout) "20s": must be from 10ms to 10s`
+	common := []string{"--insecure-no-encryption", "--bind", "127.0.0.1:0", "--http-addr", "", "--rpc-addr", "", "--api-token-file", filepath.Join(dir, "api-token")}
+	for _, args := range [][]string{{"agent", "--config", cfg}, {"agent", "--config-check", cfg}} {
+		var out, errb bytes.Buffer
+		if code := Execute(t.Context(), append(args, common...), &out, &errb); code != ExitUsage || !strings.Contains(errb.String(), want) {
+			t.Errorf("%v: exit %d (want %d)\nstderr %s\nwant %q", args, code, ExitUsage, errb.String(), want)
+		}
+	}
+}
+
 // utcLocal makes the writers' .Local() times deterministic for this test.
 func utcLocal(t *testing.T) {
 	t.Helper()

@@ -1,6 +1,25 @@
 // Package config holds the shoal agent configuration: defaults, the YAML
-// config file, SHOAL_* environment variables and command-line flags, applied
-// in that order, and validated once.
+// config files, SHOAL_* environment variables and command-line flags,
+// applied in that order (Flags.Load).
+//
+// Each component owns its settings: their type (with the yaml keys), their
+// defaults and their limits (probe.Settings for mysql, pool.Settings,
+// gossip.Tuning, hooks.Settings, history.Config, the sinks' Config).
+// Config embeds each under its section key, starts from the component's
+// default, and checks a section only with the component's own check, so a
+// value config accepts is one the component starts with; config defines
+// no default or limit of a component setting (sections_test.go keeps it
+// so).
+//
+// The values are checked in one pass, once all layers are applied
+// (Validate, called by Load), which reports every problem at once, each
+// naming its key, its flag and where it was set (config file and line,
+// environment variable, flag). What the values name is checked after that,
+// by CheckFiles: the files (keyring, tags, API token, MySQL credentials,
+// certificate, history) and the handlers' programs, at start and by
+// --config-check alike. The components check their settings again when
+// they are built (probe.New, hooks.New, history.Open, the sinks' New),
+// with the same functions, for callers other than the agent.
 package config
 
 import (
@@ -14,6 +33,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shoaldb/shoal/internal/gossip"
+	"github.com/shoaldb/shoal/internal/history"
+	"github.com/shoaldb/shoal/internal/hooks"
+	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/probe"
+	"github.com/shoaldb/shoal/internal/setting"
 	"github.com/shoaldb/shoal/internal/tags"
 )
 
@@ -46,8 +71,10 @@ type Config struct {
 	KeyringFile          string `yaml:"keyring_file"`
 	InsecureNoEncryption bool   `yaml:"insecure_no_encryption"`
 
-	Profile string `yaml:"profile"`
-	Gossip  Gossip `yaml:"gossip"`
+	// Profile names the gossip timing profile (gossip.Profiles); Gossip
+	// holds the user's gossip settings over it.
+	Profile string        `yaml:"profile"`
+	Gossip  gossip.Tuning `yaml:"gossip"`
 
 	HTTPAddr string `yaml:"http_addr"`
 	RPCAddr  string `yaml:"rpc_addr"`
@@ -78,15 +105,25 @@ type Config struct {
 	// MySQL target is configured, else app.
 	Role    string `yaml:"role"`
 	Cluster string `yaml:"cluster"`
-	MySQL   MySQL  `yaml:"mysql"`
-	Pool    Pool   `yaml:"pool"`
+	// MySQL is the local server a db agent probes. The password never
+	// comes from a flag: mysql.password_file (mode 0600 or stricter), the
+	// environment variable SHOAL_MYSQL_PASSWORD, or the option file's
+	// [client] section.
+	MySQL probe.Settings `yaml:"mysql"`
+	// Pool is the routing policy; every agent of a cluster should use the
+	// same.
+	Pool pool.Settings `yaml:"pool"`
 
-	Sinks   Sinks   `yaml:"sinks"`
-	History History `yaml:"history"`
+	Sinks Sinks `yaml:"sinks"`
+	// History configures the record of pool and health transitions: an
+	// in-memory ring and, when history.file is set, an append-only
+	// JSON-lines file rotated by size.
+	History history.Config `yaml:"history"`
 
 	// EventHandlers are Serf-style "[filter=]command" specs.
 	EventHandlers []string `yaml:"event_handlers"`
-	Hooks         Hooks    `yaml:"hooks"`
+	// Hooks tunes how event handlers run.
+	Hooks hooks.Settings `yaml:"hooks"`
 
 	// Dev is set by --dev only: no encryption required, gossip on loopback
 	// (a bind address beyond loopback needs a key or
@@ -143,72 +180,13 @@ func (c *Config) sourceOf(key string) string {
 
 // annotate adds to every FieldError in err where its key was set.
 func (c *Config) annotate(err error) error {
-	for _, e := range leaves(err) {
+	for _, e := range setting.Leaves(err) {
 		var fe *FieldError
 		if errors.As(e, &fe) && fe.Source == "" {
 			fe.Source = c.sourceOf(fe.Key)
 		}
 	}
 	return err
-}
-
-// Gossip holds explicit overrides of the timing profile. Zero means "use
-// the profile's value".
-type Gossip struct {
-	ProbeInterval           time.Duration `yaml:"probe_interval"`
-	ProbeTimeout            time.Duration `yaml:"probe_timeout"`
-	SuspicionMult           int           `yaml:"suspicion_mult"`
-	SuspicionMaxTimeoutMult int           `yaml:"suspicion_max_timeout_mult"`
-	GossipInterval          time.Duration `yaml:"gossip_interval"`
-	GossipNodes             int           `yaml:"gossip_nodes"`
-	RetransmitMult          int           `yaml:"retransmit_mult"`
-	IndirectChecks          int           `yaml:"indirect_checks"`
-	PushPullInterval        time.Duration `yaml:"push_pull_interval"`
-	ReconnectInterval       time.Duration `yaml:"reconnect_interval"`
-	ReconnectTimeout        time.Duration `yaml:"reconnect_timeout"`
-	TombstoneTimeout        time.Duration `yaml:"tombstone_timeout"`
-	// DeadNodeReclaimTime is how long after a member is declared dead its
-	// name may be taken by the same name at another address (a restarted
-	// host with a new IP). memberlist's default, 0, never allows it until
-	// the member is reaped.
-	DeadNodeReclaimTime time.Duration `yaml:"dead_node_reclaim_time"`
-	// ConfirmFailures withholds a member-failed from everything shoal does
-	// (pool, hooks, members, metrics) until this agent's own direct pings
-	// to the member go unanswered (see package gossip, confirm.go).
-	ConfirmFailures bool `yaml:"confirm_failures"`
-}
-
-// MySQL is the local server a db agent probes. The password never comes
-// from a flag: password_file (mode 0600 or stricter), the environment
-// variable SHOAL_MYSQL_PASSWORD, or the option file's [client] section.
-type MySQL struct {
-	Addr         string        `yaml:"addr"`
-	Socket       string        `yaml:"socket"`
-	User         string        `yaml:"user"`
-	PasswordFile string        `yaml:"password_file"`
-	OptionFile   string        `yaml:"option_file"`
-	Interval     time.Duration `yaml:"interval"`
-	Timeout      time.Duration `yaml:"timeout"`
-	Rise         int           `yaml:"rise"`
-	Fall         int           `yaml:"fall"`
-	// Port is the port routers send clients to, published to the cluster;
-	// default: the port of addr, else 3306.
-	Port int `yaml:"port"`
-}
-
-// Configured reports whether a MySQL target is set.
-func (m MySQL) Configured() bool { return m.Addr != "" || m.Socket != "" || m.OptionFile != "" }
-
-// Pool is the routing policy; every agent of a cluster should use the same.
-type Pool struct {
-	MaxLag            time.Duration `yaml:"max_lag"`
-	MinReaders        int           `yaml:"min_readers"`
-	WriterServesReads bool          `yaml:"writer_serves_reads"`
-	IsolationWindow   time.Duration `yaml:"isolation_window"`
-	// Damping holds a flapping reader out (see package pool's Damper);
-	// default on.
-	Damping      bool          `yaml:"damping"`
-	DampHalfLife time.Duration `yaml:"damp_half_life"`
 }
 
 // EffectiveRole returns "db" or "app".
@@ -222,7 +200,9 @@ func (c *Config) EffectiveRole() string {
 	return "app"
 }
 
-// Default returns the built-in defaults.
+// Default returns the built-in defaults. Each component section is the
+// component's own default (probe.DefaultSettings, ...): config defines no
+// default of a component setting. The sinks are off until configured.
 func Default() *Config {
 	host, _ := os.Hostname()
 	return &Config{
@@ -232,29 +212,23 @@ func Default() *Config {
 		RetryMaxWait:  30 * time.Second,
 		Rejoin:        true,
 		Tags:          map[string]string{},
-		Profile:       "lan",
+		Profile:       gossip.DefaultProfile,
 		HTTPAddr:      DefaultHTTPAddr,
 		RPCAddr:       DefaultRPCAddr,
 		LogLevel:      "info",
 		LogFormat:     "text",
 		LeaveTimeout:  5 * time.Second,
-		Cluster:       "default",
-		MySQL:         MySQL{Interval: 250 * time.Millisecond, Timeout: 500 * time.Millisecond, Rise: 2, Fall: 2},
-		Gossip:        Gossip{DeadNodeReclaimTime: DefaultDeadNodeReclaimTime, ConfirmFailures: true},
-		Pool:          Pool{MaxLag: 10 * time.Second, MinReaders: 1, IsolationWindow: 10 * time.Second, Damping: true, DampHalfLife: 60 * time.Second},
+		Cluster:       tags.DefaultCluster,
+		MySQL:         probe.DefaultSettings(),
+		Gossip:        gossip.DefaultTuning(),
+		Pool:          pool.DefaultSettings(),
+		History:       history.DefaultConfig(),
+		Hooks:         hooks.DefaultSettings(),
 	}
 }
 
-// DefaultDeadNodeReclaimTime lets a host that restarted with a new address
-// take its name back 30 s after it was declared dead (memberlist's default, 0,
-// never allows it until the member is reaped).
-const DefaultDeadNodeReclaimTime = 30 * time.Second
-
-// Validation limits.
-const (
-	MaxNodeNameLen = 128
-	minProbe       = 10 * time.Millisecond
-)
+// MaxNodeNameLen is the longest node name.
+const MaxNodeNameLen = 128
 
 var (
 	// allowedHostRe: an http_allowed_hosts entry, a DNS name.
@@ -355,10 +329,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	add(c.validateEncryption())
-	if _, ok := Profiles[c.Profile]; !ok {
-		add(fieldErr("profile", c.Profile, "unknown profile; choose one of %s", strings.Join(ProfileNames(), ", ")))
+	if _, ok := gossip.Profiles[c.Profile]; !ok {
+		add(fieldErr("profile", c.Profile, "unknown profile; choose one of %s", strings.Join(gossip.ProfileNames(), ", ")))
 	}
-	add(c.Gossip.validate())
 	if c.HTTPAddr != "" {
 		add(validateHostPort("http_addr", c.HTTPAddr, false))
 	}
@@ -380,9 +353,7 @@ func (c *Config) Validate() error {
 		add(fieldErr("leave_timeout", c.LeaveTimeout.String(), "must be positive"))
 	}
 	add(c.validateDB())
-	add(c.Sinks.validate())
-	add(validateHistory(c.History))
-	add(c.Hooks.validate())
+	add(c.checkSections())
 	if _, err := c.HookSpecs(); err != nil {
 		add(err)
 	}
@@ -463,39 +434,6 @@ func (c *Config) validateHTTPTLS() error {
 		errs = append(errs, fieldErr("http_addr", c.HTTPAddr, "is not a loopback address, so the API (its reads, and the token of every write) would be open to the network in cleartext: "+
 			"serve HTTPS with http_tls_cert_file and http_tls_key_file (--http-tls-cert-file, --http-tls-key-file), "+
 			"or accept plain HTTP explicitly with insecure_http: true (--insecure-http), or listen on 127.0.0.1"))
-	}
-	return errors.Join(errs...)
-}
-
-func (g *Gossip) validate() error {
-	var errs []error
-	durPos := func(key string, d time.Duration, min time.Duration) {
-		if d != 0 && d < min {
-			errs = append(errs, fieldErr("gossip."+key, d.String(), "must be at least %s (or 0 for the profile's value)", min))
-		}
-	}
-	intPos := func(key string, v, min int) {
-		if v != 0 && v < min {
-			errs = append(errs, fieldErr("gossip."+key, strconv.Itoa(v), "must be at least %d (or 0 for the profile's value)", min))
-		}
-	}
-	durPos("probe_interval", g.ProbeInterval, minProbe)
-	durPos("probe_timeout", g.ProbeTimeout, minProbe)
-	durPos("gossip_interval", g.GossipInterval, minProbe)
-	durPos("push_pull_interval", g.PushPullInterval, time.Second)
-	durPos("reconnect_interval", g.ReconnectInterval, 100*time.Millisecond)
-	durPos("reconnect_timeout", g.ReconnectTimeout, time.Minute)
-	durPos("tombstone_timeout", g.TombstoneTimeout, time.Minute)
-	if g.DeadNodeReclaimTime < 0 {
-		errs = append(errs, fieldErr("gossip.dead_node_reclaim_time", g.DeadNodeReclaimTime.String(), "must not be negative"))
-	}
-	intPos("suspicion_mult", g.SuspicionMult, 1)
-	intPos("suspicion_max_timeout_mult", g.SuspicionMaxTimeoutMult, 1)
-	intPos("gossip_nodes", g.GossipNodes, 1)
-	intPos("retransmit_mult", g.RetransmitMult, 1)
-	intPos("indirect_checks", g.IndirectChecks, 1)
-	if g.ProbeInterval != 0 && g.ProbeTimeout != 0 && g.ProbeTimeout > g.ProbeInterval {
-		errs = append(errs, fieldErr("gossip.probe_timeout", g.ProbeTimeout.String(), "must not exceed gossip.probe_interval (%s)", g.ProbeInterval))
 	}
 	return errors.Join(errs...)
 }

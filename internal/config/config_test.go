@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/shoaldb/shoal/internal/gossip"
 	"github.com/shoaldb/shoal/internal/sink/haproxy"
 )
 
@@ -82,7 +83,7 @@ func TestValidateBadValues(t *testing.T) {
 }
 
 func TestValidateGood(t *testing.T) {
-	for _, p := range ProfileNames() {
+	for _, p := range gossip.ProfileNames() {
 		c := validBase()
 		c.Profile = p
 		if err := c.Validate(); err != nil {
@@ -275,31 +276,31 @@ func TestValidateSinksAndHistory(t *testing.T) {
 		want   string // the start of one line of the error
 	}{
 		{"haproxy without backends", func(c *Config) { c.Sinks.HAProxy.Address = "127.0.0.1:9999" },
-			"sinks.haproxy backends = []: at least one mapping"},
+			`sinks.haproxy.backends "[]": at least one mapping`},
 		{"haproxy backends without address", func(c *Config) {
 			c.Sinks.HAProxy.Backends = []haproxy.Mapping{{Cluster: "default", Role: "writer", Backend: "be_w"}}
-		}, `sinks.haproxy address = "": required`},
+		}, `sinks.haproxy.address "": required`},
 		{"haproxy bad mapping", func(c *Config) {
 			c.Sinks.HAProxy.Address = "127.0.0.1:9999"
 			c.Sinks.HAProxy.Backends = []haproxy.Mapping{{Cluster: "default", Role: "primary", Backend: "be_w"}}
-		}, `sinks.haproxy backends[0].role = "primary"`},
+		}, `sinks.haproxy.backends[0].role "primary"`},
 		{"file path in a missing directory", func(c *Config) { c.Sinks.File.Path = filepath.Join(missing, "pool.json") },
-			"sinks.file.path " + strconv.Quote(filepath.Join(missing, "pool.json")) + ": directory " + missing + " does not exist"},
+			"sinks.file.path (--pool-file) " + strconv.Quote(filepath.Join(missing, "pool.json")) + ": directory " + missing + " does not exist"},
 		{"file lists_dir without path", func(c *Config) { c.Sinks.File.ListsDir = dir },
-			`sinks.file.path "": required`},
+			`sinks.file.path (--pool-file) "": required`},
 		{"file lists_dir missing", func(c *Config) {
 			c.Sinks.File.Path = filepath.Join(dir, "pool.json")
 			c.Sinks.File.ListsDir = missing
-		}, "sinks.file.lists_dir " + strconv.Quote(missing) + ": does not exist"},
+		}, "sinks.file.lists_dir (--pool-lists-dir) " + strconv.Quote(missing) + ": does not exist"},
 		{"file mode", func(c *Config) {
 			c.Sinks.File.Path = filepath.Join(dir, "pool.json")
 			c.Sinks.File.Mode = "rw-r--r--"
 		}, `sinks.file.mode "rw-r--r--"`},
-		{"history size negative", func(c *Config) { c.History.Size = -1 }, "history.size = -1: must be within 1-1000000"},
-		{"history size too big", func(c *Config) { c.History.Size = 2_000_000 }, "history.size = 2000000"},
+		{"history size negative", func(c *Config) { c.History.Size = -1 }, `history.size (--history-size) "-1": must be within 1-1000000`},
+		{"history size too big", func(c *Config) { c.History.Size = 2_000_000 }, `history.size (--history-size) "2000000"`},
 		{"history file in a missing directory", func(c *Config) { c.History.File = filepath.Join(missing, "h.jsonl") },
-			"history.file = " + strconv.Quote(filepath.Join(missing, "h.jsonl")) + ": directory " + missing + " does not exist"},
-		{"history file is a directory", func(c *Config) { c.History.File = dir }, "history.file = " + strconv.Quote(dir)},
+			"history.file (--history-file) " + strconv.Quote(filepath.Join(missing, "h.jsonl")) + ": directory " + missing + " does not exist"},
+		{"history file is a directory", func(c *Config) { c.History.File = dir }, "history.file (--history-file) " + strconv.Quote(dir)},
 		{"damp half life zero", func(c *Config) { c.Pool.DampHalfLife = 0 }, `pool.damp_half_life (--damp-half-life) "0s": must be from 1s to 1h`},
 		{"damp half life too long", func(c *Config) { c.Pool.DampHalfLife = 2 * time.Hour }, `pool.damp_half_life (--damp-half-life) "2h0m0s"`},
 		{"isolation window", func(c *Config) { c.Pool.IsolationWindow = 100 * time.Millisecond }, `pool.isolation_window (--isolation-window) "100ms"`},
@@ -446,11 +447,11 @@ func TestSinkAndHistoryFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"--history-size", "many"}, `history.size (--history-size) "many": not an integer`},
-		{[]string{"--history-size", "-1"}, "history.size = -1"},
+		{[]string{"--history-size", "-1"}, `history.size (--history-size) "-1": must be within`},
 		{[]string{"--damping=maybe"}, `pool.damping (--damping) "maybe": not a boolean`},
-		{[]string{"--pool-file", filepath.Join(dir, "nope", "pool.json")}, "sinks.file.path "},
-		{[]string{"--pool-lists-dir", dir}, `sinks.file.path "": required`},
-		{[]string{"--history-file", filepath.Join(dir, "nope", "h.jsonl")}, "history.file = "},
+		{[]string{"--pool-file", filepath.Join(dir, "nope", "pool.json")}, "sinks.file.path (--pool-file) "},
+		{[]string{"--pool-lists-dir", dir}, `sinks.file.path (--pool-file) "": required`},
+		{[]string{"--history-file", filepath.Join(dir, "nope", "h.jsonl")}, "history.file (--history-file) "},
 	} {
 		_, err := load(t, append([]string{"--insecure-no-encryption"}, tc.args...), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/shoaldb/shoal/internal/fsutil"
+	"github.com/shoaldb/shoal/internal/setting"
 )
 
 // LoadFile decodes the YAML (or JSON) file at path over c. Unknown keys are
@@ -111,22 +112,10 @@ func (e *fileError) Unwrap() error { return e.err }
 // each error (a *FieldError) reachable with errors.As.
 func inFileAll(path string, err error) error {
 	var out []error
-	for _, e := range leaves(err) {
+	for _, e := range setting.Leaves(err) {
 		out = append(out, &fileError{msg: inFile(path, e.Error()), err: e})
 	}
 	return errors.Join(out...)
-}
-
-// leaves flattens an errors.Join tree.
-func leaves(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, leaves(e)...)
-		}
-		return out
-	}
-	return []error{err}
 }
 
 func decode(data []byte, c *Config) error {
@@ -179,7 +168,7 @@ func decodeFile(data []byte, c *Config) (decoded, error) {
 	notices, err := applySerfKeys(root)
 	res.notices = notices
 	if err != nil {
-		errs = append(errs, leaves(err)...)
+		errs = append(errs, setting.Leaves(err)...)
 	}
 	w := &walker{lines: res.lines, values: map[int][]leaf{}, nodes: map[string]*yaml.Node{}}
 	w.check(root, reflect.TypeOf(Config{}), "")

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -236,82 +234,13 @@ func (c *Config) checkAPITokenFile(getenv func(string) string, euid int) (string
 	return p, nil
 }
 
-// ProbeConfig turns the mysql settings into the probe's, reading the
-// password from mysql.password_file, the environment variable
-// SHOAL_MYSQL_PASSWORD or the option file's [client] section.
+// ProbeConfig is the probe's configuration from the mysql settings, the
+// password read from mysql.password_file, the environment variable
+// SHOAL_MYSQL_PASSWORD or the option file's [client] section
+// (probe.Settings.Config).
 func (c *Config) ProbeConfig(getenv func(string) string) (probe.Config, error) {
-	pc := probe.DefaultConfig()
-	if c.MySQL.OptionFile != "" {
-		opts, err := probe.LoadOptionFile(c.MySQL.OptionFile)
-		if err != nil {
-			return pc, fieldErr("mysql.option_file", c.MySQL.OptionFile, "%v", err)
-		}
-		pc = opts.Fill(pc)
-	}
-	if c.MySQL.Addr != "" {
-		host, port, _ := net.SplitHostPort(c.MySQL.Addr)
-		pc.Host = host
-		pc.Port, _ = strconv.Atoi(port)
-		pc.Socket = ""
-	}
-	if c.MySQL.Socket != "" {
-		pc.Socket, pc.Host = c.MySQL.Socket, ""
-	}
-	if c.MySQL.User != "" {
-		pc.User = c.MySQL.User
-	}
-	switch {
-	case c.MySQL.PasswordFile != "":
-		pw, err := probe.PasswordFromFile(c.MySQL.PasswordFile)
-		if err != nil {
-			return pc, fieldErr("mysql.password_file", c.MySQL.PasswordFile, "%v", err)
-		}
-		pc.Password = pw
-	case getenv("SHOAL_MYSQL_PASSWORD") != "":
-		pc.Password = getenv("SHOAL_MYSQL_PASSWORD")
-	}
-	pc.Interval, pc.Timeout, pc.Rise, pc.Fall = c.MySQL.Interval, c.MySQL.Timeout, c.MySQL.Rise, c.MySQL.Fall
-	pc.ReconnectMax = 0 // the probe's default follows the interval
-	pc = pc.WithDefaults()
-	if pc.User == "" {
-		return pc, fieldErr("mysql.user", "", "required on a db agent: set mysql.user, or user= in the [client] section of mysql.option_file")
-	}
-	return pc, c.probeErrors(pc.Validate())
-}
-
-// probeErrors names the config key of each probe.FieldError: the mysql key
-// that gave the field, or mysql.option_file for what the option file gave.
-func (c *Config) probeErrors(err error) error {
-	var out []error
-	for _, e := range leaves(err) {
-		var fe *probe.FieldError
-		if e == nil || !errors.As(e, &fe) {
-			if e != nil {
-				out = append(out, fmt.Errorf("mysql: %w", e))
-			}
-			continue
-		}
-		key := "mysql." + fe.Field
-		switch fe.Field {
-		case "host", "port":
-			key = "mysql.addr"
-			if c.MySQL.Addr == "" && c.MySQL.OptionFile != "" {
-				key = "mysql.option_file"
-			}
-		case "socket":
-			if c.MySQL.Socket == "" && c.MySQL.OptionFile != "" {
-				key = "mysql.option_file"
-			}
-		case "reconnect_max":
-			key = "mysql.interval"
-		}
-		if key == "mysql.option_file" {
-			out = append(out, fieldErr(key, c.MySQL.OptionFile, "%s %s: %v", fe.Field, fe.Value, fe.Err))
-			continue
-		}
-		out = append(out, fieldErr(key, fe.Value, "%v", fe.Err))
-	}
-	return errors.Join(out...)
+	pc, err := c.MySQL.Config(getenv)
+	return pc, sectionErrors("mysql", err)
 }
 
 // checkTLSFiles loads the HTTPS certificate and key, as the API listener does.

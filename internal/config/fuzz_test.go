@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/shoaldb/shoal/internal/setting"
 )
 
 // FuzzLoadConfig feeds a YAML configuration file through decode and
@@ -20,7 +22,7 @@ func FuzzLoadConfig(f *testing.F) {
 		c := Default()
 		c.Node = "fuzz"
 		if err := decode(data, c); err != nil {
-			for _, e := range leafErrors(err) {
+			for _, e := range setting.Leaves(err) {
 				if !lineRe.MatchString(e.Error()) && !wholeDocument(e) && !namesKey(e, keys) {
 					t.Fatalf("decode error names no line or key: %q", e)
 				}
@@ -28,7 +30,7 @@ func FuzzLoadConfig(f *testing.F) {
 			return
 		}
 		if err := c.Validate(); err != nil {
-			for _, e := range leafErrors(err) {
+			for _, e := range setting.Leaves(err) {
 				if !namesKey(e, keys) {
 					t.Fatalf("validation error names no key: %q", e)
 				}
@@ -61,18 +63,6 @@ func namesKey(err error, keys map[string]bool) bool {
 	}
 	first := strings.Split(msg[:end], ".")[0]
 	return keys[first]
-}
-
-// leafErrors flattens errors.Join trees.
-func leafErrors(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, leafErrors(e)...)
-		}
-		return out
-	}
-	return []error{err}
 }
 
 // configKeys returns every yaml key of Config, at any depth.

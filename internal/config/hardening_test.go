@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/probe"
+	"github.com/shoaldb/shoal/internal/setting"
 )
 
 // TestValidateJoin: memberlist's address forms pass; an empty host or a
@@ -64,7 +65,7 @@ func TestLoadReportsEveryError(t *testing.T) {
 	}
 	// MergeErrors adds only the keys not yet reported.
 	merged := MergeErrors(err, fieldErr("leave_timeout", "x", "again"))
-	if strings.Contains(merged.Error(), "again") || len(leaves(merged)) != len(leaves(err)) {
+	if strings.Contains(merged.Error(), "again") || len(setting.Leaves(merged)) != len(setting.Leaves(err)) {
 		t.Errorf("MergeErrors repeated a key:\n%v", merged)
 	}
 	if merged := MergeErrors(err, fieldErr("mysql.user", "", "new")); !strings.Contains(merged.Error(), "new") {
@@ -77,14 +78,14 @@ func TestLoadReportsEveryError(t *testing.T) {
 func TestMySQLLimitsAreTheProbes(t *testing.T) {
 	for _, tc := range []struct {
 		key string
-		mod func(*MySQL)
+		mod func(*probe.Settings)
 	}{
-		{"mysql.interval", func(m *MySQL) { m.Interval = probe.MinInterval - time.Millisecond }},
-		{"mysql.interval", func(m *MySQL) { m.Interval = probe.MaxInterval + time.Millisecond }},
-		{"mysql.timeout", func(m *MySQL) { m.Timeout = probe.MinTimeout - time.Millisecond }},
-		{"mysql.timeout", func(m *MySQL) { m.Timeout = probe.MaxTimeout + time.Millisecond }},
-		{"mysql.rise", func(m *MySQL) { m.Rise = probe.MaxRiseFall + 1 }},
-		{"mysql.fall", func(m *MySQL) { m.Fall = 0 }},
+		{"mysql.interval", func(m *probe.Settings) { m.Interval = probe.MinInterval - time.Millisecond }},
+		{"mysql.interval", func(m *probe.Settings) { m.Interval = probe.MaxInterval + time.Millisecond }},
+		{"mysql.timeout", func(m *probe.Settings) { m.Timeout = probe.MinTimeout - time.Millisecond }},
+		{"mysql.timeout", func(m *probe.Settings) { m.Timeout = probe.MaxTimeout + time.Millisecond }},
+		{"mysql.rise", func(m *probe.Settings) { m.Rise = probe.MaxRiseFall + 1 }},
+		{"mysql.fall", func(m *probe.Settings) { m.Fall = 0 }},
 	} {
 		c := Default()
 		c.InsecureNoEncryption = true
@@ -95,7 +96,7 @@ func TestMySQLLimitsAreTheProbes(t *testing.T) {
 	}
 	c := Default()
 	c.InsecureNoEncryption = true
-	c.MySQL = MySQL{Addr: "127.0.0.1:3306", User: "u", Interval: probe.MaxInterval, Timeout: probe.MaxTimeout, Rise: probe.MaxRiseFall, Fall: 1}
+	c.MySQL = probe.Settings{Addr: "127.0.0.1:3306", User: "u", Interval: probe.MaxInterval, Timeout: probe.MaxTimeout, Rise: probe.MaxRiseFall, Fall: 1}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}

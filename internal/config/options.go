@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/shoaldb/shoal/internal/gossip"
+	"github.com/shoaldb/shoal/internal/setting"
 )
 
 // option describes one setting that can come from a flag and an environment
@@ -112,7 +115,7 @@ var options = []option{
 	strOpt("encrypt", "encrypt", "SHOAL_ENCRYPT", "base64 gossip encryption key (shoal keygen)", func(c *Config) *string { return &c.Encrypt }),
 	strOpt("keyring_file", "keyring-file", "SHOAL_KEYRING_FILE", "keyring file; created from --encrypt if missing, updated by key rotation", func(c *Config) *string { return &c.KeyringFile }),
 	boolOpt("insecure_no_encryption", "insecure-no-encryption", "SHOAL_INSECURE_NO_ENCRYPTION", "run gossip unencrypted (not for production)", func(c *Config) *bool { return &c.InsecureNoEncryption }),
-	strOpt("profile", "profile", "SHOAL_PROFILE", "timing profile: "+strings.Join(ProfileNames(), ", "), func(c *Config) *string { return &c.Profile }),
+	strOpt("profile", "profile", "SHOAL_PROFILE", "timing profile: "+strings.Join(gossip.ProfileNames(), ", "), func(c *Config) *string { return &c.Profile }),
 	durOpt("gossip.probe_interval", "probe-interval", "", "override: failure detector probe interval", func(c *Config) *time.Duration { return &c.Gossip.ProbeInterval }),
 	durOpt("gossip.probe_timeout", "probe-timeout", "", "override: failure detector probe timeout", func(c *Config) *time.Duration { return &c.Gossip.ProbeTimeout }),
 	intOpt("gossip.suspicion_mult", "suspicion-mult", "", "override: suspicion timeout multiplier", func(c *Config) *int { return &c.Gossip.SuspicionMult }),
@@ -160,7 +163,7 @@ var options = []option{
 	{key: "event_handlers", flag: "event-handler", list: true, usage: "run a script on events: [filter=]command, Serf's syntax; filters member-join, member-leave, member-failed, member-update, member-reap, user[:NAME], query[:NAME], pool-change, health-change, * (repeatable)",
 		set: func(c *Config, raw []string) error { c.EventHandlers = append(c.EventHandlers, raw...); return nil }},
 	strOpt("history.file", "history-file", "SHOAL_HISTORY_FILE", "append pool and health transitions to this JSON-lines file (rotated by size)", func(c *Config) *string { return &c.History.File }),
-	intOpt("history.size", "history-size", "", "transitions kept in memory for shoal history (default 1000)", func(c *Config) *int { return &c.History.Size }),
+	intOpt("history.size", "history-size", "", "transitions kept in memory for shoal history", func(c *Config) *int { return &c.History.Size }),
 	durOpt("pool.isolation_window", "isolation-window", "", "window in which losing most members means this agent is the one cut off", func(c *Config) *time.Duration { return &c.Pool.IsolationWindow }),
 	durOpt("leave_timeout", "leave-timeout", "SHOAL_LEAVE_TIMEOUT", "bound on the graceful leave at shutdown", func(c *Config) *time.Duration { return &c.LeaveTimeout }),
 }
@@ -282,7 +285,7 @@ func (f *Flags) Load(getenv func(string) string) (*Config, error) {
 	var errs []error
 	for _, path := range files {
 		if err := LoadFile(path, c); err != nil {
-			errs = append(errs, leaves(err)...)
+			errs = append(errs, setting.Leaves(err)...)
 		}
 	}
 	errs = append(errs, f.applyEnvFlags(c, getenv)...)
@@ -348,7 +351,7 @@ func unreported(err error, reported []error) []error {
 		}
 	}
 	var out []error
-	for _, e := range leaves(err) {
+	for _, e := range setting.Leaves(err) {
 		var fe *FieldError
 		if e == nil || errors.As(e, &fe) && keys[baseKey(fe.Key)] {
 			continue
@@ -362,14 +365,7 @@ func unreported(err error, reported []error) []error {
 // already report (a config error and the file checks of the same
 // configuration), so that every problem is reported once.
 func MergeErrors(err, more error) error {
-	return errors.Join(append(leavesOf(err), unreported(more, leavesOf(err))...)...)
-}
-
-func leavesOf(err error) []error {
-	if err == nil {
-		return nil
-	}
-	return leaves(err)
+	return errors.Join(append(setting.Leaves(err), unreported(more, setting.Leaves(err))...)...)
 }
 
 // baseKey is a key without its list index: "join[2]" is "join".

@@ -3,7 +3,9 @@
 // packet check, the failure-confirmation gate and its pinger (Gate,
 // NewSerfGate), the name-conflict vote (Conflicts), the peers file kept
 // next to serf's snapshot (Peers), serf's and memberlist's configuration
-// from shoal's (SerfConfig), and the few serf log lines and wire messages
+// from the gossip settings, which this package owns with their defaults,
+// limits and timing profiles (SerfConfig, Settings, Tuning, Profiles), and
+// the few serf log lines and wire messages
 // the agent reads or writes (SerfLogLevel, IsLeaveTimeout, LeaveIntent).
 // Package agent wires these parts; nothing here knows about the agent.
 //

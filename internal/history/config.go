@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+
+	"github.com/shoaldb/shoal/internal/setting"
 )
 
 // Defaults and bounds.
@@ -19,7 +20,8 @@ const (
 	MaxKeep     = 100
 )
 
-// Config configures a Log. Zero fields take the defaults (see WithDefaults).
+// Config configures a Log; it is the agent's history section, with its yaml
+// keys. Zero fields take the defaults (see WithDefaults).
 type Config struct {
 	// Size is the ring's capacity in entries (default 1000, 1-1,000,000).
 	Size int `yaml:"size"`
@@ -53,30 +55,25 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate checks c after applying defaults. Every problem is reported,
-// each naming the config key (history.size, history.file,
-// history.max_bytes, history.keep) and the bad value.
+// Validate checks c after applying defaults. Every problem is reported, as
+// a *setting.Error naming the key (size, file, max_bytes, keep: the
+// agent's history section) and the bad value.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
-	var errs []error
-	bad := func(key string, value any, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("history.%s = %v: %s", key, value, fmt.Sprintf(format, args...)))
-	}
+	var errs setting.Errors
 	if c.Size < 1 || c.Size > MaxSize {
-		bad("size", c.Size, "must be within 1-%d", MaxSize)
+		errs.Addf("size", c.Size, "must be within 1-%d", MaxSize)
 	}
 	if c.MaxBytes < MinMaxBytes {
-		bad("max_bytes", c.MaxBytes, "must be at least %d", MinMaxBytes)
+		errs.Addf("max_bytes", c.MaxBytes, "must be at least %d", MinMaxBytes)
 	}
 	if c.Keep < 1 || c.Keep > MaxKeep {
-		bad("keep", c.Keep, "must be within 1-%d", MaxKeep)
+		errs.Addf("keep", c.Keep, "must be within 1-%d", MaxKeep)
 	}
 	if c.File != "" {
-		if err := checkFile(c.File); err != nil {
-			bad("file", strconv.Quote(c.File), "%s", err)
-		}
+		errs.Add("file", c.File, checkFile(c.File))
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // checkFile checks that path can name the history file: its directory

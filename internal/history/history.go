@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/shoaldb/shoal/internal/setting"
 )
 
 // Kind is what an entry is about.
@@ -108,7 +110,7 @@ type Log struct {
 func Open(cfg Config, log *slog.Logger) (*Log, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, setting.Prefix("history.", err) // the agent's keys
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

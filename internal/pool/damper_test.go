@@ -84,7 +84,7 @@ func TestDamperHoldsFlappingReader(t *testing.T) {
 }
 
 func TestDamperKeepsFloor(t *testing.T) {
-	r := &damperRun{t: t, d: NewDamper(DampConfig{})}
+	r := &damperRun{t: t, d: NewDamper(DampConfig{}), policy: Policy{MinReaders: 1}}
 	for i := 0; i < 3; i++ {
 		r.step(float64(10*i), writer("a"), replica("b", 0))
 		r.step(float64(10*i+5), writer("a"), replica("b", -1, status(StatusFailed)))

@@ -2,7 +2,10 @@ package pool
 
 import (
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/shoaldb/shoal/internal/setting"
 )
 
 // Status is a member's gossip status. The values and their order are those of
@@ -49,18 +52,25 @@ type Member struct {
 	BadDetail string
 }
 
-// Defaults for a zero Policy.
+// Defaults and limits of the pool settings.
 const (
-	DefaultMaxLag     = 10 * time.Second
-	DefaultMinReaders = 1
+	DefaultMaxLag      = 10 * time.Second
+	DefaultMinReaders  = 1
+	DefaultDamping     = true
+	MinMaxLag          = time.Second
+	MinIsolationWindow = time.Second
+	MinDampHalfLife    = time.Second
+	MaxDampHalfLife    = time.Hour
 )
 
-// Policy tunes Compute. The zero value means the defaults.
+// Policy tunes Compute. A zero MaxLag means DefaultMaxLag; a zero
+// MinReaders means no reader floor, as pool.min_readers: 0 does
+// (DefaultSettings has the default floor).
 type Policy struct {
-	// MaxLag is the most replication lag a reader may have; 0 means DefaultMaxLag.
+	// MaxLag is the most replication lag a reader may have.
 	MaxLag time.Duration
-	// MinReaders is the reader floor; 0 means DefaultMinReaders, a negative
-	// value disables the reader floor.
+	// MinReaders is the reader floor: soft reasons never drain readers
+	// below it. 0 (or less) means none.
 	MinReaders int
 	// WriterServesReads lists the writer among the readers too.
 	WriterServesReads bool
@@ -73,15 +83,57 @@ func (p Policy) maxLag() time.Duration {
 	return p.MaxLag
 }
 
-func (p Policy) minReaders() int {
-	switch {
-	case p.MinReaders < 0:
-		return 0
-	case p.MinReaders == 0:
-		return DefaultMinReaders
-	}
-	return p.MinReaders
+func (p Policy) minReaders() int { return max(p.MinReaders, 0) }
+
+// Settings are the pool settings as a user gives them: the agent's pool
+// section, with its yaml keys. Every agent of a cluster should use the same.
+type Settings struct {
+	MaxLag            time.Duration `yaml:"max_lag"`
+	MinReaders        int           `yaml:"min_readers"` // 0: no reader floor
+	WriterServesReads bool          `yaml:"writer_serves_reads"`
+	// IsolationWindow is the window in which losing most members means
+	// this agent is the one cut off (see IsolationDetector).
+	IsolationWindow time.Duration `yaml:"isolation_window"`
+	// Damping holds a flapping reader out (see Damper).
+	Damping      bool          `yaml:"damping"`
+	DampHalfLife time.Duration `yaml:"damp_half_life"`
 }
+
+// DefaultSettings returns the settings the agent starts from.
+func DefaultSettings() Settings {
+	return Settings{MaxLag: DefaultMaxLag, MinReaders: DefaultMinReaders, IsolationWindow: DefaultIsolationWindow,
+		Damping: DefaultDamping, DampHalfLife: DefaultHalfLife}
+}
+
+// Check checks the settings as given: every problem is a *setting.Error
+// naming the setting's key.
+func (s Settings) Check() error {
+	var errs setting.Errors
+	if s.MaxLag < MinMaxLag {
+		errs.Addf("max_lag", s.MaxLag, "must be at least %s", MinMaxLag)
+	}
+	if s.MinReaders < 0 {
+		errs.Addf("min_readers", s.MinReaders, "must be 0 or more")
+	}
+	if s.DampHalfLife < MinDampHalfLife || s.DampHalfLife > MaxDampHalfLife {
+		errs.Addf("damp_half_life", s.DampHalfLife, "must be from %s to %s", MinDampHalfLife, shortHours(MaxDampHalfLife))
+	}
+	if s.IsolationWindow < MinIsolationWindow {
+		errs.Addf("isolation_window", s.IsolationWindow, "must be at least %s", MinIsolationWindow)
+	}
+	return errs.Err()
+}
+
+// shortHours formats whole hours as "1h", as a user writes them.
+func shortHours(d time.Duration) string { return strings.TrimSuffix(d.String(), "0m0s") }
+
+// Policy is the policy Compute applies.
+func (s Settings) Policy() Policy {
+	return Policy{MaxLag: s.MaxLag, MinReaders: s.MinReaders, WriterServesReads: s.WriterServesReads}
+}
+
+// Damp is the damping configuration.
+func (s Settings) Damp() DampConfig { return DampConfig{HalfLife: s.DampHalfLife} }
 
 // Pool is the routing pool: one entry per cluster, sorted by name.
 type Pool struct {

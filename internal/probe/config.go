@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shoaldb/shoal/internal/setting"
 )
 
 // Defaults and bounds.
@@ -218,4 +220,152 @@ func (c Config) LogValue() slog.Value {
 // String formats a Config without its password.
 func (c Config) String() string {
 	return c.LogValue().String()
+}
+
+// Settings are the probe's settings as a user gives them: the agent's
+// mysql section (mysql.addr, mysql.interval, ...), with its yaml keys. The
+// password never comes from a setting but from PasswordFile, the
+// environment variable DefaultPasswordEnv or the option file's [client]
+// section (see Config).
+type Settings struct {
+	Addr         string        `yaml:"addr"` // host:port
+	Socket       string        `yaml:"socket"`
+	User         string        `yaml:"user"`
+	PasswordFile string        `yaml:"password_file"` // mode 0600 or stricter
+	OptionFile   string        `yaml:"option_file"`
+	Interval     time.Duration `yaml:"interval"`
+	Timeout      time.Duration `yaml:"timeout"`
+	Rise         int           `yaml:"rise"`
+	Fall         int           `yaml:"fall"`
+	// Port is the port routers send clients to, published to the cluster;
+	// 0: the port of Addr, else DefaultPort (see PublishedPort).
+	Port int `yaml:"port"`
+}
+
+// DefaultSettings returns the settings the agent starts from: the probe's
+// defaults, and no server (an app agent).
+func DefaultSettings() Settings {
+	return Settings{Interval: DefaultInterval, Timeout: DefaultTimeout, Rise: DefaultRise, Fall: DefaultFall}
+}
+
+// Configured reports whether a server to probe is set.
+func (s Settings) Configured() bool { return s.Addr != "" || s.Socket != "" || s.OptionFile != "" }
+
+// PublishedPort is the port published to the cluster: Port, else the port
+// of Addr, else DefaultPort.
+func (s Settings) PublishedPort() int {
+	if s.Port != 0 {
+		return s.Port
+	}
+	if _, port, err := net.SplitHostPort(s.Addr); err == nil {
+		if p, err := strconv.Atoi(port); err == nil {
+			return p
+		}
+	}
+	return DefaultPort
+}
+
+// Check checks the settings as given, without reading any file: every
+// problem is a *setting.Error naming the setting's key. The limits are
+// those Validate applies (CheckInterval, CheckTimeout, CheckRiseFall), so
+// settings Check accepts are ones the probe starts with.
+func (s Settings) Check() error {
+	var errs setting.Errors
+	if s.Addr != "" {
+		host, port, err := net.SplitHostPort(s.Addr)
+		if err != nil || host == "" {
+			errs.Addf("addr", s.Addr, "want host:port")
+		} else if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			errs.Addf("addr", s.Addr, "port must be from 1 to 65535")
+		}
+	}
+	if s.Addr != "" && s.Socket != "" {
+		errs.Addf("socket", s.Socket, "give mysql.addr or mysql.socket, not both")
+	}
+	errs.Add("interval", s.Interval, CheckInterval(s.Interval))
+	errs.Add("timeout", s.Timeout, CheckTimeout(s.Timeout))
+	errs.Add("rise", s.Rise, CheckRiseFall(s.Rise))
+	errs.Add("fall", s.Fall, CheckRiseFall(s.Fall))
+	if s.Port < 0 || s.Port > 65535 {
+		errs.Addf("port", s.Port, "must be from 1 to 65535")
+	}
+	return errs.Err()
+}
+
+// Config builds the probe's Config from the settings, reading the password
+// from PasswordFile, the environment variable DefaultPasswordEnv (through
+// getenv) or the option file's [client] section, and validates it. Every
+// error is a *setting.Error naming the setting that gave the bad value:
+// the option file for what it gave.
+func (s Settings) Config(getenv func(string) string) (Config, error) {
+	pc := DefaultConfig()
+	if s.OptionFile != "" {
+		opts, err := LoadOptionFile(s.OptionFile)
+		if err != nil {
+			return pc, setting.Errorf("option_file", s.OptionFile, "%v", err)
+		}
+		pc = opts.Fill(pc)
+	}
+	if s.Addr != "" {
+		host, port, _ := net.SplitHostPort(s.Addr)
+		pc.Host = host
+		pc.Port, _ = strconv.Atoi(port)
+		pc.Socket = ""
+	}
+	if s.Socket != "" {
+		pc.Socket, pc.Host = s.Socket, ""
+	}
+	if s.User != "" {
+		pc.User = s.User
+	}
+	switch {
+	case s.PasswordFile != "":
+		pw, err := PasswordFromFile(s.PasswordFile)
+		if err != nil {
+			return pc, setting.Errorf("password_file", s.PasswordFile, "%v", err)
+		}
+		pc.Password = pw
+	case getenv(DefaultPasswordEnv) != "":
+		pc.Password = getenv(DefaultPasswordEnv)
+	}
+	pc.Interval, pc.Timeout, pc.Rise, pc.Fall = s.Interval, s.Timeout, s.Rise, s.Fall
+	pc.ReconnectMax = 0 // the default follows the interval
+	pc = pc.WithDefaults()
+	if pc.User == "" {
+		return pc, setting.Errorf("user", "", "required on a db agent: set mysql.user, or user= in the [client] section of mysql.option_file")
+	}
+	return pc, s.settingErrors(pc.Validate())
+}
+
+// settingErrors names the setting of each FieldError of Validate: the one
+// that gave the field, or option_file for what the option file gave.
+func (s Settings) settingErrors(err error) error {
+	var errs setting.Errors
+	for _, e := range setting.Leaves(err) {
+		var fe *FieldError
+		if !errors.As(e, &fe) {
+			errs = append(errs, e)
+			continue
+		}
+		key := fe.Field
+		switch fe.Field {
+		case "host", "port":
+			key = "addr"
+			if s.Addr == "" && s.OptionFile != "" {
+				key = "option_file"
+			}
+		case "socket":
+			if s.Socket == "" && s.OptionFile != "" {
+				key = "option_file"
+			}
+		case "reconnect_max":
+			key = "interval"
+		}
+		if key == "option_file" {
+			errs.Addf(key, s.OptionFile, "%s %s: %v", fe.Field, fe.Value, fe.Err)
+			continue
+		}
+		errs.Add(key, fe.Value, fe.Err)
+	}
+	return errs.Err()
 }

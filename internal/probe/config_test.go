@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shoaldb/shoal/internal/setting"
 )
 
 func TestConfigDefaults(t *testing.T) {
@@ -76,5 +78,47 @@ func TestConfigNeverPrintsPassword(t *testing.T) {
 	}
 	if _, err := New(Config{Password: "s3cret-pw"}, nil, nil); err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("New error %v", err)
+	}
+}
+
+// The settings' defaults are the Config's, and their limits the ones
+// Validate applies, each error naming the setting's key.
+func TestSettings(t *testing.T) {
+	d := DefaultSettings()
+	pc, err := Settings{Addr: "127.0.0.1:3306", User: "u", Interval: d.Interval, Timeout: d.Timeout, Rise: d.Rise, Fall: d.Fall}.Config(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Config{User: "u"}).WithDefaults(); pc != want {
+		t.Errorf("default settings give %+v, want the default Config %+v", pc, want)
+	}
+	if err := d.Check(); err != nil {
+		t.Errorf("DefaultSettings().Check() = %v", err)
+	}
+	for _, tc := range []struct {
+		mod  func(*Settings)
+		want string
+	}{
+		{func(s *Settings) { s.Timeout = 20 * time.Second }, `timeout "20s": must be from 10ms to 10s`},
+		{func(s *Settings) { s.Interval = MaxInterval + 1 }, `interval "1m0.000000001s": must be from 50ms to 1m`},
+		{func(s *Settings) { s.Rise = 0 }, `rise "0": must be from 1 to 100`},
+		{func(s *Settings) { s.Addr = "db" }, `addr "db": want host:port`},
+		{func(s *Settings) { s.Addr, s.Socket = "db:3306", "/s" }, `socket "/s": give mysql.addr or mysql.socket, not both`},
+		{func(s *Settings) { s.Port = 70000 }, `port "70000": must be from 1 to 65535`},
+	} {
+		s := DefaultSettings()
+		tc.mod(&s)
+		if err := s.Check(); setting.One(err) == nil || err.Error() != tc.want {
+			t.Errorf("Check() = %v, want the one *setting.Error %q", err, tc.want)
+		}
+	}
+	if p := (Settings{Addr: "db:3307"}).PublishedPort(); p != 3307 {
+		t.Errorf("PublishedPort of db:3307 = %d", p)
+	}
+	if p := (Settings{Socket: "/s", Port: 6033}).PublishedPort(); p != 6033 {
+		t.Errorf("PublishedPort with port 6033 = %d", p)
+	}
+	if p := (Settings{Socket: "/s"}).PublishedPort(); p != DefaultPort {
+		t.Errorf("PublishedPort of a socket = %d", p)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/agent"
-	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/gossip"
 	"github.com/shoaldb/shoal/test/e2e"
 )
 
@@ -92,8 +92,8 @@ func scaleSizes(t *testing.T) []int {
 func scaleProfiles(t *testing.T) []string {
 	ps := envList("BENCH_SCALE_PROFILES", []string{"fast"})
 	for _, p := range ps {
-		if _, ok := config.Profiles[p]; !ok {
-			t.Fatalf("BENCH_SCALE_PROFILES: unknown profile %q (have %v)", p, config.ProfileNames())
+		if _, ok := gossip.Profiles[p]; !ok {
+			t.Fatalf("BENCH_SCALE_PROFILES: unknown profile %q (have %v)", p, gossip.ProfileNames())
 		}
 	}
 	return ps
@@ -626,7 +626,7 @@ func TestMembersLatency(t *testing.T) {
 	if prof == "" {
 		prof = "lan"
 	}
-	if _, ok := config.Profiles[prof]; !ok {
+	if _, ok := gossip.Profiles[prof]; !ok {
 		t.Fatalf("BENCH_MEMBERS_PROFILE: unknown profile %q", prof)
 	}
 	if f, ok := scaleNotFormed[prof]; ok && f <= n {

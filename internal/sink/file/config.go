@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shoaldb/shoal/internal/setting"
 )
 
 // Defaults and bounds.
@@ -53,30 +55,27 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate checks c after applying defaults. Every problem is reported, each
-// starting with the key and the bad value; the caller prefixes the section
-// (such as "sinks.file."). It checks that the directories exist.
+// Validate checks c after applying defaults. Every problem is reported, as
+// a *setting.Error naming the key and the bad value (the agent's config
+// adds the section, sinks.file). It checks that the directories exist.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
-	var errs []error
-	bad := func(key string, value any, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s %v: %s", key, value, fmt.Sprintf(format, args...)))
-	}
+	var errs setting.Errors
 	if msg := checkPath(c.Path); msg != "" {
-		bad("path", strconv.Quote(c.Path), "%s", msg)
+		errs.Addf("path", c.Path, "%s", msg)
 	}
 	if c.ListsDir != "" {
 		if msg := checkDir(c.ListsDir); msg != "" {
-			bad("lists_dir", strconv.Quote(c.ListsDir), "%s", msg)
+			errs.Addf("lists_dir", c.ListsDir, "%s", msg)
 		}
 	}
 	if _, err := parseMode(c.Mode); err != nil {
-		bad("mode", strconv.Quote(c.Mode), "%v", err)
+		errs.Add("mode", c.Mode, err)
 	}
 	if c.Interval < MinInterval || c.Interval > MaxInterval {
-		bad("interval", c.Interval, "must be within %s-%s", MinInterval, MaxInterval)
+		errs.Addf("interval", c.Interval, "must be within %s-%s", MinInterval, MaxInterval)
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // checkPath describes what is wrong with the JSON file's path, or returns "".

@@ -82,10 +82,10 @@ func TestConfigValidate(t *testing.T) {
 		{"mode not octal", func(c *Config) { c.Mode = "0999" }, []string{`mode "0999": want an octal mode such as "0644"`}},
 		{"mode not a number", func(c *Config) { c.Mode = "rw-r--r--" }, []string{`mode "rw-r--r--": want an octal mode`}},
 		{"mode too large", func(c *Config) { c.Mode = "01000" }, []string{`mode "01000": must be within 0-0777`}},
-		{"interval too short", func(c *Config) { c.Interval = 50 * time.Millisecond }, []string{"interval 50ms: must be within 100ms-10m0s"}},
-		{"interval too long", func(c *Config) { c.Interval = time.Hour }, []string{"interval 1h0m0s: must be within 100ms-10m0s"}},
+		{"interval too short", func(c *Config) { c.Interval = 50 * time.Millisecond }, []string{`interval "50ms": must be within 100ms-10m0s`}},
+		{"interval too long", func(c *Config) { c.Interval = time.Hour }, []string{`interval "1h0m0s": must be within 100ms-10m0s`}},
 		{"every problem", func(c *Config) { c.Path, c.ListsDir, c.Mode, c.Interval = "", "nope", "8", -1 }, []string{
-			`path "": required`, `lists_dir "nope"`, `mode "8"`, "interval -1ns",
+			`path "": required`, `lists_dir "nope"`, `mode "8"`, `interval "-1ns"`,
 		}},
 	}
 	for _, tt := range tests {

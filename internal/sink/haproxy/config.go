@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shoaldb/shoal/internal/setting"
 )
 
 // Defaults and bounds.
@@ -109,16 +111,15 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate checks c after applying defaults. Every problem is reported, each
-// naming the field and the bad value.
+// Validate checks c after applying defaults. Every problem is reported, as
+// a *setting.Error naming the key and the bad value (the agent's config
+// adds the section, sinks.haproxy).
 func (c Config) Validate() error {
 	c = c.WithDefaults()
-	var errs []error
-	bad := func(field string, value any, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("haproxy %s = %v: %s", field, value, fmt.Sprintf(format, args...)))
-	}
+	var errs setting.Errors
+	bad := errs.Addf
 	if _, _, err := parseAddress(c.Address); err != nil {
-		bad("address", strconv.Quote(c.Address), "%v", err)
+		bad("address", c.Address, "%v", err)
 	}
 	if c.Timeout < MinTimeout || c.Timeout > MaxTimeout {
 		bad("timeout", c.Timeout, "must be within %s-%s", MinTimeout, MaxTimeout)
@@ -129,20 +130,20 @@ func (c Config) Validate() error {
 	switch c.Match {
 	case MatchName:
 		if _, err := newNamer(c); err != nil {
-			bad("server_name", strconv.Quote(c.ServerName), "%v", err)
+			bad("server_name", c.ServerName, "%v", err)
 		}
 	case MatchAddr:
 		if c.ServerName != "" {
-			bad("server_name", strconv.Quote(c.ServerName), "must be empty with match %q", MatchAddr)
+			bad("server_name", c.ServerName, "must be empty with match %q", MatchAddr)
 		}
 	default:
-		bad("match", strconv.Quote(c.Match), "must be %q or %q", MatchName, MatchAddr)
+		bad("match", c.Match, "must be %q or %q", MatchName, MatchAddr)
 	}
 	if c.Weight < 0 || c.Weight > MaxWeight {
 		bad("weight", c.Weight, "must be within 0-%d (0 leaves weights alone)", MaxWeight)
 	}
 	if c.DrainState != StateMaint && c.DrainState != StateDrain {
-		bad("drain_state", strconv.Quote(string(c.DrainState)), "must be %q or %q", StateMaint, StateDrain)
+		bad("drain_state", string(c.DrainState), "must be %q or %q", StateMaint, StateDrain)
 	}
 	if len(c.Backends) == 0 {
 		bad("backends", "[]", "at least one mapping {cluster, role, backend} is required")
@@ -151,21 +152,21 @@ func (c Config) Validate() error {
 	for i, m := range c.Backends {
 		field := func(name string) string { return fmt.Sprintf("backends[%d].%s", i, name) }
 		if m.Cluster == "" {
-			bad(field("cluster"), `""`, "required")
+			bad(field("cluster"), "", "required")
 		}
 		if m.Role != RoleWriter && m.Role != RoleReader {
-			bad(field("role"), strconv.Quote(m.Role), "must be %q or %q", RoleWriter, RoleReader)
+			bad(field("role"), m.Role, "must be %q or %q", RoleWriter, RoleReader)
 		}
 		if err := checkIdent(m.Backend); err != nil {
-			bad(field("backend"), strconv.Quote(m.Backend), "%v", err)
+			bad(field("backend"), m.Backend, "%v", err)
 		}
 		if j, ok := seen[m.Backend]; ok && m.Backend != "" {
-			bad(field("backend"), strconv.Quote(m.Backend), "already mapped by backends[%d]", j)
+			bad(field("backend"), m.Backend, "already mapped by backends[%d]", j)
 		} else {
 			seen[m.Backend] = i
 		}
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // parseAddress splits a runtime API address into a network and an address

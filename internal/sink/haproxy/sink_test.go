@@ -430,7 +430,7 @@ func TestSinkClose(t *testing.T) {
 
 func TestNewValidates(t *testing.T) {
 	_, err := New(Config{}, Options{})
-	if err == nil || !strings.Contains(err.Error(), "haproxy address") {
+	if err == nil || !strings.Contains(err.Error(), `address "": required`) {
 		t.Errorf("New with empty config: %v", err)
 	}
 	_, err = New(testConfig(func(c *Config) { c.Address = "unix:/nonexistent/admin.sock" }), Options{})

@@ -1,17 +1,18 @@
-package config
+package gossip
 
 import (
+	"reflect"
 	"sort"
 	"time"
 )
 
 // Profile is a named set of gossip timings. Base selects memberlist's
-// default config ("lan", "wan" or "local"); the other fields override it
-// where non-zero. Explicit Gossip overrides in the config win over both.
+// default config ("lan", "wan" or "local"); Tuning overrides it where
+// non-zero. A user's explicit gossip settings win over both (see Effective).
 type Profile struct {
-	Base string
-	Gossip
-	Doc string
+	Base   string
+	Tuning Tuning
+	Doc    string
 }
 
 // Profiles are the timing profiles. The detection times in Doc are measured
@@ -31,7 +32,7 @@ var Profiles = map[string]Profile{
 	},
 	"fast": {
 		Base: "lan",
-		Gossip: Gossip{
+		Tuning: Tuning{
 			ProbeInterval:     150 * time.Millisecond,
 			ProbeTimeout:      100 * time.Millisecond,
 			SuspicionMult:     3,
@@ -42,6 +43,9 @@ var Profiles = map[string]Profile{
 		Doc: "tuned for database hosts on one LAN: probe 150ms/100ms, suspicion x3, gossip 50ms, retransmit x8",
 	},
 }
+
+// DefaultProfile is the profile of an agent that names none.
+const DefaultProfile = "lan"
 
 // ProfileNames returns the profile names, sorted.
 func ProfileNames() []string {
@@ -54,33 +58,17 @@ func ProfileNames() []string {
 }
 
 // Effective returns the gossip timings in force: the profile's values with
-// the explicit overrides on top. Zero fields mean "memberlist's default for
-// the profile's base".
-func (c *Config) Effective() Gossip {
-	g := Profiles[c.Profile].Gossip
-	o := c.Gossip
-	setD := func(dst *time.Duration, v time.Duration) {
-		if v != 0 {
-			*dst = v
+// the explicit settings t on top (each non-zero field of t wins). Zero
+// fields mean "memberlist's default for the profile's base".
+func (p Profile) Effective(t Tuning) Tuning {
+	g := p.Tuning
+	gv, tv := reflect.ValueOf(&g).Elem(), reflect.ValueOf(t)
+	for i := range tv.NumField() {
+		if f := tv.Field(i); !f.IsZero() {
+			gv.Field(i).Set(f)
 		}
 	}
-	setI := func(dst *int, v int) {
-		if v != 0 {
-			*dst = v
-		}
-	}
-	setD(&g.ProbeInterval, o.ProbeInterval)
-	setD(&g.ProbeTimeout, o.ProbeTimeout)
-	setI(&g.SuspicionMult, o.SuspicionMult)
-	setI(&g.SuspicionMaxTimeoutMult, o.SuspicionMaxTimeoutMult)
-	setD(&g.GossipInterval, o.GossipInterval)
-	setI(&g.GossipNodes, o.GossipNodes)
-	setI(&g.RetransmitMult, o.RetransmitMult)
-	setI(&g.IndirectChecks, o.IndirectChecks)
-	setD(&g.PushPullInterval, o.PushPullInterval)
-	setD(&g.ReconnectInterval, o.ReconnectInterval)
-	setD(&g.ReconnectTimeout, o.ReconnectTimeout)
-	setD(&g.TombstoneTimeout, o.TombstoneTimeout)
-	g.DeadNodeReclaimTime = o.DeadNodeReclaimTime // not a profile setting; 0 means never
+	// Not profile settings: the user's, zero included (0 never reclaims).
+	g.DeadNodeReclaimTime, g.ConfirmFailures = t.DeadNodeReclaimTime, t.ConfirmFailures
 	return g
 }
