@@ -135,11 +135,35 @@ func (r *Recorder) logOnce(k NoteKind, items []string) {
 	r.log.Warn(k.Msg, "kind", k.Kind, "count", len(items), "items", items)
 }
 
+// Snapshot is a recorder's state at one instant.
+type Snapshot struct {
+	view.SinkStatus
+	Applies uint64              // applies recorded, failed ones included
+	Items   map[string][]string // the items of the last report, by kind
+}
+
 // Status returns the status: State from the last apply, and the notes of
 // the last report, each kind's items with its prefix.
 func (r *Recorder) Status() view.SinkStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.status()
+}
+
+// Snapshot returns a copy of the status, the count of applies and the
+// items of each kind of note, all at one instant.
+func (r *Recorder) Snapshot() Snapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	items := make(map[string][]string, len(r.items))
+	for k, it := range r.items {
+		items[k] = slices.Clone(it)
+	}
+	return Snapshot{SinkStatus: r.status(), Applies: r.applies, Items: items}
+}
+
+// status builds the status. r.mu must be held.
+func (r *Recorder) status() view.SinkStatus {
 	st := r.st
 	switch {
 	case r.applies == 0:
@@ -162,18 +186,4 @@ func (r *Recorder) Failed() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.failed
-}
-
-// Applies returns how many applies were recorded, failed ones included.
-func (r *Recorder) Applies() uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.applies
-}
-
-// Items returns a copy of the items of the last report of kind.
-func (r *Recorder) Items(kind string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.items[kind])
 }

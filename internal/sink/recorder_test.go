@@ -33,7 +33,7 @@ func newTestRecorder() (*Recorder, *clockwork.FakeClock, *testkit.SyncBuffer) {
 
 func TestRecorderStates(t *testing.T) {
 	r, clock, logs := newTestRecorder()
-	if st := r.Status(); st.Name != "test" || st.Target != "/dev/null" || st.State != view.SinkPending || r.Applies() != 0 {
+	if st := r.Status(); st.Name != "test" || st.Target != "/dev/null" || st.State != view.SinkPending || r.Snapshot().Applies != 0 {
 		t.Fatalf("new recorder: %+v", st)
 	}
 
@@ -49,7 +49,7 @@ func TestRecorderStates(t *testing.T) {
 	r.Record(Update{}, boom)
 	st := r.Status()
 	if st.State != view.SinkFailing || st.Failures != 2 || st.LastError != "boom" || !st.LastErrorAt.Equal(t0.Add(time.Second)) ||
-		!r.Failed() || r.Applies() != 3 {
+		!r.Failed() || r.Snapshot().Applies != 3 {
 		t.Errorf("after two failures: %+v", st)
 	}
 	clock.Advance(time.Second)
@@ -57,20 +57,24 @@ func TestRecorderStates(t *testing.T) {
 	if st := r.Status(); st.State != view.SinkOK || !st.LastSuccess.Equal(t0.Add(2*time.Second)) || st.LastError != "boom" || st.Failures != 2 {
 		t.Errorf("after recovery: %+v", st)
 	}
-	out := logs.String()
-	for want, n := range map[string]int{
-		`level=ERROR msg="test apply failed" err=boom`:       1,
-		`level=DEBUG msg="test apply failed again" err=boom`: 1,
-		`level=INFO msg="test recovered" after=boom`:         1,
-	} {
-		if got := strings.Count(out, want); got != n {
-			t.Errorf("%q logged %d times, want %d:\n%s", want, got, n, out)
-		}
-	}
+	wantLogsOnce(t, logs.String(),
+		`level=ERROR msg="test apply failed" err=boom`,
+		`level=DEBUG msg="test apply failed again" err=boom`,
+		`level=INFO msg="test recovered" after=boom`)
 }
 
 // The applied generation advances only with a successful apply that was
 // not frozen, and never goes back.
+// wantLogsOnce checks that out has each of lines exactly once.
+func wantLogsOnce(t *testing.T, out string, lines ...string) {
+	t.Helper()
+	for _, want := range lines {
+		if got := strings.Count(out, want); got != 1 {
+			t.Errorf("%q logged %d times, want once:\n%s", want, got, out)
+		}
+	}
+}
+
 func TestRecorderAppliedGeneration(t *testing.T) {
 	r, _, _ := newTestRecorder()
 	for _, step := range []struct {
@@ -103,26 +107,20 @@ func TestRecorderReport(t *testing.T) {
 	if !st.Frozen || !slices.Equal(st.Notes, []string{"held: c1/db1", "held: c1/db2", "x"}) {
 		t.Errorf("status %+v", st)
 	}
-	if got := r.Items("held"); !slices.Equal(got, []string{"c1/db1", "c1/db2"}) {
+	if got := r.Snapshot().Items["held"]; !slices.Equal(got, []string{"c1/db1", "c1/db2"}) {
 		t.Errorf("items %q", got)
 	}
 	r.Report(false) // missing items are none
-	if st := r.Status(); st.Frozen || st.Notes != nil || r.Items("odd") != nil {
+	if st := r.Status(); st.Frozen || st.Notes != nil || r.Snapshot().Items["odd"] != nil {
 		t.Errorf("status after clear %+v", st)
 	}
-	out := logs.String()
-	for want, n := range map[string]int{
-		`level=WARN msg="test frozen"`:                                          1,
-		`level=WARN msg="nodes held" kind=held count=2 items="[c1/db1 c1/db2]"`: 1,
-		`level=WARN msg="odd things" kind=odd count=1 items=[x]`:                1,
-		`level=INFO msg="test unfrozen"`:                                        1,
-		`level=INFO msg="holds nothing" kind=held`:                              1,
-		`level=INFO msg="test report cleared" kind=odd`:                         1,
-	} {
-		if got := strings.Count(out, want); got != n {
-			t.Errorf("%q logged %d times, want %d:\n%s", want, got, n, out)
-		}
-	}
+	wantLogsOnce(t, logs.String(),
+		`level=WARN msg="test frozen"`,
+		`level=WARN msg="nodes held" kind=held count=2 items="[c1/db1 c1/db2]"`,
+		`level=WARN msg="odd things" kind=odd count=1 items=[x]`,
+		`level=INFO msg="test unfrozen"`,
+		`level=INFO msg="holds nothing" kind=held`,
+		`level=INFO msg="test report cleared" kind=odd`)
 }
 
 // Status returns copies: the caller may change them.
@@ -136,8 +134,8 @@ func TestRecorderStatusIsACopy(t *testing.T) {
 	if got := r.Status().Notes; !slices.Equal(got, []string{"held: a"}) {
 		t.Errorf("notes %q", got)
 	}
-	r.Items("held")[0] = "changed"
-	if got := r.Items("held"); !slices.Equal(got, []string{"a"}) {
+	r.Snapshot().Items["held"][0] = "changed"
+	if got := r.Snapshot().Items["held"]; !slices.Equal(got, []string{"a"}) {
 		t.Errorf("items %q", got)
 	}
 }

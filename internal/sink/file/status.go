@@ -20,12 +20,7 @@ type Stats struct {
 
 // Stats returns a copy of the sink's status and counters.
 func (s *Sink) Stats() Stats {
-	return Stats{
-		SinkStatus: s.rec.Status(),
-		Applies:    s.rec.Applies(),
-		Writes:     s.writes.Load(),
-		Skipped:    s.skipped.Load(),
-		Held:       s.rec.Items(noteHeld),
-		NoLists:    s.rec.Items(noteNoLists),
-	}
+	r := s.rec.Snapshot()
+	return Stats{SinkStatus: r.SinkStatus, Applies: r.Applies, Writes: s.writes.Load(), Skipped: s.skipped.Load(),
+		Held: r.Items[noteHeld], NoLists: r.Items[noteNoLists]}
 }

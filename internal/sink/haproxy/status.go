@@ -32,16 +32,10 @@ type Stats struct {
 
 // Stats returns a copy of the sink's status and counters.
 func (s *Sink) Stats() Stats {
-	return Stats{
-		SinkStatus:    s.rec.Status(),
-		Reconciles:    s.rec.Applies(),
-		Commands:      s.commands.Load(),
-		CommandErrors: s.commandErrors.Load(),
-		Held:          s.rec.Items(noteHeld),
-		Unmapped:      s.rec.Items(noteUnmapped),
-		Missing:       s.rec.Items(noteMissing),
-		Naming:        s.rec.Items(noteNaming),
-	}
+	r := s.rec.Snapshot()
+	return Stats{SinkStatus: r.SinkStatus, Reconciles: r.Applies,
+		Commands: s.commands.Load(), CommandErrors: s.commandErrors.Load(),
+		Held: r.Items[noteHeld], Unmapped: r.Items[noteUnmapped], Missing: r.Items[noteMissing], Naming: r.Items[noteNaming]}
 }
 
 func stringsOf[T fmt.Stringer](xs []T) []string {
