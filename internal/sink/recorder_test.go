@@ -63,8 +63,6 @@ func TestRecorderStates(t *testing.T) {
 		`level=INFO msg="test recovered" after=boom`)
 }
 
-// The applied generation advances only with a successful apply that was
-// not frozen, and never goes back.
 // wantLogsOnce checks that out has each of lines exactly once.
 func wantLogsOnce(t *testing.T, out string, lines ...string) {
 	t.Helper()
@@ -75,6 +73,8 @@ func wantLogsOnce(t *testing.T, out string, lines ...string) {
 	}
 }
 
+// The applied generation advances only with a successful apply that was
+// not frozen, and never goes back.
 func TestRecorderAppliedGeneration(t *testing.T) {
 	r, _, _ := newTestRecorder()
 	for _, step := range []struct {
