@@ -12,15 +12,12 @@ import (
 	"github.com/shoaldb/shoal/internal/sink"
 )
 
-// Ticker is the part of *time.Ticker a driver uses, so tests can drive it.
-type Ticker = sink.Ticker
-
 type timeTicker struct{ *time.Ticker }
 
 func (t timeTicker) C() <-chan time.Time { return t.Ticker.C }
 
 // NewTimeTicker is the default ticker: a *time.Ticker.
-func NewTimeTicker(d time.Duration) Ticker { return timeTicker{time.NewTicker(d)} }
+func NewTimeTicker(d time.Duration) sink.Ticker { return timeTicker{time.NewTicker(d)} }
 
 // RunFunc applies update u. tick is true for a periodic run, false for a
 // run after an Update. It must recover its own panics.
@@ -30,7 +27,7 @@ type RunFunc func(ctx context.Context, u sink.Update, tick bool)
 // safe for concurrent use.
 type Driver struct {
 	interval  time.Duration
-	newTicker func(time.Duration) Ticker
+	newTicker func(time.Duration) sink.Ticker
 	run       RunFunc
 
 	mu      sync.Mutex
@@ -45,7 +42,7 @@ type Driver struct {
 }
 
 // New returns a driver that calls run; newTicker nil means NewTimeTicker.
-func New(interval time.Duration, newTicker func(time.Duration) Ticker, run RunFunc) *Driver {
+func New(interval time.Duration, newTicker func(time.Duration) sink.Ticker, run RunFunc) *Driver {
 	if newTicker == nil {
 		newTicker = NewTimeTicker
 	}

@@ -17,7 +17,7 @@ import (
 func TestDriverTickWithoutPool(t *testing.T) {
 	ft := testkit.NewFakeTicker()
 	ran := make(chan struct{}, 1)
-	d := New(time.Hour, func(time.Duration) Ticker { return ft }, func(context.Context, sink.Update, bool) {
+	d := New(time.Hour, func(time.Duration) sink.Ticker { return ft }, func(context.Context, sink.Update, bool) {
 		ran <- struct{}{}
 	})
 	d.Start(context.Background())
@@ -42,7 +42,7 @@ func TestDriver(t *testing.T) {
 	block, running := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	ft := testkit.NewFakeTicker()
-	d := New(time.Hour, func(time.Duration) Ticker { return ft }, func(_ context.Context, u sink.Update, tick bool) {
+	d := New(time.Hour, func(time.Duration) sink.Ticker { return ft }, func(_ context.Context, u sink.Update, tick bool) {
 		once.Do(func() { close(running); <-block }) // the first run blocks until released
 		calls <- call{u.Pool.Clusters[0].Name, tick}
 	})
