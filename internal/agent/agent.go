@@ -39,6 +39,7 @@ import (
 	"github.com/shoaldb/shoal/internal/probe"
 	"github.com/shoaldb/shoal/internal/routing"
 	"github.com/shoaldb/shoal/internal/serfrpc"
+	"github.com/shoaldb/shoal/internal/sink"
 	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/internal/view"
 )
@@ -88,7 +89,7 @@ type Agent struct {
 	maint  string      // maintenance reason, "" when not in maintenance
 	probe  *probe.Probe
 	router *routing.Router
-	sinks  []poolSink
+	sinks  []sink.Sink
 	hist   *history.Log
 	hooks  *hooks.Runner
 	gate   *gossip.Gate      // nil when gossip.confirm_failures is off

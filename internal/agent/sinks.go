@@ -3,40 +3,36 @@ package agent
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/routing"
+	"github.com/shoaldb/shoal/internal/sink"
 	filesink "github.com/shoaldb/shoal/internal/sink/file"
 	"github.com/shoaldb/shoal/internal/sink/haproxy"
 	"github.com/shoaldb/shoal/internal/view"
 )
 
-// poolSink is a local router the agent drives from the pool. Update must not
-// block: each sink applies the pool on its own goroutine.
-type poolSink interface {
-	Start(ctx context.Context)
-	Update(p *pool.Pool, frozen bool)
-	Close() error
-	Status() view.SinkStatus
-}
-
-// newSinks builds the configured sinks; it does no I/O.
-func (a *Agent) newSinks() ([]poolSink, error) {
-	var out []poolSink
-	if a.cfg.Sinks.FileEnabled() {
-		s, err := filesink.New(a.cfg.Sinks.File, a.cfg.Node, filesink.Options{Logger: a.logs.Logger})
-		if err != nil {
-			return nil, fmt.Errorf("sinks.file: %w", err)
-		}
-		out = append(out, fileSink{s, a.cfg.Sinks.File.Path})
+// newSinks builds the configured sinks, in the order of the list: one line
+// per kind of sink (see package sink). It does no I/O.
+func (a *Agent) newSinks() ([]sink.Sink, error) {
+	c, opts := a.cfg.Sinks, sink.Options{Logger: a.logs.Logger}
+	kinds := []struct {
+		key string
+		on  bool
+		new func() (sink.Sink, error)
+	}{
+		{"sinks.file", c.FileEnabled(), func() (sink.Sink, error) { return filesink.New(c.File, a.cfg.Node, opts) }},
+		{"sinks.haproxy", c.HAProxyEnabled(), func() (sink.Sink, error) { return haproxy.New(c.HAProxy, opts) }},
 	}
-	if a.cfg.Sinks.HAProxyEnabled() {
-		s, err := haproxy.New(a.cfg.Sinks.HAProxy, haproxy.Options{Logger: a.logs.Logger})
-		if err != nil {
-			return nil, fmt.Errorf("sinks.haproxy: %w", err)
+	var out []sink.Sink
+	for _, k := range kinds {
+		if !k.on {
+			continue
 		}
-		out = append(out, haproxySink{s, a.cfg.Sinks.HAProxy.Address})
+		s, err := k.new()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k.key, err)
+		}
+		out = append(out, s)
 	}
 	return out, nil
 }
@@ -48,7 +44,9 @@ func (a *Agent) startSinks(ctx context.Context) {
 	for _, s := range a.sinks {
 		s.Start(ctx)
 		part := "sink:" + s.Status().Name
-		a.router.Listen(func(u routing.Update) { a.guardPart(part, func() { s.Update(u.Routed, u.Isolated) }) })
+		a.router.Listen(func(u routing.Update) {
+			a.guardPart(part, func() { s.Update(sink.Update{Pool: u.Routed, Frozen: u.Isolated, Generation: u.Generation}) })
+		})
 	}
 }
 
@@ -66,58 +64,4 @@ func (a *Agent) sinkStatus() []view.SinkStatus {
 		out = append(out, s.Status())
 	}
 	return out
-}
-
-// sinkState summarizes success and error times.
-func sinkState(lastSuccess, lastErrorAt time.Time) string {
-	switch {
-	case lastSuccess.IsZero() && lastErrorAt.IsZero():
-		return "pending"
-	case lastErrorAt.After(lastSuccess):
-		return "failing"
-	}
-	return "ok"
-}
-
-type haproxySink struct {
-	*haproxy.Sink
-	addr string
-}
-
-func (h haproxySink) Status() view.SinkStatus {
-	st := h.Sink.Status()
-	var notes []string
-	add := func(prefix string, items []string) {
-		for _, it := range items {
-			notes = append(notes, prefix+it)
-		}
-	}
-	add("withheld while frozen: ", st.Held)
-	add("server maps to no node: ", st.Unmapped)
-	add("node has no server: ", st.Missing)
-	add("naming: ", st.Naming)
-	return view.SinkStatus{
-		Name: "haproxy", Target: h.addr, State: sinkState(st.LastSuccess, st.LastErrorAt),
-		LastSuccess: st.LastSuccess, LastError: st.LastError, LastErrorAt: st.LastErrorAt,
-		Failures: st.Failures, Frozen: st.Frozen, Notes: notes,
-	}
-}
-
-type fileSink struct {
-	*filesink.Sink
-	path string
-}
-
-func (f fileSink) Status() view.SinkStatus {
-	st := f.Sink.Status()
-	var notes []string
-	for _, h := range st.Held {
-		notes = append(notes, "kept in its list while frozen: "+h)
-	}
-	notes = append(notes, st.NoLists...)
-	return view.SinkStatus{
-		Name: "file", Target: f.path, State: sinkState(st.LastSuccess, st.LastErrorAt),
-		LastSuccess: st.LastSuccess, LastError: st.LastError, LastErrorAt: st.LastErrorAt,
-		Failures: st.Failures, Frozen: st.Frozen, Notes: notes,
-	}
 }

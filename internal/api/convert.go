@@ -100,6 +100,7 @@ func toSinkStatus(s view.SinkStatus) client.SinkStatus {
 	return client.SinkStatus{
 		Name: s.Name, Target: s.Target, State: s.State, LastSuccess: s.LastSuccess,
 		LastError: s.LastError, LastErrorAt: s.LastErrorAt, Failures: s.Failures, Frozen: s.Frozen, Notes: s.Notes,
+		AppliedGeneration: s.AppliedGeneration,
 	}
 }
 

@@ -221,9 +221,9 @@ func samplePool() *client.PoolResponse {
 		},
 		Sinks: []client.SinkStatus{
 			{Name: "haproxy", Target: "unix:/run/haproxy/admin.sock", State: "failing", LastSuccess: sinkOK,
-				LastError: "set server be_main/db3 state ready: No such server.", LastErrorAt: sinkFailed, Failures: 7,
+				LastError: "set server be_main/db3 state ready: No such server.", LastErrorAt: sinkFailed, Failures: 7, AppliedGeneration: 41,
 				Notes: []string{"server be_main/db9 maps to no node", "node db3 has no server in be_main"}},
-			{Name: "file", Target: "/var/lib/shoal/pool.json", State: "ok", LastSuccess: sinkOK, Frozen: true,
+			{Name: "file", Target: "/var/lib/shoal/pool.json", State: "ok", LastSuccess: sinkOK, Frozen: true, AppliedGeneration: 40,
 				Notes: []string{"withheld removal of db4 from main readers: this agent looks isolated"}},
 			{Name: "file", Target: "/var/lib/shoal/other.json", State: "pending"},
 		},

@@ -19,6 +19,7 @@ import (
 	"github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/metrics"
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/sink"
 	filesink "github.com/shoaldb/shoal/internal/sink/file"
 	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/internal/view"
@@ -74,21 +75,21 @@ func FuzzHostileMembers(f *testing.F) {
 		if err := os.Mkdir(lists, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		sink, err := filesink.New(filesink.Config{Path: filepath.Join(dir, "pool.json"), ListsDir: lists}, "fuzz",
-			filesink.Options{Logger: slog.New(slog.DiscardHandler)})
+		fsink, err := filesink.New(filesink.Config{Path: filepath.Join(dir, "pool.json"), ListsDir: lists}, "fuzz",
+			sink.Options{Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := sink.Apply(prev, false); err != nil {
+		if err := fsink.Apply(sink.Update{Pool: prev}); err != nil {
 			t.Fatalf("file sink apply (prev): %v", err)
 		}
-		if err := sink.Apply(p, flags&0x40 != 0); err != nil {
+		if err := fsink.Apply(sink.Update{Pool: p, Frozen: flags&0x40 != 0}); err != nil {
 			t.Fatalf("file sink apply: %v", err)
 		}
 		checkFiles(t, dir, lists)
 
 		// The views the API serves, and /metrics.
-		pv := poolView(p, sink)
+		pv := poolView(p, fsink)
 		var ms []client.Member
 		for _, m := range members {
 			ms = append(ms, api.ToMember(m))
@@ -184,7 +185,7 @@ func checkFiles(t *testing.T, dir, lists string) {
 }
 
 // poolView is the pool as the agent shows it (agent.PoolView).
-func poolView(p *pool.Pool, sink *filesink.Sink) view.Pool {
+func poolView(p *pool.Pool, fsink *filesink.Sink) view.Pool {
 	nodes := func(ns []pool.Node) []view.PoolNode {
 		out := []view.PoolNode{}
 		for _, n := range ns {
@@ -197,7 +198,7 @@ func poolView(p *pool.Pool, sink *filesink.Sink) view.Pool {
 		v.Clusters = append(v.Clusters, view.ClusterPool{Name: c.Name, Writers: nodes(c.Writers), Readers: nodes(c.Readers),
 			Out: nodes(c.Out), Conflict: c.Conflict})
 	}
-	st := sink.Status()
+	st := fsink.Stats()
 	v.Sinks = []view.SinkStatus{{Name: "file", State: "ok", LastError: st.LastError, Notes: st.NoLists}}
 	return v
 }

@@ -98,18 +98,22 @@ func joinDetail(a, b string) string {
 	return a + "; " + b
 }
 
-// writeSinks prints each sink's state under the pool.
+// writeSinks prints each sink's state under the pool. APPLIED is the
+// generation of the last pool the sink fully applied (see package sink).
 func writeSinks(w io.Writer, sinks []client.SinkStatus) error {
 	if len(sinks) == 0 {
 		return nil
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SINK	TARGET	STATE	LAST SUCCESS	FAILURES	LAST ERROR")
+	fmt.Fprintln(tw, "SINK	TARGET	STATE	LAST SUCCESS	APPLIED	FAILURES	LAST ERROR")
 	for _, s := range sinks {
-		last, lastErr := "-", "-"
+		last, lastErr, applied := "-", "-", "-"
 		if !s.LastSuccess.IsZero() {
 			last = s.LastSuccess.Local().Format("15:04:05.000")
+		}
+		if s.AppliedGeneration > 0 {
+			applied = fmt.Sprint(s.AppliedGeneration)
 		}
 		if s.LastError != "" {
 			lastErr = s.LastErrorAt.Local().Format("15:04:05.000") + " " + s.LastError
@@ -118,7 +122,8 @@ func writeSinks(w io.Writer, sinks []client.SinkStatus) error {
 		if s.Frozen {
 			state += " (frozen)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", sanitize(s.Name), sanitize(s.Target), sanitize(state), last, s.Failures, sanitize(lastErr))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", sanitize(s.Name), sanitize(s.Target), sanitize(state), last, applied,
+			s.Failures, sanitize(lastErr))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

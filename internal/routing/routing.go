@@ -40,6 +40,9 @@ type Update struct {
 	Isolated bool
 	// Isolation details, for operators.
 	Isolation pool.IsolationState
+	// Generation numbers the updates handed to listeners: 1, 2, 3, ...; 0
+	// before the first. Sinks report the last they applied (package sink).
+	Generation uint64
 }
 
 // Listener receives updates, in order, from the router goroutine. It must
@@ -149,7 +152,8 @@ func (r *Router) step() {
 		r.mu.Unlock()
 		return
 	}
-	u := Update{At: now, Pool: next, Routed: next, Changes: changes, Isolated: iso.Isolated, Isolation: iso}
+	u := Update{At: now, Pool: next, Routed: next, Changes: changes, Isolated: iso.Isolated, Isolation: iso,
+		Generation: prev.Generation + 1}
 	switch {
 	case iso.Isolated && !prev.Isolated:
 		r.isoBase = r.inSince(iso.Since.Add(-r.window()))

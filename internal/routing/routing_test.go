@@ -379,6 +379,31 @@ func TestUnchangedPoolDoesNotNotify(t *testing.T) {
 	}
 }
 
+// Each update handed to listeners has the next generation, from 1; a
+// recompute that changes nothing, and so hands out no update, keeps it.
+func TestGenerationCountsUpdates(t *testing.T) {
+	w := &world{}
+	r, rec := newTestRouter(Config{}, w.view, w, nil)
+	if g := r.Current().Generation; g != 0 {
+		t.Fatalf("generation %d before the first update, want 0", g)
+	}
+	ms := []pool.Member{writer("a"), replica("b", 0)}
+	stepAt(r, w, 0, ms...)
+	stepAt(r, w, 1, ms...) // unchanged: no update
+	stepAt(r, w, 2, writer("a"), replica("b", 60))
+	stepAt(r, w, 3, writer("a"))
+	var got []uint64
+	for _, u := range rec.updates {
+		got = append(got, u.Generation)
+	}
+	if !slices.Equal(got, []uint64{1, 2, 3}) {
+		t.Errorf("generations %v, want [1 2 3]", got)
+	}
+	if g := r.Current().Generation; g != 3 {
+		t.Errorf("current generation %d, want 3", g)
+	}
+}
+
 func TestChangesAreReported(t *testing.T) {
 	w := &world{}
 	r, rec := newTestRouter(Config{NoDamping: true}, w.view, w, nil)

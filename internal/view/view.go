@@ -153,6 +153,9 @@ type SinkStatus struct {
 	Failures    uint64
 	Frozen      bool // removals withheld: this agent looks isolated
 	Notes       []string
+	// AppliedGeneration is the generation of the last pool the sink fully
+	// applied (routing.Update.Generation; 0: none yet). See package sink.
+	AppliedGeneration uint64
 }
 
 // LocalHealth is the local MySQL probe's state (db agents).

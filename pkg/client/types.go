@@ -304,6 +304,9 @@ type SinkStatus struct {
 	// Notes are the sink's current warnings: withheld commands, servers that
 	// map to no node, nodes with no server.
 	Notes []string `json:"notes,omitempty"`
+	// AppliedGeneration is the generation of the last pool the sink fully
+	// applied: without error and not frozen. 0: none yet.
+	AppliedGeneration uint64 `json:"applied_generation"`
 }
 
 // LocalHealth is the local MySQL probe's state (db agents).

@@ -9,36 +9,29 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/sink"
 )
-
-// Ticker is the part of *time.Ticker a driver uses, so tests can drive it.
-type Ticker interface {
-	C() <-chan time.Time
-	Stop()
-}
 
 type timeTicker struct{ *time.Ticker }
 
 func (t timeTicker) C() <-chan time.Time { return t.Ticker.C }
 
 // NewTimeTicker is the default ticker: a *time.Ticker.
-func NewTimeTicker(d time.Duration) Ticker { return timeTicker{time.NewTicker(d)} }
+func NewTimeTicker(d time.Duration) sink.Ticker { return timeTicker{time.NewTicker(d)} }
 
-// RunFunc applies pool p. tick is true for a periodic run, false for a run
-// after an Update. It must recover its own panics.
-type RunFunc func(ctx context.Context, p *pool.Pool, frozen, tick bool)
+// RunFunc applies update u. tick is true for a periodic run, false for a
+// run after an Update. It must recover its own panics.
+type RunFunc func(ctx context.Context, u sink.Update, tick bool)
 
 // Driver holds the newest pool and runs the sink's applies. Its methods are
 // safe for concurrent use.
 type Driver struct {
 	interval  time.Duration
-	newTicker func(time.Duration) Ticker
+	newTicker func(time.Duration) sink.Ticker
 	run       RunFunc
 
 	mu      sync.Mutex
-	latest  *pool.Pool
-	frozen  bool
+	latest  sink.Update
 	have    bool // Update was called
 	started bool
 	closed  bool
@@ -49,7 +42,7 @@ type Driver struct {
 }
 
 // New returns a driver that calls run; newTicker nil means NewTimeTicker.
-func New(interval time.Duration, newTicker func(time.Duration) Ticker, run RunFunc) *Driver {
+func New(interval time.Duration, newTicker func(time.Duration) sink.Ticker, run RunFunc) *Driver {
 	if newTicker == nil {
 		newTicker = NewTimeTicker
 	}
@@ -73,11 +66,11 @@ func (d *Driver) Start(ctx context.Context) {
 }
 
 // Update hands over a new pool and asks for an apply without waiting for
-// it. p is copied.
-func (d *Driver) Update(p *pool.Pool, frozen bool) {
-	p = p.Clone()
+// it. u.Pool is copied.
+func (d *Driver) Update(u sink.Update) {
+	u.Pool = u.Pool.Clone()
 	d.mu.Lock()
-	d.latest, d.frozen, d.have = p, frozen, true
+	d.latest, d.have = u, true
 	d.mu.Unlock()
 	select {
 	case d.kick <- struct{}{}:
@@ -118,10 +111,10 @@ func (d *Driver) loop(ctx context.Context) {
 			return
 		}
 		d.mu.Lock()
-		p, frozen, have := d.latest, d.frozen, d.have
+		u, have := d.latest, d.have
 		d.mu.Unlock()
 		if have {
-			d.run(ctx, p, frozen, tick)
+			d.run(ctx, u, tick)
 		}
 	}
 }

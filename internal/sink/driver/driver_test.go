@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/sink"
 	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestDriverTickWithoutPool(t *testing.T) {
 	ft := testkit.NewFakeTicker()
 	ran := make(chan struct{}, 1)
-	d := New(time.Hour, func(time.Duration) Ticker { return ft }, func(context.Context, *pool.Pool, bool, bool) {
+	d := New(time.Hour, func(time.Duration) sink.Ticker { return ft }, func(context.Context, sink.Update, bool) {
 		ran <- struct{}{}
 	})
 	d.Start(context.Background())
@@ -41,17 +42,17 @@ func TestDriver(t *testing.T) {
 	block, running := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	ft := testkit.NewFakeTicker()
-	d := New(time.Hour, func(time.Duration) Ticker { return ft }, func(_ context.Context, p *pool.Pool, _, tick bool) {
+	d := New(time.Hour, func(time.Duration) sink.Ticker { return ft }, func(_ context.Context, u sink.Update, tick bool) {
 		once.Do(func() { close(running); <-block }) // the first run blocks until released
-		calls <- call{p.Clusters[0].Name, tick}
+		calls <- call{u.Pool.Clusters[0].Name, tick}
 	})
 	d.Start(context.Background())
 	d.Start(context.Background()) // a second Start does nothing
 	p := func(name string) *pool.Pool { return &pool.Pool{Clusters: []pool.Cluster{{Name: name}}} }
-	d.Update(p("a"), false)
+	d.Update(sink.Update{Pool: p("a")})
 	<-running
 	for _, n := range []string{"b", "c", "d"} {
-		d.Update(p(n), false) // coalesce while the first run blocks
+		d.Update(sink.Update{Pool: p(n)}) // coalesce while the first run blocks
 	}
 	close(block)
 	want := []call{{"a", false}, {"d", false}}

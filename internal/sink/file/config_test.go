@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/shoaldb/shoal/internal/sink"
 )
 
 func TestConfigDefaults(t *testing.T) {
@@ -118,11 +120,11 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
-	if _, err := New(Config{}, "db1", Options{}); err == nil || !strings.Contains(err.Error(), `path "": required`) {
+	if _, err := New(Config{}, "db1", sink.Options{}); err == nil || !strings.Contains(err.Error(), `path "": required`) {
 		t.Errorf("New with empty config: %v", err)
 	}
 	path := filepath.Join(t.TempDir(), "pool.json")
-	if _, err := New(Config{Path: path}, "db1", Options{}); err != nil {
+	if _, err := New(Config{Path: path}, "db1", sink.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {

@@ -23,8 +23,8 @@
 // Cluster names come from other machines' tags. Only a valid cluster name
 // (tags.ValidCluster: 1 to 64 bytes of [A-Za-z0-9._-]) is ever part of a
 // file name; the lists of any other cluster (one that only an invalid
-// member can name, see package member) are not written, which Status.NoLists
-// says. That is not a failure: the sink stays healthy and the JSON file
+// member can name, see package member) are not written, which the status
+// notes (and Stats.NoLists) say. That is not a failure: the sink stays healthy and the JSON file
 // still has the cluster.
 //
 // When a cluster leaves the pool (its last member is reaped or pruned), its
@@ -63,17 +63,19 @@
 //
 // # Frozen
 //
-// When the agent thinks it is cut off from the cluster (frozen), the lists
-// never lose a node: a node in a list as last written that the pool would
-// now remove stays in it, and new nodes are added. The JSON document still
+// The sink follows the frozen rule of package sink, which every sink
+// shares: when the agent thinks it is cut off from the cluster (frozen),
+// the lists never lose a node: a node in a list as last written that the
+// pool would now remove stays in it, and new nodes are added. The JSON document still
 // records the pool as computed, with "frozen": true and, per cluster,
 // "held": the names of the nodes kept in a list they have left (a kept
 // address that no node of the cluster has any more is named by its address).
-// When the agent is no longer frozen, the lists follow the pool again.
+// When the agent is no longer frozen, the lists follow the pool again. A
+// frozen apply does not advance the applied generation (package sink).
 //
 // # Errors
 //
 // A failed write is logged (a repeat of the same error at debug level) and
-// counted in Status; the file keeps its old content and is tried again at
+// counted in Status (kept by a sink.Recorder); the file keeps its old content and is tried again at
 // the next Update, and every Config.Interval while the last apply failed.
 package file

@@ -14,24 +14,24 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
+	"sync/atomic"
+
+	"github.com/jonboulle/clockwork"
 
 	"github.com/shoaldb/shoal/internal/fsutil"
 	"github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/sink"
 	"github.com/shoaldb/shoal/internal/sink/driver"
 	"github.com/shoaldb/shoal/internal/tags"
+	"github.com/shoaldb/shoal/internal/view"
 )
 
-// Ticker is the part of *time.Ticker the sink uses, so tests can drive it.
-type Ticker = driver.Ticker
-
-// Options are the sink's collaborators. Zero fields take the defaults.
-type Options struct {
-	Logger    *slog.Logger               // default slog.Default()
-	Now       func() time.Time           // default time.Now
-	NewTicker func(time.Duration) Ticker // default a *time.Ticker
-}
+// The kinds of notes in the status.
+const (
+	noteHeld    = "held"
+	noteNoLists = "no-lists"
+)
 
 // fileState is what the sink knows of one file it writes.
 type fileState struct {
@@ -40,14 +40,14 @@ type fileState struct {
 	rewrite bool   // the file has the wrong mode: write it even if unchanged
 }
 
-// Sink writes the pool to files. Create it with New; its methods are safe
-// for concurrent use.
+// Sink writes the pool to files. It is a sink.Sink. Create it with New;
+// its methods are safe for concurrent use.
 type Sink struct {
 	cfg       Config
 	mode      os.FileMode
 	node      string
 	log       *slog.Logger
-	now       func() time.Time
+	clock     clockwork.Clock
 	writeFile func(path string, data []byte, mode os.FileMode) error
 
 	applyMu sync.Mutex           // one apply at a time; guards the fields below
@@ -55,19 +55,15 @@ type Sink struct {
 	listed  map[string]bool      // clusters whose lists were written or kept, until removed
 
 	drv *driver.Driver
+	rec *sink.Recorder
 
-	mu       sync.Mutex // guards the fields below
-	failed   bool       // the last apply failed: retry every Interval
-	st       Status
-	errLog   string // last logged error, to log repeats at debug
-	heldLog  string // last logged held nodes
-	skipLog  string // last logged skipped clusters
-	frozeLog bool   // last logged frozen state
+	writes  atomic.Uint64 // files written
+	skipped atomic.Uint64 // applies that succeeded without writing
 }
 
 // New validates cfg and returns a sink for the agent named node. It writes
 // nothing; call Start to run the loop, or Apply to write once.
-func New(cfg Config, node string, opts Options) (*Sink, error) {
+func New(cfg Config, node string, opts sink.Options) (*Sink, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -76,35 +72,46 @@ func New(cfg Config, node string, opts Options) (*Sink, error) {
 	if err != nil {
 		return nil, err // checked by Validate
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	opts = opts.WithDefaults()
 	s := &Sink{
 		cfg:       cfg,
 		mode:      mode,
 		node:      node,
 		log:       opts.Logger.With("component", "file-sink"),
-		now:       opts.Now,
+		clock:     opts.Clock,
 		writeFile: fsutil.WriteFileAtomic,
 		files:     map[string]fileState{},
 		listed:    map[string]bool{},
 	}
+	s.rec = sink.NewRecorder(sink.Info{
+		Name: "file", Target: cfg.Path,
+		Failed: "file sink apply failed", Recovered: "file sink recovered",
+		Frozen:   "file sink frozen: nodes are added to lists but never removed",
+		Unfrozen: "file sink unfrozen: lists follow the pool again",
+		Notes: []sink.NoteKind{
+			{Kind: noteHeld, Prefix: "kept in its list while frozen: ", Msg: "nodes kept in lists while frozen",
+				Cleared: "file sink holds no nodes any more"},
+			{Kind: noteNoLists, Msg: "clusters without list files"},
+		},
+	}, s.log, s.clock)
 	s.drv = driver.New(cfg.Interval, opts.NewTicker, s.runLatest)
 	return s, nil
 }
 
-// Apply writes pool p to the files that differ from it and returns what
-// failed. p may be nil (no clusters). It does not change the pool the loop
-// uses (see Update). Applies never overlap: Apply waits for a running one.
-func (s *Sink) Apply(p *pool.Pool, frozen bool) error {
+// Apply writes u's pool to the files that differ from it and returns what
+// failed. u.Pool may be nil (no clusters). It does not change the pool the
+// loop uses (see Update). Applies never overlap: Apply waits for a running
+// one.
+func (s *Sink) Apply(u sink.Update) error {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
-	wrote, held, skipped, err := s.apply(p, frozen)
-	s.report(frozen, held, skipped)
-	s.record(wrote, err)
+	wrote, held, skipped, err := s.apply(u.Pool, u.Frozen)
+	s.rec.Report(u.Frozen, held, skipped)
+	s.writes.Add(uint64(wrote))
+	if err == nil && wrote == 0 {
+		s.skipped.Add(1)
+	}
+	s.rec.Record(u, err)
 	return err
 }
 
@@ -172,7 +179,7 @@ func (s *Sink) apply(p *pool.Pool, frozen bool) (wrote int, held, skipped []stri
 
 	doc := newDocument(p, s.node, frozen, heldNames)
 	key := contentKey(doc)
-	doc.UpdatedAt = s.now().UTC()
+	doc.UpdatedAt = s.clock.Now().UTC()
 	write(s.cfg.Path, key, encode(doc), fileKey)
 	return wrote, held, skipped, errors.Join(errs...)
 }
@@ -280,26 +287,27 @@ func (s *Sink) Start(ctx context.Context) { s.drv.Start(ctx) }
 
 // Update hands the sink a new pool and asks for an apply without waiting
 // for it. Updates that arrive while an apply runs are coalesced into one
-// more apply with the newest pool. p is copied.
-func (s *Sink) Update(p *pool.Pool, frozen bool) { s.drv.Update(p, frozen) }
+// more apply with the newest pool. u.Pool is copied.
+func (s *Sink) Update(u sink.Update) { s.drv.Update(u) }
 
 // Close stops the loop and waits for it. It is safe to call more than once.
 func (s *Sink) Close() error { return s.drv.Close() }
 
+// Status is what the sink has done so far. Its notes are the nodes kept in
+// a list while frozen and the clusters without list files (Stats).
+func (s *Sink) Status() view.SinkStatus { return s.rec.Status() }
+
 // runLatest applies the newest pool, turning a panic into a failed apply. A
 // periodic run (a retry) applies only when the last apply failed.
-func (s *Sink) runLatest(_ context.Context, p *pool.Pool, frozen, retry bool) {
-	s.mu.Lock()
-	failed := s.failed
-	s.mu.Unlock()
-	if retry && !failed {
+func (s *Sink) runLatest(_ context.Context, u sink.Update, retry bool) {
+	if retry && !s.rec.Failed() {
 		return
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("file sink apply panicked", "panic", r, "stack", string(debug.Stack()))
-			s.record(0, fmt.Errorf("apply panicked: %v", r))
+			s.rec.Record(u, fmt.Errorf("apply panicked: %v", r))
 		}
 	}()
-	_ = s.Apply(p, frozen)
+	_ = s.Apply(u)
 }

@@ -16,8 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/sink"
 	"github.com/shoaldb/shoal/internal/testutil/pooltest"
 	"github.com/shoaldb/shoal/internal/testutil/testkit"
 	"github.com/shoaldb/shoal/pkg/poolschema"
@@ -48,6 +51,7 @@ type testSink struct {
 	cfg    Config
 	dir    string
 	ticker *testkit.FakeTicker
+	clock  *clockwork.FakeClock
 	logs   *testkit.SyncBuffer
 }
 
@@ -68,16 +72,17 @@ func newTestSink(t *testing.T, dir string, mods ...func(*Config)) *testSink {
 	}
 	logs := &testkit.SyncBuffer{}
 	ticker := testkit.NewFakeTicker()
-	s, err := New(cfg, "agent1", Options{
+	clock := clockwork.NewFakeClockAt(testNow)
+	s, err := New(cfg, "agent1", sink.Options{
 		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Now:       func() time.Time { return testNow },
-		NewTicker: func(time.Duration) Ticker { return ticker },
+		Clock:     clock,
+		NewTicker: func(time.Duration) sink.Ticker { return ticker },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return &testSink{Sink: s, cfg: cfg, dir: dir, ticker: ticker, logs: logs}
+	return &testSink{Sink: s, cfg: cfg, dir: dir, ticker: ticker, clock: clock, logs: logs}
 }
 
 func (s *testSink) list(t *testing.T, name string) string {
@@ -104,7 +109,7 @@ func (s *testSink) doc(t *testing.T) Document {
 
 func mustApply(t *testing.T, s *testSink, p *pool.Pool, frozen bool) {
 	t.Helper()
-	if err := s.Apply(p, frozen); err != nil {
+	if err := s.Apply(sink.Update{Pool: p, Frozen: frozen}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -217,7 +222,7 @@ func TestLists(t *testing.T) {
 	if len(entries) != 4 {
 		t.Errorf("%d files in lists_dir, want 4 (no temp files left)", len(entries))
 	}
-	if st := s.Status(); st.Writes != 5 || st.Applies != 1 || st.Skipped != 0 || st.Failures != 0 || st.LastSuccess != testNow {
+	if st := s.Stats(); st.Writes != 5 || st.Applies != 1 || st.Skipped != 0 || st.Failures != 0 || st.LastSuccess != testNow {
 		t.Errorf("status %+v", st)
 	}
 
@@ -227,7 +232,7 @@ func TestLists(t *testing.T) {
 	if entries, _ := os.ReadDir(filepath.Join(s2.dir, "lists")); len(entries) != 0 {
 		t.Errorf("lists written without lists_dir: %v", entries)
 	}
-	if st := s2.Status(); st.Writes != 1 {
+	if st := s2.Stats(); st.Writes != 1 {
 		t.Errorf("status %+v", st)
 	}
 }
@@ -249,7 +254,7 @@ func TestMode(t *testing.T) {
 	if fi, err := os.Stat(s.cfg.Path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("after restart: %v %v", fi.Mode(), err)
 	}
-	if st := s2.Status(); st.Writes != 3 {
+	if st := s2.Stats(); st.Writes != 3 {
 		t.Errorf("restart with new mode wrote %d files, want 3", st.Writes)
 	}
 }
@@ -267,14 +272,14 @@ func TestNoRewriteWhenUnchanged(t *testing.T) {
 	time.Sleep(10 * time.Millisecond) // so a rewrite would show in the mtime too
 
 	mustApply(t, s, p.Clone(), false)
-	if st := s.Status(); st.Writes != 3 || st.Applies != 2 || st.Skipped != 1 {
+	if st := s.Stats(); st.Writes != 3 || st.Applies != 2 || st.Skipped != 1 {
 		t.Errorf("status %+v", st)
 	}
 	// A restarted agent, at another time, keeps the files it finds right.
 	s2 := newTestSink(t, dir)
-	s2.now = func() time.Time { return testNow.Add(time.Hour) }
+	s2.clock.Advance(time.Hour)
 	mustApply(t, s2, p, false)
-	if st := s2.Status(); st.Writes != 0 || st.Skipped != 1 {
+	if st := s2.Stats(); st.Writes != 0 || st.Skipped != 1 {
 		t.Errorf("restarted sink status %+v", st)
 	}
 	for _, path := range paths {
@@ -291,7 +296,7 @@ func TestNoRewriteWhenUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustApply(t, s2, p, false)
-	if st := s2.Status(); st.Writes != 1 {
+	if st := s2.Stats(); st.Writes != 1 {
 		t.Errorf("removed file: status %+v", st)
 	}
 	if got := s2.list(t, "c1-writers.txt"); got != "db1.db:3306\n" {
@@ -304,7 +309,7 @@ func TestNoRewriteWhenUnchanged(t *testing.T) {
 	}
 	s3 := newTestSink(t, dir)
 	mustApply(t, s3, p, false)
-	if st := s3.Status(); st.Writes != 1 {
+	if st := s3.Stats(); st.Writes != 1 {
 		t.Errorf("after a truncated file: status %+v", st)
 	}
 	s3.doc(t)
@@ -330,7 +335,7 @@ func TestRewriteOnlyWhatChanged(t *testing.T) {
 	if d := s.doc(t); d.Clusters[0].Out[0].Reason != "critical" || d.Clusters[0].Out[0].Detail != "disk full" {
 		t.Errorf("out %+v", d.Clusters[0].Out)
 	}
-	if st := s.Status(); st.Writes != 4 {
+	if st := s.Stats(); st.Writes != 4 {
 		t.Errorf("status %+v", st)
 	}
 
@@ -367,7 +372,7 @@ func TestFrozen(t *testing.T) {
 		len(c.Readers) != 2 || len(c.Out) != 2 {
 		t.Errorf("frozen document %s", encode(d))
 	}
-	if st := s.Status(); !st.Frozen || !slices.Equal(st.Held, []string{"c1/db1", "c1/db3"}) {
+	if st := s.Stats(); !st.Frozen || !slices.Equal(st.Held, []string{"c1/db1", "c1/db3"}) {
 		t.Errorf("status %+v", st)
 	}
 
@@ -393,7 +398,7 @@ func TestFrozen(t *testing.T) {
 	if strings.Contains(string(raw), "held") || !strings.Contains(string(raw), `"frozen": false`) {
 		t.Errorf("unfrozen document:\n%s", raw)
 	}
-	if st := s.Status(); st.Frozen || len(st.Held) != 0 {
+	if st := s.Stats(); st.Frozen || len(st.Held) != 0 {
 		t.Errorf("status %+v", st)
 	}
 	logs := s.logs.String()
@@ -500,10 +505,10 @@ func TestBadClusterName(t *testing.T) {
 	}
 	cs = append(cs, cluster("ok", []string{"db1"}, nil))
 	slices.SortFunc(cs, func(a, b pool.Cluster) int { return strings.Compare(a.Name, b.Name) })
-	if err := s.Apply(testPool(cs...), false); err != nil {
+	if err := s.Apply(sink.Update{Pool: testPool(cs...)}); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
-	st := s.Status()
+	st := s.Stats()
 	if st.Failures != 0 || st.LastSuccess.IsZero() || len(st.NoLists) != len(bad) {
 		t.Fatalf("status %+v", st)
 	}
@@ -536,9 +541,9 @@ func TestWriteFailureRetried(t *testing.T) {
 	if err := os.Mkdir(s.cfg.Path, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s.Update(p, false)
-	testkit.WaitFor(t, 5*time.Second, "failed apply", func() bool { return s.Status().Failures == 1 })
-	st := s.Status()
+	s.Update(sink.Update{Pool: p})
+	testkit.WaitFor(t, 5*time.Second, "failed apply", func() bool { return s.Stats().Failures == 1 })
+	st := s.Stats()
 	if st.Writes != 2 || st.LastError != "write "+s.cfg.Path+": rename temp file: file exists" || st.LastErrorAt != testNow || !st.LastSuccess.IsZero() {
 		t.Errorf("status %+v", st)
 	}
@@ -548,7 +553,7 @@ func TestWriteFailureRetried(t *testing.T) {
 
 	// Each tick retries while it fails; a repeat is logged at debug.
 	s.ticker.Ch <- time.Time{}
-	testkit.WaitFor(t, 5*time.Second, "retry", func() bool { return s.Status().Failures == 2 })
+	testkit.WaitFor(t, 5*time.Second, "retry", func() bool { return s.Stats().Failures == 2 })
 	if n := strings.Count(s.logs.String(), "level=ERROR"); n != 1 {
 		t.Errorf("%d error logs:\n%s", n, s.logs)
 	}
@@ -556,8 +561,8 @@ func TestWriteFailureRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.ticker.Ch <- time.Time{}
-	testkit.WaitFor(t, 5*time.Second, "recovery", func() bool { return s.Status().Applies == 3 })
-	st = s.Status()
+	testkit.WaitFor(t, 5*time.Second, "recovery", func() bool { return s.Stats().Applies == 3 })
+	st = s.Stats()
 	if st.Failures != 2 || st.Writes != 3 || st.LastSuccess != testNow {
 		t.Errorf("status %+v", st)
 	}
@@ -570,7 +575,7 @@ func TestWriteFailureRetried(t *testing.T) {
 	// the loop is done with the first tick.
 	s.ticker.Ch <- time.Time{}
 	s.ticker.Ch <- time.Time{}
-	if st := s.Status(); st.Applies != 3 {
+	if st := s.Stats(); st.Applies != 3 {
 		t.Errorf("ticks after success applied: %+v", st)
 	}
 }
@@ -582,16 +587,16 @@ func TestDirectoryRemoved(t *testing.T) {
 	s := newTestSink(t, dir)
 	s.Start(context.Background())
 	p := testPool(cluster("c1", []string{"db1"}, nil))
-	s.Update(p, false)
-	testkit.WaitFor(t, 5*time.Second, "apply", func() bool { return s.Status().Applies == 1 })
+	s.Update(sink.Update{Pool: p})
+	testkit.WaitFor(t, 5*time.Second, "apply", func() bool { return s.Stats().Applies == 1 })
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	s.Update(p, false)
-	testkit.WaitFor(t, 5*time.Second, "failed apply", func() bool { return s.Status().Failures == 1 })
+	s.Update(sink.Update{Pool: p})
+	testkit.WaitFor(t, 5*time.Second, "failed apply", func() bool { return s.Stats().Failures == 1 })
 	s.ticker.Ch <- time.Time{}
-	testkit.WaitFor(t, 5*time.Second, "failed retry", func() bool { return s.Status().Failures == 2 })
-	st := s.Status()
+	testkit.WaitFor(t, 5*time.Second, "failed retry", func() bool { return s.Stats().Failures == 2 })
+	st := s.Stats()
 	if st.Writes != 3 || !strings.Contains(st.LastError, "write "+s.cfg.Path+": create temp file: no such file or directory") {
 		t.Errorf("status %+v", st)
 	}
@@ -599,8 +604,8 @@ func TestDirectoryRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.ticker.Ch <- time.Time{}
-	testkit.WaitFor(t, 5*time.Second, "retry", func() bool { return s.Status().Applies == 4 })
-	if st := s.Status(); st.Writes != 6 || st.Failures != 2 || st.LastError == "" {
+	testkit.WaitFor(t, 5*time.Second, "retry", func() bool { return s.Stats().Applies == 4 })
+	if st := s.Stats(); st.Writes != 6 || st.Failures != 2 || st.LastError == "" {
 		t.Errorf("status %+v", st)
 	}
 	if got := s.list(t, "c1-writers.txt"); got != "db1.db:3306\n" {
@@ -624,7 +629,7 @@ func TestFailedWriteNotRecorded(t *testing.T) {
 	b := testPool(cluster("c1", []string{"db2"}, nil))
 	mustApply(t, s, a, false)
 	fail.Store(true)
-	if err := s.Apply(b, false); err == nil {
+	if err := s.Apply(sink.Update{Pool: b}); err == nil {
 		t.Fatal("no error")
 	}
 	if d := s.doc(t); d.Clusters[0].Writers[0].Name != "db1" {
@@ -635,7 +640,7 @@ func TestFailedWriteNotRecorded(t *testing.T) {
 	if d := s.doc(t); d.Clusters[0].Writers[0].Name != "db2" {
 		t.Errorf("b not written: %+v", d)
 	}
-	if st := s.Status(); st.Writes != 2 || st.Failures != 1 || st.Skipped != 0 {
+	if st := s.Stats(); st.Writes != 2 || st.Failures != 1 || st.Skipped != 0 {
 		t.Errorf("status %+v", st)
 	}
 }
@@ -653,14 +658,14 @@ func TestUpdateCoalesces(t *testing.T) {
 		return os.WriteFile(path, data, mode)
 	}
 	s.Start(context.Background())
-	s.Update(testPool(cluster("c1", []string{"db1"}, nil)), false)
+	s.Update(sink.Update{Pool: testPool(cluster("c1", []string{"db1"}, nil))})
 	<-entered // the first apply is writing
 	for i := 2; i <= 9; i++ {
-		s.Update(testPool(cluster("c1", []string{fmt.Sprintf("db%d", i)}, nil)), false)
+		s.Update(sink.Update{Pool: testPool(cluster("c1", []string{fmt.Sprintf("db%d", i)}, nil))})
 	}
 	returned := make(chan struct{})
 	go func() { // Update never blocks, even with an apply pending
-		s.Update(testPool(cluster("c1", []string{"db9"}, nil)), true)
+		s.Update(sink.Update{Pool: testPool(cluster("c1", []string{"db9"}, nil)), Frozen: true})
 		close(returned)
 	}()
 	select {
@@ -671,7 +676,7 @@ func TestUpdateCoalesces(t *testing.T) {
 	release <- struct{}{}
 	<-entered // the coalesced apply
 	release <- struct{}{}
-	testkit.WaitFor(t, 5*time.Second, "two applies", func() bool { return s.Status().Applies == 2 })
+	testkit.WaitFor(t, 5*time.Second, "two applies", func() bool { return s.Stats().Applies == 2 })
 	select {
 	case <-entered:
 		t.Fatal("a third apply ran")
@@ -689,10 +694,10 @@ func TestUpdateCoalesces(t *testing.T) {
 func TestUpdateCopiesPool(t *testing.T) {
 	s := newTestSink(t, "")
 	p := testPool(cluster("c1", []string{"db1"}, nil))
-	s.Update(p, false)
+	s.Update(sink.Update{Pool: p})
 	p.Clusters[0].Writers[0] = pool.Node{Name: "db7", Addr: addr("db7")} // the caller reuses its pool
 	s.Start(context.Background())
-	testkit.WaitFor(t, 5*time.Second, "apply", func() bool { return s.Status().Applies == 1 })
+	testkit.WaitFor(t, 5*time.Second, "apply", func() bool { return s.Stats().Applies == 1 })
 	if got := s.list(t, "c1-writers.txt"); got != "db1.db:3306\n" {
 		t.Errorf("writers %q", got)
 	}
@@ -703,7 +708,7 @@ func TestLoopIgnoresTickWithoutPool(t *testing.T) {
 	s.Start(context.Background())
 	s.ticker.Ch <- time.Time{}
 	s.ticker.Ch <- time.Time{}
-	if st := s.Status(); st.Applies != 0 {
+	if st := s.Stats(); st.Applies != 0 {
 		t.Errorf("status %+v", st)
 	}
 	if _, err := os.Stat(s.cfg.Path); !os.IsNotExist(err) {
@@ -722,14 +727,14 @@ func TestRecoversPanic(t *testing.T) {
 		return os.WriteFile(path, data, mode)
 	}
 	s.Start(context.Background())
-	s.Update(testPool(cluster("c1", []string{"db1"}, nil)), false)
-	testkit.WaitFor(t, 5*time.Second, "failed apply", func() bool { return s.Status().Failures == 1 })
-	if st := s.Status(); st.LastError != "apply panicked: boom" {
+	s.Update(sink.Update{Pool: testPool(cluster("c1", []string{"db1"}, nil))})
+	testkit.WaitFor(t, 5*time.Second, "failed apply", func() bool { return s.Stats().Failures == 1 })
+	if st := s.Stats(); st.LastError != "apply panicked: boom" {
 		t.Errorf("last error %q", st.LastError)
 	}
 	s.ticker.Ch <- time.Time{}
-	testkit.WaitFor(t, 5*time.Second, "retry", func() bool { return s.Status().Applies == 2 })
-	if st := s.Status(); st.Failures != 1 || st.Writes != 3 {
+	testkit.WaitFor(t, 5*time.Second, "retry", func() bool { return s.Stats().Applies == 2 })
+	if st := s.Stats(); st.Failures != 1 || st.Writes != 3 {
 		t.Errorf("status %+v", st)
 	}
 	s.doc(t)
@@ -744,9 +749,9 @@ func TestClose(t *testing.T) {
 		s.Close()
 		s.Close()
 		s.Start(context.Background()) // after Close: no loop
-		s.Update(testPool(cluster("c1", []string{"db1"}, nil)), false)
+		s.Update(sink.Update{Pool: testPool(cluster("c1", []string{"db1"}, nil))})
 		time.Sleep(20 * time.Millisecond)
-		if st := s.Status(); st.Applies != 0 {
+		if st := s.Stats(); st.Applies != 0 {
 			t.Errorf("closed sink applied")
 		}
 	})
@@ -787,7 +792,7 @@ func TestReadersNeverSeePartialFiles(t *testing.T) {
 		testPool(cluster("c1", many[:1], many)),
 		testPool(cluster("c1", many[1:2], many[:150], out("db299", pool.ReasonLag, strings.Repeat("x", 1000)))),
 	}
-	if err := s.Apply(pools[0], false); err != nil {
+	if err := s.Apply(sink.Update{Pool: pools[0]}); err != nil {
 		t.Fatal(err)
 	}
 	readers := filepath.Join(s.dir, "lists", "c1-readers.txt")
@@ -837,7 +842,7 @@ func TestReadersNeverSeePartialFiles(t *testing.T) {
 		}
 	}()
 	for i := range 200 {
-		if err := s.Apply(pools[(i+1)%2], false); err != nil {
+		if err := s.Apply(sink.Update{Pool: pools[(i+1)%2]}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -847,7 +852,7 @@ func TestReadersNeverSeePartialFiles(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if st := s.Status(); st.Failures != 0 || st.Writes != 3+200*3 || reads.Load() == 0 {
+	if st := s.Stats(); st.Failures != 0 || st.Writes != 3+200*3 || reads.Load() == 0 {
 		t.Errorf("status %+v, %d reads", st, reads.Load())
 	}
 }
@@ -872,4 +877,42 @@ func readJSON(t *testing.T, path string) map[string]any {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return m
+}
+
+// The applied generation advances with each successful unfrozen apply, and
+// neither while a write fails nor while frozen (package sink).
+func TestAppliedGeneration(t *testing.T) {
+	s := newTestSink(t, "")
+	p := testPool(cluster("c1", []string{"db1"}, []string{"db2"}))
+	apply := func(u sink.Update) {
+		t.Helper()
+		_ = s.Apply(u)
+	}
+	apply(sink.Update{Pool: p, Generation: 1})
+	if st := s.Stats(); st.AppliedGeneration != 1 || st.State != "ok" {
+		t.Fatalf("status %+v", st)
+	}
+	// The JSON path turns into a directory: the new pool cannot be written.
+	if err := os.Remove(s.cfg.Path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(s.cfg.Path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p = testPool(cluster("c1", []string{"db1"}, []string{"db3"}))
+	apply(sink.Update{Pool: p, Generation: 2})
+	if st := s.Stats(); st.AppliedGeneration != 1 || st.State != "failing" {
+		t.Fatalf("failing: status %+v", st)
+	}
+	if err := os.Remove(s.cfg.Path); err != nil {
+		t.Fatal(err)
+	}
+	apply(sink.Update{Pool: p, Frozen: true, Generation: 3})
+	if st := s.Stats(); st.AppliedGeneration != 1 || st.State != "ok" || !st.Frozen {
+		t.Fatalf("frozen: status %+v", st)
+	}
+	apply(sink.Update{Pool: p, Generation: 4})
+	if st := s.Stats(); st.AppliedGeneration != 4 || st.Frozen {
+		t.Fatalf("unfrozen: status %+v", st)
+	}
 }

@@ -44,10 +44,12 @@
 //
 // # Frozen
 //
-// When the agent thinks it is cut off from the cluster (frozen), a reconcile
-// never takes a server out: it only puts servers in (and sets their weight).
-// The withheld commands are reported. In a writer backend this can leave two
-// servers ready until the agent is no longer frozen.
+// The sink follows the frozen rule of package sink, which every sink
+// shares: when the agent thinks it is cut off from the cluster (frozen), a
+// reconcile never takes a server out: it only puts servers in (and sets
+// their weight). The withheld commands are reported. In a writer backend
+// this can leave two servers ready until the agent is no longer frozen. A
+// frozen reconcile does not advance the applied generation (package sink).
 //
 // # Loop
 //
@@ -56,5 +58,5 @@
 // with the newest pool), and every Config.Interval with the last pool, which
 // restores the runtime state after HAProxy restarts or reloads (the runtime
 // API's state does not survive them). Errors are logged and counted in
-// [Sink.Status]; the loop keeps going.
+// [Sink.Status] (kept by a sink.Recorder); the loop keeps going.
 package haproxy

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/sink"
 	"github.com/shoaldb/shoal/internal/testutil/haproxytest"
 	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
@@ -120,7 +121,7 @@ func TestHAProxyIntegration(t *testing.T) {
 			{Cluster: "c1", Role: RoleReader, Backend: "db_ro"},
 		},
 	}
-	s, err := New(cfg, Options{Logger: testLogger(t)})
+	s, err := New(cfg, sink.Options{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestHAProxyIntegration(t *testing.T) {
 	ctx := context.Background()
 	apply := func(p string, frozen bool, rw, ro [3]State) {
 		t.Helper()
-		if err := s.Apply(ctx, parsePool(p), frozen); err != nil {
+		if err := s.Apply(ctx, sink.Update{Pool: parsePool(p), Frozen: frozen}); err != nil {
 			t.Fatalf("apply %s: %v", p, err)
 		}
 		if got, want := h.states(), want(rw, ro); got != want {
@@ -141,14 +142,14 @@ func TestHAProxyIntegration(t *testing.T) {
 	if got, want := h.weights(), "db_rw/db1=10 db_rw/db2=1 db_rw/db3=1 db_ro/db1=1 db_ro/db2=10 db_ro/db3=10 db_ro/spare=1"; got != want {
 		t.Errorf("weights: got %s, want %s", got, want)
 	}
-	if st := s.Status(); len(st.Unmapped) != 1 || st.Unmapped[0] != "db_ro/spare" {
+	if st := s.Stats(); len(st.Unmapped) != 1 || st.Unmapped[0] != "db_ro/spare" {
 		t.Errorf("unmapped: %q", st.Unmapped)
 	}
 
 	// Steady state: one read, no command.
-	before := s.Status().Commands
+	before := s.Stats().Commands
 	apply("w=db1 r=db2,db3", false, [3]State{R, M, M}, [3]State{M, R, R})
-	if n := s.Status().Commands - before; n != 0 {
+	if n := s.Stats().Commands - before; n != 0 {
 		t.Errorf("steady state sent %d commands", n)
 	}
 
@@ -157,7 +158,7 @@ func TestHAProxyIntegration(t *testing.T) {
 
 	// Frozen: db2 goes out but stays in; db3 comes back in.
 	apply("w=db1 r=db3 o=db2", true, [3]State{R, M, M}, [3]State{M, R, R})
-	if st := s.Status(); !st.Frozen || len(st.Held) != 2 {
+	if st := s.Stats(); !st.Frozen || len(st.Held) != 2 {
 		t.Errorf("frozen status: %+v", st)
 	}
 	// Frozen failover: the new writer goes in, the old one stays.
@@ -168,11 +169,11 @@ func TestHAProxyIntegration(t *testing.T) {
 	// drain_state drain: out servers go from maint to drain.
 	dcfg := cfg
 	dcfg.DrainState = StateDrain
-	ds, err := New(dcfg, Options{Logger: testLogger(t)})
+	ds, err := New(dcfg, sink.Options{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ds.Apply(ctx, parsePool("w=db2 r=db3 o=db1"), false); err != nil {
+	if err := ds.Apply(ctx, sink.Update{Pool: parsePool("w=db2 r=db3 o=db1")}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := h.states(), want([3]State{D, R, D}, [3]State{D, D, R}); got != want {
@@ -182,7 +183,7 @@ func TestHAProxyIntegration(t *testing.T) {
 	// The loop: Update applies at once; after a restart (runtime state lost)
 	// the periodic reconcile restores the state.
 	s.Start(ctx)
-	s.Update(parsePool("w=db1 r=db2,db3"), false)
+	s.Update(sink.Update{Pool: parsePool("w=db1 r=db2,db3")})
 	steady := want([3]State{R, M, M}, [3]State{M, R, R})
 	testkit.WaitFor(t, 5*time.Second, "update applied", func() bool { return h.states() == steady })
 
@@ -194,13 +195,13 @@ func TestHAProxyIntegration(t *testing.T) {
 	deadline := restarted.Add(2*cfg.Interval + time.Second)
 	for h.states() != steady {
 		if time.Now().After(deadline) {
-			t.Fatalf("state not restored %s after restart: %s\nstatus %+v", time.Since(restarted), h.states(), s.Status())
+			t.Fatalf("state not restored %s after restart: %s\nstatus %+v", time.Since(restarted), h.states(), s.Stats())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("state restored %s after restart (interval %s)", time.Since(restarted).Round(time.Millisecond), cfg.Interval)
 	// A tick may have hit the restart and failed; the last must succeed.
-	testkit.WaitFor(t, 5*time.Second, "a successful reconcile after the restart", func() bool { return s.Status().LastSuccess.After(restarted) })
+	testkit.WaitFor(t, 5*time.Second, "a successful reconcile after the restart", func() bool { return s.Stats().LastSuccess.After(restarted) })
 }
 
 // TestHAProxyErrors checks what the real HAProxy answers to bad commands
@@ -216,11 +217,11 @@ func TestHAProxyErrors(t *testing.T) {
 	if err == nil || err.Error() != `haproxy refused "set server db_rw/nosuch state maint": No such server.` {
 		t.Errorf("unknown server: %v", err)
 	}
-	s, err := New(Config{Address: h.addr, Backends: []Mapping{{Cluster: "c1", Role: RoleReader, Backend: "db_gone"}}}, Options{Logger: testLogger(t)})
+	s, err := New(Config{Address: h.addr, Backends: []Mapping{{Cluster: "c1", Role: RoleReader, Backend: "db_gone"}}}, sink.Options{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Apply(ctx, parsePool("w=db1"), false); err == nil || err.Error() != "backend db_gone: not in haproxy or has no servers" {
+	if err := s.Apply(ctx, sink.Update{Pool: parsePool("w=db1")}); err == nil || err.Error() != "backend db_gone: not in haproxy or has no servers" {
 		t.Errorf("missing backend: %v", err)
 	}
 }
@@ -297,11 +298,11 @@ func TestHAProxyOutClosesSessions(t *testing.T) {
 			}
 
 			s, err := New(Config{Address: h.Addr, DrainState: drainState,
-				Backends: []Mapping{{Cluster: "c1", Role: RoleWriter, Backend: "db_rw"}}}, Options{Logger: testLogger(t)})
+				Backends: []Mapping{{Cluster: "c1", Role: RoleWriter, Backend: "db_rw"}}}, sink.Options{Logger: testLogger(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Apply(context.Background(), parsePool("o=db1"), false); err != nil {
+			if err := s.Apply(context.Background(), sink.Update{Pool: parsePool("o=db1")}); err != nil {
 				t.Fatal(err)
 			}
 			client.SetReadDeadline(time.Now().Add(time.Second))
@@ -332,13 +333,13 @@ func TestHAProxyRestartDefaultInterval(t *testing.T) {
 	if got := cfg.WithDefaults().Interval; got != DefaultInterval || got > time.Second {
 		t.Fatalf("default interval %s, want %s (at most 1 s)", got, DefaultInterval)
 	}
-	s, err := New(cfg, Options{Logger: testLogger(t)})
+	s, err := New(cfg, sink.Options{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	s.Start(context.Background())
-	s.Update(parsePool("w=db1 r=db2,db3"), false)
+	s.Update(sink.Update{Pool: parsePool("w=db1 r=db2,db3")})
 	steady := want([3]State{R, M, M}, [3]State{M, R, R})
 	testkit.WaitFor(t, 5*time.Second, "update applied", func() bool { return h.states() == steady })
 

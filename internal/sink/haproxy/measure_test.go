@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/sink"
 )
 
 // TestMeasureApply measures Apply against the real HAProxy: 100 reconciles
@@ -22,21 +23,21 @@ func TestMeasureApply(t *testing.T) {
 	s, err := New(Config{Address: h.addr, Backends: []Mapping{
 		{Cluster: "c1", Role: RoleWriter, Backend: "db_rw"},
 		{Cluster: "c1", Role: RoleReader, Backend: "db_ro"},
-	}}, Options{Logger: slog.New(slog.DiscardHandler)})
+	}}, sink.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	in, out := parsePool("w=db1 r=db2,db3"), parsePool("w=db1 r=db2 o=db3")
-	if err := s.Apply(ctx, in, false); err != nil {
+	if err := s.Apply(ctx, sink.Update{Pool: in}); err != nil {
 		t.Fatal(err)
 	}
 	measure := func(name string, pick func(i int) *pool.Pool) {
 		var d []time.Duration
-		sent := s.Status().Commands
+		sent := s.Stats().Commands
 		for i := range 100 {
 			start := time.Now()
-			if err := s.Apply(ctx, pick(i), false); err != nil {
+			if err := s.Apply(ctx, sink.Update{Pool: pick(i)}); err != nil {
 				t.Fatal(err)
 			}
 			d = append(d, time.Since(start))
@@ -44,7 +45,7 @@ func TestMeasureApply(t *testing.T) {
 		slices.Sort(d)
 		t.Logf("%s: p50 %s p90 %s max %s (%d commands in 100 applies)",
 			name, d[50].Round(time.Microsecond), d[90].Round(time.Microsecond), d[99].Round(time.Microsecond),
-			s.Status().Commands-sent)
+			s.Stats().Commands-sent)
 	}
 	measure("no change", func(int) *pool.Pool { return in })
 	measure("one change", func(i int) *pool.Pool {

@@ -7,25 +7,17 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/sink"
 	"github.com/shoaldb/shoal/internal/sink/driver"
+	"github.com/shoaldb/shoal/internal/view"
 )
 
 // runTimeoutMult bounds one reconcile to this many command timeouts. A
 // transport error also ends a reconcile at once.
 const runTimeoutMult = 10
-
-// Ticker is the part of *time.Ticker the sink uses, so tests can drive it.
-type Ticker = driver.Ticker
-
-// Options are the sink's collaborators. Zero fields take the defaults.
-type Options struct {
-	Logger    *slog.Logger               // default slog.Default()
-	Now       func() time.Time           // default time.Now
-	NewTicker func(time.Duration) Ticker // default a *time.Ticker
-}
 
 // runtimeAPI is the part of Client the sink uses.
 type runtimeAPI interface {
@@ -33,28 +25,26 @@ type runtimeAPI interface {
 	Exec(ctx context.Context, cmd string) error
 }
 
-// Sink makes a local HAProxy follow the pool. Create it with New; its
-// methods are safe for concurrent use.
+// Sink makes a local HAProxy follow the pool. It is a sink.Sink. Create it
+// with New; its methods are safe for concurrent use.
 type Sink struct {
 	cfg     Config
 	planner *Planner
 	api     runtimeAPI
 	log     *slog.Logger
-	now     func() time.Time
 
 	applyMu sync.Mutex // one reconcile at a time
 
 	drv *driver.Driver
+	rec *sink.Recorder
 
-	mu      sync.Mutex // guards the fields below
-	st      Status
-	reports map[string]string // last logged report per kind
-	errLog  string            // last logged error, to log repeats at debug
+	commands      atomic.Uint64 // commands sent
+	commandErrors atomic.Uint64 // commands that failed
 }
 
 // New validates cfg and returns a sink. It does no I/O; call Start to run
 // the loop, or Apply to reconcile once.
-func New(cfg Config, opts Options) (*Sink, error) {
+func New(cfg Config, opts sink.Options) (*Sink, error) {
 	planner, err := NewPlanner(cfg)
 	if err != nil {
 		return nil, err
@@ -64,32 +54,38 @@ func New(cfg Config, opts Options) (*Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	opts = opts.WithDefaults()
 	s := &Sink{
 		cfg:     cfg,
 		planner: planner,
 		api:     client,
 		log:     opts.Logger.With("component", "haproxy-sink"),
-		now:     opts.Now,
-		reports: map[string]string{},
 	}
+	s.rec = sink.NewRecorder(sink.Info{
+		Name: "haproxy", Target: cfg.Address,
+		Failed: "haproxy reconcile failed", Recovered: "haproxy reconcile recovered",
+		Frozen: "haproxy sink frozen: servers are put in but never taken out", Unfrozen: "haproxy sink unfrozen",
+		Notes: []sink.NoteKind{
+			{Kind: noteHeld, Prefix: "withheld while frozen: ", Msg: "haproxy commands withheld while frozen"},
+			{Kind: noteUnmapped, Prefix: "server maps to no node: ", Msg: "haproxy servers map to no pool node; left alone"},
+			{Kind: noteMissing, Prefix: "node has no server: ", Msg: "pool nodes have no haproxy server"},
+			{Kind: noteNaming, Prefix: "naming: ", Msg: "pool nodes cannot be mapped to haproxy servers"},
+		},
+	}, s.log, opts.Clock)
 	s.drv = driver.New(cfg.Interval, opts.NewTicker, s.runLatest)
 	return s, nil
 }
 
-// Apply reconciles HAProxy with pool p once and returns what failed. It
+// Apply reconciles HAProxy with u's pool once and returns what failed. It
 // does not change the pool the loop uses (see Update). Reconciles never
 // overlap: Apply waits for a running one.
-func (s *Sink) Apply(ctx context.Context, p *pool.Pool, frozen bool) error {
+func (s *Sink) Apply(ctx context.Context, u sink.Update) error {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
-	sent, failed, err := s.reconcile(ctx, p, frozen)
-	s.record(sent, failed, err)
+	sent, failed, err := s.reconcile(ctx, u.Pool, u.Frozen)
+	s.commands.Add(uint64(sent))
+	s.commandErrors.Add(uint64(failed))
+	s.rec.Record(u, err)
 	return err
 }
 
@@ -101,7 +97,7 @@ func (s *Sink) reconcile(ctx context.Context, p *pool.Pool, frozen bool) (sent, 
 		return 0, 0, fmt.Errorf("read servers state: %w", err)
 	}
 	plan := s.planner.Plan(servers, p, frozen)
-	s.report(plan, frozen)
+	s.rec.Report(frozen, stringsOf(plan.Held), stringsOf(plan.Unmapped), stringsOf(plan.Missing), plan.Naming)
 	var errs []error
 	// After a failed state command, skip the server's other commands (no
 	// shutdown sessions of a server that did not go out). A failed weight
@@ -143,22 +139,26 @@ func (s *Sink) Start(ctx context.Context) { s.drv.Start(ctx) }
 
 // Update hands the sink a new pool and asks for a reconcile without waiting
 // for it. Updates that arrive while a reconcile runs are coalesced into one
-// more reconcile with the newest pool. p is copied.
-func (s *Sink) Update(p *pool.Pool, frozen bool) { s.drv.Update(p, frozen) }
+// more reconcile with the newest pool. u.Pool is copied.
+func (s *Sink) Update(u sink.Update) { s.drv.Update(u) }
 
 // Close stops the loop and waits for it. It is safe to call more than once.
 func (s *Sink) Close() error { return s.drv.Close() }
 
+// Status is what the sink has done so far. Its notes are those of the last
+// reconcile that read HAProxy's state (Stats).
+func (s *Sink) Status() view.SinkStatus { return s.rec.Status() }
+
 // runLatest reconciles with the newest pool, turning a panic into a failed
 // reconcile. Every tick reconciles: HAProxy may have been reloaded.
-func (s *Sink) runLatest(ctx context.Context, p *pool.Pool, frozen, _ bool) {
+func (s *Sink) runLatest(ctx context.Context, u sink.Update, _ bool) {
 	ctx, cancel := context.WithTimeout(ctx, runTimeoutMult*s.cfg.Timeout)
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("haproxy reconcile panicked", "panic", r, "stack", string(debug.Stack()))
-			s.record(0, 0, fmt.Errorf("reconcile panicked: %v", r))
+			s.rec.Record(u, fmt.Errorf("reconcile panicked: %v", r))
 		}
 	}()
-	_ = s.Apply(ctx, p, frozen)
+	_ = s.Apply(ctx, u)
 }

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
+	"github.com/shoaldb/shoal/internal/sink"
 	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
@@ -115,10 +118,10 @@ func newTestSink(t *testing.T, cfg Config, servers []Server) *testSink {
 	t.Helper()
 	logs := &testkit.SyncBuffer{}
 	ticker := testkit.NewFakeTicker()
-	s, err := New(cfg, Options{
+	s, err := New(cfg, sink.Options{
 		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Now:       func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) },
-		NewTicker: func(d time.Duration) Ticker { return ticker },
+		Clock:     clockwork.NewFakeClockAt(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)),
+		NewTicker: func(d time.Duration) sink.Ticker { return ticker },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +143,7 @@ func TestSinkApply(t *testing.T) {
 	s := newTestSink(t, testConfig(), allReady())
 	ctx := context.Background()
 	p := cluster("db1", []string{"db2", "db3"}, nil)
-	if err := s.Apply(ctx, p, false); err != nil {
+	if err := s.Apply(ctx, sink.Update{Pool: p}); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.api.states(); got != steadyStates {
@@ -149,13 +152,13 @@ func TestSinkApply(t *testing.T) {
 	if reads, execs := s.api.counts(); reads != 1 || execs != 6 {
 		t.Errorf("first apply: %d reads, %d commands; want 1, 6", reads, execs)
 	}
-	if err := s.Apply(ctx, p, false); err != nil {
+	if err := s.Apply(ctx, sink.Update{Pool: p}); err != nil {
 		t.Fatal(err)
 	}
 	if reads, execs := s.api.counts(); reads != 2 || execs != 6 {
 		t.Errorf("steady apply: %d reads, %d commands; want 2, 6", reads, execs)
 	}
-	st := s.Status()
+	st := s.Stats()
 	if st.Reconciles != 2 || st.Failures != 0 || st.Commands != 6 || st.CommandErrors != 0 ||
 		st.LastSuccess.IsZero() || st.LastError != "" {
 		t.Errorf("status %+v", st)
@@ -173,11 +176,11 @@ func TestSinkApplyErrors(t *testing.T) {
 		s := newTestSink(t, testConfig(), allReady())
 		s.api.readErr = errors.New("dial unix /x: connect: no such file or directory")
 		for range 3 {
-			if err := s.Apply(ctx, p, false); err == nil || !strings.HasPrefix(err.Error(), "read servers state: dial unix") {
+			if err := s.Apply(ctx, sink.Update{Pool: p}); err == nil || !strings.HasPrefix(err.Error(), "read servers state: dial unix") {
 				t.Fatalf("err = %v", err)
 			}
 		}
-		st := s.Status()
+		st := s.Stats()
 		if st.Failures != 3 || st.LastErrorAt.IsZero() || !strings.HasPrefix(st.LastError, "read servers state") {
 			t.Errorf("status %+v", st)
 		}
@@ -186,7 +189,7 @@ func TestSinkApplyErrors(t *testing.T) {
 			t.Errorf("%d error logs:\n%s", n, s.logs)
 		}
 		s.api.readErr = nil
-		if err := s.Apply(ctx, p, false); err != nil {
+		if err := s.Apply(ctx, sink.Update{Pool: p}); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(s.logs.String(), "haproxy reconcile recovered") {
@@ -197,7 +200,7 @@ func TestSinkApplyErrors(t *testing.T) {
 	t.Run("refused command skips the rest of its server only", func(t *testing.T) {
 		s := newTestSink(t, testConfig(), allReady())
 		s.api.refuse = map[string]bool{"set server db_rw/db2 state maint": true}
-		err := s.Apply(ctx, p, false)
+		err := s.Apply(ctx, sink.Update{Pool: p})
 		if err == nil || err.Error() != `haproxy refused "set server db_rw/db2 state maint": No such server.` {
 			t.Fatalf("err = %v", err)
 		}
@@ -205,7 +208,7 @@ func TestSinkApplyErrors(t *testing.T) {
 		if got := s.api.states(); got != want {
 			t.Errorf("states %s", got)
 		}
-		if st := s.Status(); st.Commands != 5 || st.CommandErrors != 1 || st.Failures != 1 {
+		if st := s.Stats(); st.Commands != 5 || st.CommandErrors != 1 || st.Failures != 1 {
 			t.Errorf("status %+v", st)
 		}
 	})
@@ -213,7 +216,7 @@ func TestSinkApplyErrors(t *testing.T) {
 	t.Run("refused weight does not keep a server out", func(t *testing.T) {
 		s := newTestSink(t, testConfig(func(c *Config) { c.Weight = 7 }), hx("db_rw/db1=maint", "db_ro/db1=ready"))
 		s.api.refuse = map[string]bool{"set server db_rw/db1 weight 7": true}
-		if err := s.Apply(ctx, cluster("db1", nil, nil), false); err == nil {
+		if err := s.Apply(ctx, sink.Update{Pool: cluster("db1", nil, nil)}); err == nil {
 			t.Fatal("no error")
 		}
 		if got, want := s.api.states(), "db_rw/db1=ready db_ro/db1=maint"; got != want {
@@ -224,7 +227,7 @@ func TestSinkApplyErrors(t *testing.T) {
 	t.Run("transport error ends the reconcile", func(t *testing.T) {
 		s := newTestSink(t, testConfig(), allReady())
 		s.api.broken = map[string]bool{"set server db_rw/db2 state maint": true}
-		err := s.Apply(ctx, p, false)
+		err := s.Apply(ctx, sink.Update{Pool: p})
 		if err == nil || !strings.Contains(err.Error(), "connection reset") || !strings.Contains(err.Error(), "5 more commands not sent") {
 			t.Fatalf("err = %v", err)
 		}
@@ -235,7 +238,7 @@ func TestSinkApplyErrors(t *testing.T) {
 
 	t.Run("missing backend", func(t *testing.T) {
 		s := newTestSink(t, testConfig(), hx("db_rw/db1=ready"))
-		err := s.Apply(ctx, p, false)
+		err := s.Apply(ctx, sink.Update{Pool: p})
 		if err == nil || err.Error() != "backend db_ro: not in haproxy or has no servers" {
 			t.Fatalf("err = %v", err)
 		}
@@ -248,7 +251,7 @@ func TestSinkReportsOncePerChange(t *testing.T) {
 	ctx := context.Background()
 	p := cluster("db1", []string{"db2", "db3"}, nil)
 	for range 3 {
-		if err := s.Apply(ctx, p, false); err != nil {
+		if err := s.Apply(ctx, sink.Update{Pool: p}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -256,14 +259,14 @@ func TestSinkReportsOncePerChange(t *testing.T) {
 	if n := strings.Count(logs, "kind=unmapped"); n != 1 {
 		t.Errorf("unmapped reported %d times:\n%s", n, logs)
 	}
-	if st := s.Status(); len(st.Unmapped) != 1 || st.Unmapped[0] != "db_ro/db9" {
+	if st := s.Stats(); len(st.Unmapped) != 1 || st.Unmapped[0] != "db_ro/db9" {
 		t.Errorf("status unmapped %q", st.Unmapped)
 	}
 
 	// Frozen with db2 out: held, reported once; db4 missing, reported once.
 	p = cluster("db1", []string{"db3", "db4"}, []string{"db2"})
 	for range 2 {
-		if err := s.Apply(ctx, p, true); err != nil {
+		if err := s.Apply(ctx, sink.Update{Pool: p, Frozen: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -280,11 +283,11 @@ func TestSinkReportsOncePerChange(t *testing.T) {
 	if got := s.api.states(); got != steadyStates+" db_ro/db9=ready" {
 		t.Errorf("frozen changed states: %s", got)
 	}
-	if st := s.Status(); !st.Frozen || len(st.Held) != 2 {
+	if st := s.Stats(); !st.Frozen || len(st.Held) != 2 {
 		t.Errorf("status %+v", st)
 	}
 
-	if err := s.Apply(ctx, p, false); err != nil {
+	if err := s.Apply(ctx, sink.Update{Pool: p}); err != nil {
 		t.Fatal(err)
 	}
 	logs = s.logs.String()
@@ -304,9 +307,9 @@ func TestSinkLoop(t *testing.T) {
 		t.Fatalf("tick without a pool read haproxy %d times", reads)
 	}
 
-	s.Update(cluster("db1", []string{"db2", "db3"}, nil), false)
+	s.Update(sink.Update{Pool: cluster("db1", []string{"db2", "db3"}, nil)})
 	// >= 1: the tick above may still be in the loop and see the pool too.
-	testkit.WaitFor(t, 5*time.Second, "first reconcile", func() bool { return s.Status().Reconciles >= 1 })
+	testkit.WaitFor(t, 5*time.Second, "first reconcile", func() bool { return s.Stats().Reconciles >= 1 })
 	if got := s.api.states(); got != steadyStates {
 		t.Errorf("states %s", got)
 	}
@@ -315,9 +318,9 @@ func TestSinkLoop(t *testing.T) {
 	s.api.mu.Lock()
 	s.api.servers = allReady()
 	s.api.mu.Unlock()
-	n := s.Status().Reconciles
+	n := s.Stats().Reconciles
 	s.ticker.Ch <- time.Time{}
-	testkit.WaitFor(t, 5*time.Second, "periodic reconcile", func() bool { return s.Status().Reconciles > n })
+	testkit.WaitFor(t, 5*time.Second, "periodic reconcile", func() bool { return s.Stats().Reconciles > n })
 	if got := s.api.states(); got != steadyStates {
 		t.Errorf("after tick: states %s", got)
 	}
@@ -329,14 +332,14 @@ func TestSinkUpdateCoalesces(t *testing.T) {
 	s.api.block, s.api.entered = block, entered
 	s.Start(context.Background())
 
-	s.Update(cluster("db1", []string{"db2", "db3"}, nil), false)
+	s.Update(sink.Update{Pool: cluster("db1", []string{"db2", "db3"}, nil)})
 	<-entered // the first reconcile is reading
 	// Updates during the reconcile: only the last counts, and it runs once.
-	s.Update(cluster("db2", []string{"db1", "db3"}, nil), false)
-	s.Update(cluster("db3", []string{"db1", "db2"}, nil), false)
+	s.Update(sink.Update{Pool: cluster("db2", []string{"db1", "db3"}, nil)})
+	s.Update(sink.Update{Pool: cluster("db3", []string{"db1", "db2"}, nil)})
 	returned := make(chan struct{})
 	go func() { // Update never blocks, even with a reconcile pending
-		s.Update(cluster("db3", []string{"db1", "db2"}, nil), false)
+		s.Update(sink.Update{Pool: cluster("db3", []string{"db1", "db2"}, nil)})
 		close(returned)
 	}()
 	select {
@@ -347,7 +350,7 @@ func TestSinkUpdateCoalesces(t *testing.T) {
 	block <- struct{}{}
 	<-entered // the coalesced reconcile
 	block <- struct{}{}
-	testkit.WaitFor(t, 5*time.Second, "two reconciles", func() bool { return s.Status().Reconciles == 2 })
+	testkit.WaitFor(t, 5*time.Second, "two reconciles", func() bool { return s.Stats().Reconciles == 2 })
 	select {
 	case <-entered:
 		t.Fatal("a third reconcile ran")
@@ -362,10 +365,10 @@ func TestSinkUpdateCoalesces(t *testing.T) {
 func TestSinkUpdateCopiesPool(t *testing.T) {
 	s := newTestSink(t, testConfig(), allReady())
 	p := cluster("db1", []string{"db2", "db3"}, nil)
-	s.Update(p, false)
+	s.Update(sink.Update{Pool: p})
 	p.Clusters[0].Writers[0].Name = "db3" // the caller reuses its pool
 	s.Start(context.Background())
-	testkit.WaitFor(t, 5*time.Second, "reconcile", func() bool { return s.Status().Reconciles == 1 })
+	testkit.WaitFor(t, 5*time.Second, "reconcile", func() bool { return s.Stats().Reconciles == 1 })
 	if got := s.api.states(); got != steadyStates {
 		t.Errorf("states %s", got)
 	}
@@ -375,13 +378,13 @@ func TestSinkRecoversPanic(t *testing.T) {
 	s := newTestSink(t, testConfig(), allReady())
 	s.api.panics = 1
 	s.Start(context.Background())
-	s.Update(cluster("db1", []string{"db2", "db3"}, nil), false)
-	testkit.WaitFor(t, 5*time.Second, "failed reconcile", func() bool { return s.Status().Failures == 1 })
-	if st := s.Status(); st.LastError != "reconcile panicked: boom" {
+	s.Update(sink.Update{Pool: cluster("db1", []string{"db2", "db3"}, nil)})
+	testkit.WaitFor(t, 5*time.Second, "failed reconcile", func() bool { return s.Stats().Failures == 1 })
+	if st := s.Stats(); st.LastError != "reconcile panicked: boom" {
 		t.Errorf("last error %q", st.LastError)
 	}
 	s.ticker.Ch <- time.Time{}
-	testkit.WaitFor(t, 5*time.Second, "next reconcile", func() bool { return s.Status().Reconciles == 2 })
+	testkit.WaitFor(t, 5*time.Second, "next reconcile", func() bool { return s.Stats().Reconciles == 2 })
 	if got := s.api.states(); got != steadyStates {
 		t.Errorf("states %s", got)
 	}
@@ -396,7 +399,7 @@ func TestSinkClose(t *testing.T) {
 		s.Close()
 		s.Close()
 		s.Start(context.Background()) // after Close: no loop
-		s.Update(cluster("db1", nil, nil), false)
+		s.Update(sink.Update{Pool: cluster("db1", nil, nil)})
 		time.Sleep(20 * time.Millisecond)
 		if reads, _ := s.api.counts(); reads != 0 {
 			t.Errorf("closed sink read haproxy")
@@ -429,12 +432,47 @@ func TestSinkClose(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
-	_, err := New(Config{}, Options{})
+	_, err := New(Config{}, sink.Options{})
 	if err == nil || !strings.Contains(err.Error(), `address "": required`) {
 		t.Errorf("New with empty config: %v", err)
 	}
-	_, err = New(testConfig(func(c *Config) { c.Address = "unix:/nonexistent/admin.sock" }), Options{})
+	_, err = New(testConfig(func(c *Config) { c.Address = "unix:/nonexistent/admin.sock" }), sink.Options{})
 	if err != nil {
 		t.Errorf("New must not touch the socket: %v", err)
+	}
+}
+
+// The applied generation advances with each successful unfrozen reconcile,
+// and neither while HAProxy is unreachable nor while frozen (package sink).
+func TestAppliedGeneration(t *testing.T) {
+	s := newTestSink(t, testConfig(), allReady())
+	ctx := context.Background()
+	p := cluster("db1", []string{"db2", "db3"}, nil)
+	if err := s.Apply(ctx, sink.Update{Pool: p, Generation: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.AppliedGeneration != 1 {
+		t.Fatalf("status %+v", st)
+	}
+	s.api.readErr = errors.New("dial unix /x: connect: no such file or directory")
+	if err := s.Apply(ctx, sink.Update{Pool: p, Generation: 2}); err == nil {
+		t.Fatal("no error from an unreachable haproxy")
+	}
+	if st := s.Stats(); st.AppliedGeneration != 1 || st.State != "failing" {
+		t.Fatalf("unreachable: status %+v", st)
+	}
+	s.api.readErr = nil
+	p = cluster("db1", []string{"db3"}, []string{"db2"}) // db2 out: withheld while frozen
+	if err := s.Apply(ctx, sink.Update{Pool: p, Frozen: true, Generation: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.AppliedGeneration != 1 || st.State != "ok" || len(st.Held) != 2 {
+		t.Fatalf("frozen: status %+v", st)
+	}
+	if err := s.Apply(ctx, sink.Update{Pool: p, Generation: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.AppliedGeneration != 4 || st.Frozen || len(st.Held) != 0 {
+		t.Fatalf("unfrozen: status %+v", st)
 	}
 }
