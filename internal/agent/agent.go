@@ -1,13 +1,22 @@
 // Package agent runs a shoal agent and wires its parts together: serf's
 // agent (so that the Serf RPC protocol is served unchanged) with the gossip
 // layer of package gossip (transport, failure confirmation, name-conflict
-// vote, peers file), the start-up join with retries, tags, keyring and API
-// token persistence, the local MySQL probe and the health it publishes, the
-// routing pool and its sinks (HAProxy, pool file), event hooks, history,
-// maintenance, metrics and the Serf-compatible RPC gate. Start runs in
-// steps (start.go) and shuts down what it started when one fails. The HTTP
-// API is served by package api on top of the methods here. The package only
-// wires: TestFunctionsStayShort keeps its functions under 80 lines.
+// vote, peers file), the start-up join with retries, keyring and API token
+// persistence, the local MySQL probe, the routing pool and its sinks
+// (HAProxy, pool file), event hooks, history, metrics and the
+// Serf-compatible RPC gate. Start runs in steps (start.go) and shuts down
+// what it started when one fails. The HTTP API is served by package api on
+// top of the methods here.
+//
+// The policies are parts of their own, each with its own lock and tests:
+// publishing the local tags, health first, with the tags file (package
+// publish), maintenance mode (package maint), the graceful leave and the
+// force-leave's name resolution (package leave), and the hook events and
+// `shoal hooks test` (package hookevent). Agent only holds the parts and
+// connects them (parts.go lists those without a package);
+// TestAgentIsWiring bounds its fields and makes every mutex name what it
+// guards, and TestFunctionsStayShort keeps functions under 80 lines. Time
+// comes from one clock (Agent.clock), handed to every part.
 package agent
 
 import (
