@@ -117,7 +117,7 @@ func (a *Agent) newTagParts() {
 	}
 	a.pub = publish.New(publish.Config{
 		Role: cfg.EffectiveRole(), Cluster: cfg.Cluster, TagsFile: cfg.TagsFile, Port: port,
-		Serf:      a.Serf,
+		Serf:      func() publish.Local { return a.Serf() },
 		Maint:     func() string { return a.maint.Reason() },
 		Published: func() { a.pool.router.Trigger() },
 		Clock:     a.clock, Log: a.log,

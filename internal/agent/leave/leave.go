@@ -56,7 +56,7 @@ import (
 type Config struct {
 	Node  string          // this agent's member name
 	Clock clockwork.Clock // nil: the real clock
-	Log   *slog.Logger
+	Log   *slog.Logger    // required
 	// Stopping is closed when the agent shuts down: LeaveForRPC stops
 	// waiting for the leave then.
 	Stopping <-chan struct{}
@@ -86,9 +86,6 @@ type Leaver struct {
 func New(cfg Config) *Leaver {
 	if cfg.Clock == nil {
 		cfg.Clock = clockwork.NewRealClock()
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Leaver{cfg: cfg}
 }

@@ -2,6 +2,7 @@ package leave
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -92,7 +93,7 @@ func TestUnconfirmedNamesOpenPeers(t *testing.T) {
 // TestNothingToLeave: without serf there is nothing to leave, and every
 // call gets the one outcome.
 func TestNothingToLeave(t *testing.T) {
-	l := New(Config{Node: "n1"})
+	l := New(Config{Node: "n1", Log: slog.New(slog.DiscardHandler)})
 	for range 2 {
 		if err := l.Leave(nil, time.Second); err != nil {
 			t.Fatalf("Leave(nil) = %v", err)

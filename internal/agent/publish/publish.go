@@ -57,7 +57,7 @@ type Config struct {
 	Port uint16
 	// Serf returns the local serf instance; it is called only once serf
 	// exists (from Publish on).
-	Serf func() *serf.Serf
+	Serf func() Local
 	// Maint returns the maintenance reason in effect, "" for none (package
 	// maint owns it).
 	Maint func() string
@@ -66,6 +66,12 @@ type Config struct {
 	Published func()
 	Clock     clockwork.Clock // nil: the real clock
 	Log       *slog.Logger
+}
+
+// Local is the local member's side of serf (*serf.Serf).
+type Local interface {
+	LocalMember() serf.Member
+	SetTags(map[string]string) error
 }
 
 // Publisher gossips the agent's tags. Locks are never nested but in the
@@ -165,21 +171,20 @@ func (p *Publisher) MarkDirty() {
 // goroutine (serf's SetTags waits for the broadcast to be queued), and
 // retries a failed publish with backoff, until ctx ends.
 func (p *Publisher) Run(ctx context.Context) {
-	retry := p.cfg.Clock.NewTimer(time.Hour)
-	retry.Stop()
-	defer retry.Stop()
 	b := backoff.New(RetryPolicy, p.cfg.Clock)
+	var retry <-chan time.Time // nil: no retry planned
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-p.dirty:
-		case <-retry.Chan():
+		case <-retry:
 		}
+		retry = nil
 		if err := p.Publish(nil); err != nil {
 			wait := b.Next()
 			p.cfg.Log.Error("publish tags; retrying", "err", err, "in", wait)
-			retry.Reset(wait)
+			retry = p.cfg.Clock.After(wait)
 			continue
 		}
 		b.Reset()
