@@ -26,7 +26,6 @@ import (
 	"os"
 	"strings"
 
-	sagent "github.com/hashicorp/serf/cmd/serf/command/agent"
 	"github.com/hashicorp/serf/serf"
 	"github.com/jonboulle/clockwork"
 
@@ -43,13 +42,6 @@ import (
 	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/internal/view"
 )
-
-// monitorWriter is serf's log ring, used by `serf monitor` and our HTTP monitor.
-type monitorWriter interface {
-	Write([]byte) (int, error)
-	RegisterHandler(sagent.LogHandler)
-	DeregisterHandler(sagent.LogHandler)
-}
 
 // Agent is a running shoal agent: wiring. Each field is one part; the
 // parts that hold state behind a lock are types of their own, which say

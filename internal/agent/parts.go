@@ -76,6 +76,13 @@ type rpcParts struct {
 	monitor   monitorWriter // serf's log ring, for `serf monitor` and the HTTP monitor
 }
 
+// monitorWriter is serf's log ring, used by `serf monitor` and our HTTP monitor.
+type monitorWriter interface {
+	Write([]byte) (int, error)
+	RegisterHandler(sagent.LogHandler)
+	DeregisterHandler(sagent.LogHandler)
+}
+
 // poolParts is the routing pool and the local routers it feeds.
 type poolParts struct {
 	router *routing.Router

@@ -121,7 +121,7 @@ func TestMinimalHealthWhenNothingElseFits(t *testing.T) {
 	})
 	// A maintenance reason too long for the tag (it bypasses SetMaint's
 	// check): the agent's own tags can no longer be built.
-	n.a.maint.Restore(strings.Repeat("m", tags.MaxMaintLen+1), true)
+	n.a.maint.Restore(strings.Repeat("m", tags.MaxMaintLen+1))
 	n.a.pub.MarkDirty()
 	testkit.WaitFor(t, 5*time.Second, "a minimal critical health", func() bool {
 		h, err := tags.Decode(n.a.Serf().LocalMember().Tags[tags.KeyHealth])

@@ -139,7 +139,7 @@ func (a *Agent) startTags(sc *serf.Config) error {
 	if saved.InMaint {
 		// Maintenance survives restarts: an operator who drained a node to
 		// upgrade it does not want it back in the pool when the agent restarts.
-		a.maint.Restore(saved.Maint, true)
+		a.maint.Restore(saved.Maint)
 		a.log.Warn("this node is in maintenance (from the tags file): it stays out of the pool until `shoal maint disable`", "reason", a.maint.Reason())
 	}
 	full, err := a.pub.Init(saved.User)

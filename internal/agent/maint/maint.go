@@ -76,16 +76,12 @@ func (m *Maint) Reason() string {
 	return m.reason
 }
 
-// Restore sets the state read at start (from the tags file) without
-// publishing it: reason "" is off, and the default reason stands in for
-// an empty one given as on.
-func (m *Maint) Restore(reason string, on bool) {
+// Restore puts the node in maintenance as the tags file says at start,
+// without publishing it; the default reason stands in for an empty one.
+func (m *Maint) Restore(reason string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.reason = ""
-	if on {
-		m.reason = withDefault(reason)
-	}
+	m.reason = withDefault(reason)
 }
 
 // withDefault returns the reason to publish for r.

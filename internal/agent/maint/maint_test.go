@@ -80,3 +80,17 @@ func TestSetTakesEffectBeforeSaving(t *testing.T) {
 		t.Fatalf("app agent: %v, want ErrNotDB", err)
 	}
 }
+
+// TestRestoreKeepsAReason: the state read from the tags file is in effect,
+// with the default reason for an empty one.
+func TestRestoreKeepsAReason(t *testing.T) {
+	m := New(Config{Node: "db1", DB: true, Tags: &fakeTags{}})
+	m.Restore("")
+	if st := m.State(); !st.Enabled || st.Reason != DefaultReason {
+		t.Fatalf("state = %+v, want enabled with the default reason", st)
+	}
+	m.Restore("upgrade")
+	if m.Reason() != "upgrade" {
+		t.Fatalf("reason = %q", m.Reason())
+	}
+}
