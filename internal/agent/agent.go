@@ -1,156 +1,94 @@
 // Package agent runs a shoal agent and wires its parts together: serf's
 // agent (so that the Serf RPC protocol is served unchanged) with the gossip
 // layer of package gossip (transport, failure confirmation, name-conflict
-// vote, peers file), the start-up join with retries, tags, keyring and API
-// token persistence, the local MySQL probe and the health it publishes, the
-// routing pool and its sinks (HAProxy, pool file), event hooks, history,
-// maintenance, metrics and the Serf-compatible RPC gate. Start runs in
-// steps (start.go) and shuts down what it started when one fails. The HTTP
-// API is served by package api on top of the methods here. The package only
-// wires: TestFunctionsStayShort keeps its functions under 80 lines.
+// vote, peers file), the start-up join with retries, keyring and API token
+// persistence, the local MySQL probe, the routing pool and its sinks
+// (HAProxy, pool file), event hooks, history, metrics and the
+// Serf-compatible RPC gate. Start runs in steps (start.go) and shuts down
+// what it started when one fails. The HTTP API is served by package api on
+// top of the methods here.
+//
+// The policies are parts of their own, each with its own lock and tests:
+// publishing the local tags, health first, with the tags file (package
+// publish), maintenance mode (package maint), the graceful leave and the
+// force-leave's name resolution (package leave), and the hook events and
+// `shoal hooks test` (package hookevent). Agent only holds the parts and
+// connects them (parts.go lists those without a package);
+// TestAgentIsWiring bounds its fields and makes every mutex name what it
+// guards, and TestFunctionsStayShort keeps functions under 80 lines. Time
+// comes from one clock (Agent.clock), handed to every part.
 package agent
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"maps"
-	"net"
 	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
 
-	sagent "github.com/hashicorp/serf/cmd/serf/command/agent"
 	"github.com/hashicorp/serf/serf"
+	"github.com/jonboulle/clockwork"
 
+	"github.com/shoaldb/shoal/internal/agent/leave"
+	"github.com/shoaldb/shoal/internal/agent/maint"
+	"github.com/shoaldb/shoal/internal/agent/publish"
 	"github.com/shoaldb/shoal/internal/apitoken"
 	"github.com/shoaldb/shoal/internal/config"
-	"github.com/shoaldb/shoal/internal/fsutil"
 	"github.com/shoaldb/shoal/internal/gossip"
-	"github.com/shoaldb/shoal/internal/history"
-	"github.com/shoaldb/shoal/internal/hooks"
 	"github.com/shoaldb/shoal/internal/logging"
 	"github.com/shoaldb/shoal/internal/metrics"
+	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/probe"
-	"github.com/shoaldb/shoal/internal/routing"
-	"github.com/shoaldb/shoal/internal/serfrpc"
-	"github.com/shoaldb/shoal/internal/sink"
 	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/internal/view"
 )
 
-// monitorWriter is serf's log ring, used by `serf monitor` and our HTTP monitor.
-type monitorWriter interface {
-	Write([]byte) (int, error)
-	RegisterHandler(sagent.LogHandler)
-	DeregisterHandler(sagent.LogHandler)
-}
-
-// Agent is a running shoal agent.
+// Agent is a running shoal agent: wiring. Each field is one part; the
+// parts that hold state behind a lock are types of their own, which say
+// what their mutex guards (TestAgentIsWiring keeps it so).
 type Agent struct {
-	cfg     *config.Config
-	logs    *logging.Logging
-	log     *slog.Logger
-	sa      *sagent.Agent
-	ipc     *sagent.AgentIPC
-	rpcGate *serfrpc.Gate
-	rpcLn   net.Listener
-	monitor monitorWriter
-	events  *eventHub
-	started time.Time
+	cfg   *config.Config // as started; Reload applies what it can elsewhere
+	logs  *logging.Logging
+	log   *slog.Logger
+	clock clockwork.Clock // every part's time
 
-	keyWarning string
-
-	apiToken     string // required by state-changing API and RPC requests
-	apiTokenFile string
-
-	mu   sync.Mutex
-	join view.JoinStatus
-
-	joinInFlight atomic.Int32
-	conflicts    *gossip.Conflicts // the name-conflict vote; exists from New
-
-	tagsFileMu  sync.Mutex
-	tagsWritten map[string]string // tags last written to the tags file
-
-	pubMu     sync.Mutex        // serializes changes of the local tags (publish)
-	published map[string]string // the tags publish last set; under pubMu
-	pub       pubState          // outcome of the last publish
-	wantMu    sync.Mutex
-	userWant  map[string]string // user tags to publish, whatever was gossiped
-
-	role   string
-	health tags.Health // published health (db agents)
-	maint  string      // maintenance reason, "" when not in maintenance
-	probe  *probe.Probe
-	router *routing.Router
-	sinks  []sink.Sink
-	hist   *history.Log
-	hooks  *hooks.Runner
-	gate   *gossip.Gate      // nil when gossip.confirm_failures is off
-	tr     *gossip.Transport // memberlist's; memberlist shuts it down too
-	peers  *gossip.Peers     // nil without a snapshot
-	locks  []*os.File        // held locks of the state files (statelock.go)
-
-	// maintSaveErr is why the last maintenance change was not saved to
-	// the tags file, under mu; shown while the file does not hold the
-	// state (maint.go).
-	maintSaveErr string
-
-	// afterStep, when set (tests), runs after each step of Start; an error
-	// fails Start there.
-	afterStep func(step string) error
-
-	metrics    *metrics.Agent
-	flapMu     sync.Mutex
-	failedSeen map[string]bool // members seen failed, for the flap counter
-	dirty      chan struct{}
-
-	fatalOnce sync.Once
-	fatal     chan error
-	leaveReq  chan struct{}
-	leaveOnce sync.Once
-	leave     leaveState
-	stopping  chan struct{} // closed when Shutdown begins
-	cancel    context.CancelFunc
-	stopOnce  sync.Once
-	wg        sync.WaitGroup
+	life  lifecycle          // start, fatal errors, the leave request, shutdown
+	mesh  mesh               // serf, memberlist's transport, failure gate, peers, events
+	join  joiner             // the start-up join and the name-conflict vote
+	rpc   rpcParts           // the Serf-compatible RPC and the API token
+	pub   *publish.Publisher // the local tags: health, maintenance, user tags
+	maint *maint.Maint       // maintenance mode
+	leave *leave.Leaver      // the graceful leave
+	probe *probe.Probe       // the local MySQL probe (db agents), else nil
+	pool  poolParts          // the router and its sinks
+	rep   reporters          // history, hooks and metrics
 }
 
 // New validates what it can without binding ports and prepares the agent.
 func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
 	a := &Agent{
-		cfg:      cfg,
-		logs:     logs,
-		log:      logs.Logger.With("component", "agent"),
-		events:   newEventHub(),
-		fatal:    make(chan error, 1),
-		leaveReq: make(chan struct{}),
-		stopping: make(chan struct{}),
-		join:     view.JoinStatus{Addrs: cfg.Join},
-		role:     cfg.EffectiveRole(),
-		dirty:    make(chan struct{}, 1),
-		health:   tags.Health{State: tags.Critical, Reason: "starting"},
-		metrics:  metrics.NewAgent(),
-
-		failedSeen: map[string]bool{},
+		cfg:   cfg,
+		logs:  logs,
+		log:   logs.Logger.With("component", "agent"),
+		clock: clockwork.NewRealClock(),
+		life:  newLifecycle(),
+		mesh:  mesh{events: newEventHub()},
+		rep:   reporters{metrics: metrics.NewAgent(), flaps: &flapCounter{failed: map[string]bool{}}},
 	}
-	a.events.onEvent = a.observeEvent
+	a.join.status = view.JoinStatus{Addrs: cfg.Join}
+	a.mesh.events.onEvent = a.observeEvent
+	a.newTagParts()
+	a.leave = leave.New(leave.Config{Node: cfg.Node, Clock: a.clock, Log: a.log, Stopping: a.life.stopping})
 	// serf may log a conflict over our name while it is being created:
 	// the vote exists before serf does and waits for it (Attach).
-	a.conflicts = gossip.NewConflicts(gossip.ConflictConfig{
+	a.join.conflicts = gossip.NewConflicts(gossip.ConflictConfig{
 		Node:    cfg.Node,
-		Joining: func() bool { return a.joinInFlight.Load() > 0 },
+		Joining: func() bool { return a.join.inFlight.Load() > 0 },
 		Lost:    func(err error) { a.fail(nameConflictError(err)) },
 		Log:     a.log,
 	})
 	if path := a.peersPath(); path != "" {
-		a.peers = gossip.NewPeers(gossip.PeersConfig{
+		a.mesh.peers = gossip.NewPeers(gossip.PeersConfig{
 			Path: path, Self: cfg.Node,
 			Members:       func() []serf.Member { return a.Serf().Members() },
 			Join:          func(addrs []string) (int, error) { return a.joinCounted(addrs, false) },
@@ -159,6 +97,34 @@ func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
 		})
 	}
 	return a, nil
+}
+
+// newTagParts builds the publisher of the local tags and the maintenance
+// mode, which publishes through it.
+func (a *Agent) newTagParts() {
+	cfg := a.cfg
+	var port uint16
+	if cfg.EffectiveRole() == tags.RoleDB {
+		port = uint16(cfg.MySQLPort())
+	}
+	a.pub = publish.New(publish.Config{
+		Role: cfg.EffectiveRole(), Cluster: cfg.Cluster, TagsFile: cfg.TagsFile, Port: port,
+		Serf:      func() publish.Local { return a.Serf() },
+		Maint:     func() string { return a.maint.Reason() },
+		Published: func() { a.pool.router.Trigger() },
+		Clock:     a.clock, Log: a.log,
+	})
+	a.maint = maint.New(maint.Config{
+		Node: cfg.Node, DB: cfg.EffectiveRole() == tags.RoleDB, TagsFile: cfg.TagsFile, Tags: a.pub,
+		Pool: func() *pool.Pool {
+			if a.pool.router == nil {
+				return nil
+			}
+			return a.pool.router.Current().Pool
+		},
+		Changed: a.recordMaint,
+		Log:     a.log,
+	})
 }
 
 // nameConflictError is the error of a lost name-conflict vote: a
@@ -174,88 +140,24 @@ func (a *Agent) peersPath() string { return gossip.PeersPath(a.cfg.Snapshot) }
 // loadAPIToken reads the API token from api_token_file, creating the file
 // with a new token at the first start.
 func (a *Agent) loadAPIToken() error {
-	a.apiTokenFile = a.cfg.APITokenPath(os.Getenv, os.Geteuid())
-	tok, created, err := apitoken.LoadOrCreate(a.apiTokenFile)
+	a.rpc.tokenFile = a.cfg.APITokenPath(os.Getenv, os.Geteuid())
+	tok, created, err := apitoken.LoadOrCreate(a.rpc.tokenFile)
 	if err != nil {
 		return config.Invalid(fmt.Errorf("api_token_file: %w", err))
 	}
 	if created {
-		a.log.Info("created the API token", "api_token_file", a.apiTokenFile)
+		a.log.Info("created the API token", "api_token_file", a.rpc.tokenFile)
 	}
-	a.apiToken = tok
+	a.rpc.token = tok
 	return nil
 }
 
 // APIToken is the token that state-changing and secret-revealing API and
 // RPC requests must carry.
-func (a *Agent) APIToken() string { return a.apiToken }
+func (a *Agent) APIToken() string { return a.rpc.token }
 
 // APITokenFile is the file the API token was read from.
-func (a *Agent) APITokenFile() string { return a.apiTokenFile }
-
-// initialTags returns the tags to start with: the tags file when it exists
-// (it holds runtime changes), else the configured tags.
-func (a *Agent) initialTags() (map[string]string, error) {
-	user := maps.Clone(a.cfg.Tags)
-	if user == nil {
-		user = map[string]string{}
-	}
-	if a.cfg.TagsFile == "" {
-		return user, nil
-	}
-	fileTags, err := config.ReadTagsFile(a.cfg.TagsFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return user, a.writeTagsFile(user)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("tags_file %s: %w", a.cfg.TagsFile, err)
-	}
-	a.tagsWritten = maps.Clone(fileTags)
-	if reason, ok := fileTags[tags.KeyMaint]; ok {
-		// Maintenance survives restarts: an operator who drained a node to
-		// upgrade it does not want it back in the pool when the agent restarts.
-		a.maint = maintReason(reason)
-		delete(fileTags, tags.KeyMaint)
-		a.log.Warn("this node is in maintenance (from the tags file): it stays out of the pool until `shoal maint disable`", "reason", a.maint)
-	}
-	if len(a.cfg.Tags) > 0 && !maps.Equal(fileTags, a.cfg.Tags) {
-		a.log.Warn("tags file holds runtime tag changes and takes precedence over the configured tags; delete it to return to the configured tags", "tags_file", a.cfg.TagsFile)
-	}
-	return fileTags, nil
-}
-
-// writeTagsFile persists the user tags and the maintenance reason (under the
-// reserved key "maint"). It writes only when they differ from what was last
-// written: the local member-update event also fires for every health
-// publish, which leaves both alone.
-func (a *Agent) writeTagsFile(user map[string]string) error {
-	if a.cfg.TagsFile == "" {
-		return nil
-	}
-	a.tagsFileMu.Lock()
-	defer a.tagsFileMu.Unlock()
-	content := maps.Clone(user)
-	if content == nil {
-		content = map[string]string{}
-	}
-	a.mu.Lock()
-	if a.maint != "" {
-		content[tags.KeyMaint] = a.maint
-	}
-	a.mu.Unlock()
-	if a.tagsWritten != nil && maps.Equal(a.tagsWritten, content) {
-		return nil
-	}
-	data, err := json.MarshalIndent(content, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := fsutil.WriteFileAtomic(a.cfg.TagsFile, append(data, '\n'), 0o600); err != nil {
-		return err
-	}
-	a.tagsWritten = content
-	return nil
-}
+func (a *Agent) APITokenFile() string { return a.rpc.tokenFile }
 
 // observeEvent runs inline in serf's event loop: keep it cheap.
 func (a *Agent) observeEvent(e serf.Event) {
@@ -264,11 +166,11 @@ func (a *Agent) observeEvent(e serf.Event) {
 		return
 	}
 	a.countEvent(me)
-	if a.peers != nil {
-		a.peers.MarkDirty()
+	if a.mesh.peers != nil {
+		a.mesh.peers.MarkDirty()
 	}
-	if a.router != nil {
-		a.router.Trigger()
+	if a.pool.router != nil {
+		a.pool.router.Trigger()
 	}
 	if me.Type != serf.EventMemberUpdate {
 		return
@@ -278,65 +180,65 @@ func (a *Agent) observeEvent(e serf.Event) {
 			// Our own publish, or tags changed through the Serf RPC:
 			// publish adopts and persists the latter, and rebuilds the
 			// reserved tags from the agent's own state either way.
-			a.markDirty()
+			a.pub.MarkDirty()
 		}
 	}
 }
 
 func (a *Agent) fail(err error) {
-	a.fatalOnce.Do(func() {
+	a.life.fatalOnce.Do(func() {
 		a.log.Error("agent stopping", "err", err)
-		a.fatal <- err
+		a.life.fatal <- err
 	})
 }
 
 // Fatal delivers an error that must stop the agent (name conflict, join
 // given up, gossip shut down).
-func (a *Agent) Fatal() <-chan error { return a.fatal }
+func (a *Agent) Fatal() <-chan error { return a.life.fatal }
 
 // LeaveRequested is closed when a client asked the agent to leave (API or RPC).
-func (a *Agent) LeaveRequested() <-chan struct{} { return a.leaveReq }
+func (a *Agent) LeaveRequested() <-chan struct{} { return a.life.leaveReq }
 
 // RequestLeave asks the run loop to leave gracefully and exit.
-func (a *Agent) RequestLeave() { a.leaveOnce.Do(func() { close(a.leaveReq) }) }
+func (a *Agent) RequestLeave() { a.life.leaveOnce.Do(func() { close(a.life.leaveReq) }) }
 
 // Shutdown stops everything. It is idempotent.
 func (a *Agent) Shutdown() {
-	a.stopOnce.Do(func() {
-		close(a.stopping)
-		if a.cancel != nil {
-			a.cancel()
+	a.life.stopOnce.Do(func() {
+		close(a.life.stopping)
+		if a.life.cancel != nil {
+			a.life.cancel()
 		}
 		if a.probe != nil {
 			a.probe.Close()
 		}
 		a.closeSinks()
-		if a.gate != nil {
-			a.gate.Close()
+		if a.mesh.gate != nil {
+			a.mesh.gate.Close()
 		}
-		if a.hooks != nil {
-			_ = a.hooks.Close()
+		if a.rep.hooks != nil {
+			_ = a.rep.hooks.Close()
 		}
-		if a.rpcGate != nil {
-			a.rpcGate.Close()
+		if a.rpc.gate != nil {
+			a.rpc.gate.Close()
 		}
-		if a.ipc != nil {
-			a.ipc.Shutdown()
+		if a.rpc.ipc != nil {
+			a.rpc.ipc.Shutdown()
 		}
-		if a.sa != nil {
-			if err := a.sa.Shutdown(); err != nil {
+		if a.mesh.sa != nil {
+			if err := a.mesh.sa.Shutdown(); err != nil {
 				a.log.Warn("serf shutdown", "err", err)
 			}
 		}
-		if a.tr != nil {
-			_ = a.tr.Shutdown() // when serf never took it over
+		if a.mesh.tr != nil {
+			_ = a.mesh.tr.Shutdown() // when serf never took it over
 		}
-		a.wg.Wait()
-		if a.conflicts != nil {
-			a.conflicts.Close()
+		a.life.wg.Wait()
+		if a.join.conflicts != nil {
+			a.join.conflicts.Close()
 		}
-		if a.hist != nil {
-			if err := a.hist.Close(); err != nil {
+		if a.rep.hist != nil {
+			if err := a.rep.hist.Close(); err != nil {
 				a.log.Warn("close history file", "err", err)
 			}
 		}
@@ -353,8 +255,8 @@ func (a *Agent) Reload(cfg *config.Config) {
 		a.logs.Level.Set(lv)
 		a.log.Info("reloaded log level", "level", cfg.LogLevel)
 	}
-	if a.cfg.TagsFile == "" && !maps.Equal(cfg.Tags, a.wantedUserTags()) {
-		if err := a.publish(maps.Clone(cfg.Tags)); err != nil {
+	if a.cfg.TagsFile == "" && !maps.Equal(cfg.Tags, a.pub.Wanted()) {
+		if err := a.pub.Publish(maps.Clone(cfg.Tags)); err != nil {
 			a.log.Error("reload tags", "err", err)
 		} else {
 			a.log.Info("reloaded tags", "tags", len(cfg.Tags))
@@ -362,7 +264,7 @@ func (a *Agent) Reload(cfg *config.Config) {
 	}
 	if specs, err := cfg.HookSpecs(); err != nil {
 		a.log.Error("reload: event handlers not changed", "err", err)
-	} else if err := a.hooks.Reload(specs); err != nil {
+	} else if err := a.rep.hooks.Reload(specs); err != nil {
 		a.log.Error("reload: event handlers not changed", "err", err)
 	} else {
 		a.log.Info("reloaded event handlers", "handlers", len(specs))
@@ -385,15 +287,15 @@ func (a *Agent) Reload(cfg *config.Config) {
 }
 
 // Serf returns the serf instance.
-func (a *Agent) Serf() *serf.Serf { return a.sa.Serf() }
+func (a *Agent) Serf() *serf.Serf { return a.mesh.sa.Serf() }
 
 // Subscribe returns a subscription to serf events with a bounded buffer.
-func (a *Agent) Subscribe(buf int) *Subscription { return a.events.subscribe(buf) }
+func (a *Agent) Subscribe(buf int) *Subscription { return a.mesh.events.subscribe(buf) }
 
 // RPCAddr is the bound Serf RPC address, or "".
 func (a *Agent) RPCAddr() string {
-	if a.rpcLn == nil {
+	if a.rpc.ln == nil {
 		return ""
 	}
-	return a.rpcLn.Addr().String()
+	return a.rpc.ln.Addr().String()
 }

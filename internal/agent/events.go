@@ -11,6 +11,7 @@ import (
 // event loop: each subscriber has a bounded buffer, and events that do not
 // fit are dropped and counted.
 type eventHub struct {
+	// mu guards: subs
 	mu      sync.Mutex
 	subs    map[*Subscription]struct{}
 	dropped atomic.Uint64

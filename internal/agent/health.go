@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"fmt"
-
 	"github.com/shoaldb/shoal/internal/config"
 	gossiped "github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/pool"
@@ -10,42 +8,6 @@ import (
 	"github.com/shoaldb/shoal/internal/routing"
 	"github.com/shoaldb/shoal/internal/tags"
 )
-
-// userTags returns the tags an operator controls: everything but shoal's
-// reserved keys.
-func userTags(all map[string]string) map[string]string {
-	out := make(map[string]string, len(all))
-	for k, v := range all {
-		if !tags.IsReserved(k) {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// fullTags builds the tag set to gossip from user tags and the agent's own
-// state (role, cluster, health, maintenance), and checks it against the
-// rules every agent applies to gossiped tags (package member), so that an
-// agent never publishes tags that make it bad-tags everywhere.
-func (a *Agent) fullTags(user map[string]string) (map[string]string, error) {
-	a.mu.Lock()
-	var h *tags.Health
-	if a.role == tags.RoleDB {
-		hh := a.health
-		h = &hh
-	}
-	maint := a.maint
-	a.mu.Unlock()
-	full, err := tags.Merge(user, a.role, a.cfg.Cluster, h, maint)
-	if err != nil {
-		return nil, err
-	}
-	// Never publish tags the other agents would refuse (bad-tags).
-	if d := gossiped.CheckTags(full); d != "" {
-		return nil, fmt.Errorf("tags: %s", d)
-	}
-	return full, nil
-}
 
 // probeConfig turns the mysql settings into the probe's (config.ProbeConfig,
 // which --config-check runs too).
@@ -96,26 +58,7 @@ func (a *Agent) onProbe(e probe.Event) {
 		a.recordHealth(e)
 		a.hookHealth(e)
 	}
-	h := healthFromStatus(e.Status, a.cfg.MySQLPort())
-	a.mu.Lock()
-	seq := a.health.Seq
-	if e.StateChanged {
-		seq++
-	}
-	h.Seq = seq
-	changed := h != a.health
-	a.health = h
-	a.mu.Unlock()
-	if changed {
-		a.markDirty()
-	}
-}
-
-func (a *Agent) markDirty() {
-	select {
-	case a.dirty <- struct{}{}:
-	default:
-	}
+	a.pub.SetHealth(healthFromStatus(e.Status, a.cfg.MySQLPort()), e.StateChanged)
 }
 
 // poolMembers converts serf's member view for pool.Compute, admitting each
@@ -130,7 +73,7 @@ func (a *Agent) poolMembers() []pool.Member {
 }
 
 // Router returns the agent's pool router.
-func (a *Agent) Router() *routing.Router { return a.router }
+func (a *Agent) Router() *routing.Router { return a.pool.router }
 
 // ProbeStatus returns the local probe's status, and false on an app agent.
 func (a *Agent) ProbeStatus() (probe.Status, bool) {

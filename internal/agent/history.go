@@ -5,8 +5,8 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/shoaldb/shoal/internal/agent/hookevent"
 	"github.com/shoaldb/shoal/internal/history"
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/probe"
@@ -74,7 +74,7 @@ func (a *Agent) poolParts(parts []poolPart) routing.Listener {
 func (a *Agent) guardPart(part string, f func()) {
 	defer func() {
 		if r := recover(); r != nil {
-			a.metrics.ListenerPanics.WithLabelValues(part).Inc()
+			a.rep.metrics.ListenerPanics.WithLabelValues(part).Inc()
 			a.log.Error("pool listener part panicked; the other parts still get the update",
 				"part", part, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 		}
@@ -86,13 +86,13 @@ func (a *Agent) guardPart(part string, f func()) {
 // conflicts and of isolation, to the history.
 func (a *Agent) recordPool(u routing.Update, d poolDelta) {
 	for _, c := range u.Changes {
-		a.hist.Add(history.Entry{
+		a.rep.hist.Add(history.Entry{
 			Time: u.At, Kind: history.KindPool, Cluster: c.Cluster, Node: c.Node,
 			From: roleName(c.From), To: roleName(c.To), Reason: string(c.Reason), Detail: c.Detail,
 		})
 	}
 	for _, c := range d.conflicts {
-		a.hist.Add(history.Entry{
+		a.rep.hist.Add(history.Entry{
 			Time: u.At, Kind: history.KindConflict, Cluster: c.cluster,
 			From: conflictText(c.was), To: conflictText(c.now),
 			Detail: "writable nodes: a conflict keeps at most one writer in the pool",
@@ -104,16 +104,11 @@ func (a *Agent) recordPool(u routing.Update, d poolDelta) {
 		if !u.Isolated {
 			e.From, e.To, e.Detail = "isolated", "connected", "membership recovered: removals unfrozen"
 		}
-		a.hist.Add(e)
+		a.rep.hist.Add(e)
 	}
 }
 
-func roleName(r pool.Role) string {
-	if r == pool.RoleNone {
-		return "none"
-	}
-	return string(r)
-}
+func roleName(r pool.Role) string { return hookevent.RoleName(r) }
 
 func conflictOf(p *pool.Pool, cluster string) []string {
 	if c := p.Cluster(cluster); c != nil {
@@ -131,7 +126,7 @@ func conflictText(names []string) string {
 
 // recordHealth records a change of the local probe's state.
 func (a *Agent) recordHealth(e probe.Event) {
-	a.hist.Add(history.Entry{
+	a.rep.hist.Add(history.Entry{
 		Time: e.Status.Since, Kind: history.KindHealth, Cluster: a.cfg.Cluster, Node: a.cfg.Node,
 		From: e.PrevState.String(), To: e.Status.State.String(), Reason: string(e.Status.Reason), Detail: e.Status.Message,
 	})
@@ -149,16 +144,16 @@ func (a *Agent) recordMaint(prev string, st view.Maint) {
 	if from == to && prev == st.Reason {
 		return
 	}
-	a.hist.Add(history.Entry{Time: time.Now(), Kind: history.KindMaint, Cluster: a.cfg.Cluster, Node: a.cfg.Node,
+	a.rep.hist.Add(history.Entry{Time: a.clock.Now(), Kind: history.KindMaint, Cluster: a.cfg.Cluster, Node: a.cfg.Node,
 		From: from, To: to, Reason: st.Reason})
 }
 
 // History returns the recorded transitions matching f, oldest first.
 func (a *Agent) History(f history.Filter) view.History {
-	es := a.hist.Query(f)
+	es := a.rep.hist.Query(f)
 	if es == nil {
 		es = []history.Entry{}
 	}
-	st := a.hist.Stats()
+	st := a.rep.hist.Stats()
 	return view.History{Entries: es, Capacity: st.Capacity, Total: st.Total, Evicted: st.Evicted, File: a.cfg.History.File}
 }

@@ -5,21 +5,9 @@ import (
 	"testing"
 
 	"github.com/shoaldb/shoal/internal/api"
-	"github.com/shoaldb/shoal/internal/routing"
 	"github.com/shoaldb/shoal/internal/testutil/pooltest"
 	"github.com/shoaldb/shoal/internal/view"
 )
-
-// The pool-change hook's data.pool is exactly the pool schema.
-func TestPoolChangeDataIsTheSchema(t *testing.T) {
-	var d struct {
-		Pool map[string]any `json:"pool"`
-	}
-	if err := json.Unmarshal(poolChangeJSON(routing.Update{Pool: pooltest.Fixture()}), &d); err != nil {
-		t.Fatal(err)
-	}
-	pooltest.RequireSuperset(t, d.Pool["clusters"])
-}
 
 // GET /v1/pool's clusters are the pool schema, plus until on damped nodes:
 // the agent's view, as the API converts and serves it.

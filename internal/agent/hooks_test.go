@@ -155,7 +155,7 @@ func TestHookBurstKeepsAgentResponsive(t *testing.T) {
 	const n = 10_000
 	start := time.Now()
 	for i := range n {
-		a.a.hooks.HandleEvent(serf.UserEvent{LTime: serf.LamportTime(i), Name: "burst", Payload: []byte(strconv.Itoa(i))})
+		a.a.rep.hooks.HandleEvent(serf.UserEvent{LTime: serf.LamportTime(i), Name: "burst", Payload: []byte(strconv.Itoa(i))})
 	}
 	enqueue := time.Since(start)
 	var worst time.Duration

@@ -67,7 +67,7 @@ func TestHostileMembers(t *testing.T) {
 	}
 	places := func() map[string]string {
 		got := map[string]string{}
-		for _, cp := range app.a.router.Current().Pool.Clusters {
+		for _, cp := range app.a.pool.router.Current().Pool.Clusters {
 			for _, n := range cp.Writers {
 				got[cp.Name+"/"+n.Name] = "writer"
 			}
@@ -89,7 +89,7 @@ func TestHostileMembers(t *testing.T) {
 		}
 		return len(got) == len(want)
 	})
-	for _, cp := range app.a.router.Current().Pool.Clusters {
+	for _, cp := range app.a.pool.router.Current().Pool.Clusters {
 		for _, n := range cp.Out {
 			if !gossiped.Printable(n.Name) || !gossiped.Printable(n.Detail) || !gossiped.Printable(cp.Name) {
 				t.Errorf("unsafe pool text: cluster %q node %q detail %q", cp.Name, n.Name, n.Detail)
@@ -183,25 +183,6 @@ func TestHostileMembers(t *testing.T) {
 		_, ok := places()[`c\xff/db\xff`]
 		return !ok
 	})
-}
-
-func TestResolveName(t *testing.T) {
-	ms := []serf.Member{{Name: "db1"}, {Name: "db\xff"}, {Name: `a\b`}, {Name: `a\\b`}, {Name: "x\x1b"}}
-	for _, tt := range []struct{ node, want string }{
-		{"db1", "db1"},
-		{`db\xff`, "db\xff"},     // the display form of an invalid name
-		{`a\\b`, `a\\b`},         // an exact name wins over a display form
-		{`a\b`, `a\b`},           // exact
-		{`x\x1b`, "x\x1b"},       // display form of a name with ESC
-		{"x\x1b", "x\x1b"},       // the raw name, when it can be sent
-		{"nobody", "nobody"},     // unknown: returned as is
-		{"db\ufffd", "db\ufffd"}, // what JSON makes of \xff is not a match
-	} {
-		got, err := resolveName(ms, tt.node)
-		if err != nil || got != tt.want {
-			t.Errorf("resolveName(%q) = %q, %v; want %q", tt.node, got, err, tt.want)
-		}
-	}
 }
 
 // An agent never publishes a tag value the other agents would refuse: the

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"time"
+
+	"github.com/shoaldb/shoal/internal/backoff"
+	"github.com/shoaldb/shoal/internal/view"
 )
 
 // retryJoin joins the configured addresses, retrying with exponential
@@ -17,15 +19,13 @@ func (a *Agent) retryJoin(ctx context.Context) {
 	if len(addrs) == 0 {
 		return
 	}
-	wait := a.cfg.RetryInterval
+	// Equal jitter (half fixed, half random) keeps many restarting
+	// agents apart without ever retrying at once.
+	b := backoff.New(backoff.Policy{Initial: a.cfg.RetryInterval, Max: a.cfg.RetryMaxWait, Jitter: true}, a.clock)
 	for attempt := 1; ; attempt++ {
 		n, err := a.joinCounted(addrs, false)
-		a.mu.Lock()
-		a.join.Attempts = attempt
-		a.join.LastAttempt = time.Now()
 		if n > 0 {
-			a.join.Joined, a.join.JoinedNodes, a.join.LastError = true, n, ""
-			a.mu.Unlock()
+			a.join.record(attempt, a.clock.Now(), n, nil)
 			a.log.Info("joined cluster", "contacted", n, "addrs", addrs, "attempts", attempt)
 			return
 		}
@@ -33,23 +33,40 @@ func (a *Agent) retryJoin(ctx context.Context) {
 			err = fmt.Errorf("no node answered")
 		}
 		err = flatten(err)
-		a.join.LastError = err.Error()
-		a.mu.Unlock()
+		a.join.record(attempt, a.clock.Now(), 0, err)
 		if a.cfg.RetryMax > 0 && attempt >= a.cfg.RetryMax {
 			a.fail(fmt.Errorf("join %v: giving up after %d attempts (retry_max): %w", addrs, attempt, err))
 			return
 		}
-		// Equal jitter (half fixed, half random) keeps many restarting
-		// agents apart without ever retrying at once.
-		sleep := wait/2 + rand.N(wait/2+1)
+		sleep := b.Next()
 		a.log.Warn("join failed, retrying", "addrs", addrs, "attempt", attempt, "retry_in", sleep.Round(time.Millisecond).String(), "err", err)
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(sleep):
+		case <-a.clock.After(sleep):
 		}
-		wait = min(wait*2, a.cfg.RetryMaxWait)
 	}
+}
+
+// record notes an attempt of the start-up join: joined n nodes, else err.
+func (j *joiner) record(attempt int, at time.Time, n int, err error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.status.Attempts, j.status.LastAttempt = attempt, at
+	if n > 0 {
+		j.status.Joined, j.status.JoinedNodes, j.status.LastError = true, n, ""
+		return
+	}
+	j.status.LastError = err.Error()
+}
+
+// snapshot returns a copy of the join status.
+func (j *joiner) snapshot() view.JoinStatus {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	st := j.status
+	st.Addrs = append([]string(nil), st.Addrs...)
+	return st
 }
 
 // flatten turns serf's multi-line multierror text into one line.
@@ -67,7 +84,7 @@ func flatten(err error) error {
 
 // joinCounted joins while marking a join in flight (see gossip.Conflicts).
 func (a *Agent) joinCounted(addrs []string, replay bool) (int, error) {
-	a.joinInFlight.Add(1)
-	defer a.joinInFlight.Add(-1)
-	return a.sa.Join(addrs, replay)
+	a.join.inFlight.Add(1)
+	defer a.join.inFlight.Add(-1)
+	return a.mesh.sa.Join(addrs, replay)
 }

@@ -14,7 +14,7 @@ import (
 
 // Collectors returns every metric family of this agent, for a registry.
 func (a *Agent) Collectors() []prometheus.Collector {
-	cs := a.metrics.Collectors()
+	cs := a.rep.metrics.Collectors()
 	cs = append(cs,
 		metrics.NewMembersCollector(a.Members, func() int { return a.Serf().Memberlist().GetHealthScore() }),
 		metrics.NewPoolCollector(func() view.Pool {
@@ -38,7 +38,7 @@ func (a *Agent) Collectors() []prometheus.Collector {
 			return 0
 		}),
 	)
-	if g := a.gate; g != nil {
+	if g := a.mesh.gate; g != nil {
 		for _, r := range []struct {
 			result string
 			n      func() uint64
@@ -85,7 +85,7 @@ func (a *Agent) probeState() (metrics.ProbeState, bool) {
 }
 
 func (a *Agent) hookState() []metrics.HookState {
-	st := a.hooks.Stats()
+	st := a.rep.hooks.Stats()
 	out := make([]metrics.HookState, len(st))
 	for i, h := range st {
 		out[i] = metrics.HookState{Handler: h.Spec, QueueDepth: h.QueueDepth, DroppedByReason: h.DroppedByReason, DroppedByClass: h.DroppedByClass, Coalesced: h.Coalesced}
@@ -97,47 +97,35 @@ func (a *Agent) hookState() []metrics.HookState {
 // It runs in serf's event loop.
 func (a *Agent) countEvent(me serf.MemberEvent) {
 	typ := strings.TrimPrefix(me.Type.String(), "member-")
-	a.metrics.MemberEvents.WithLabelValues(typ).Add(float64(len(me.Members)))
-	a.flapMu.Lock()
-	defer a.flapMu.Unlock()
-	for _, m := range me.Members {
-		switch me.Type {
-		case serf.EventMemberFailed:
-			a.failedSeen[m.Name] = true
-		case serf.EventMemberJoin:
-			if a.failedSeen[m.Name] {
-				a.metrics.MemberFlaps.Inc()
-			}
-			delete(a.failedSeen, m.Name)
-		case serf.EventMemberLeave, serf.EventMemberReap:
-			delete(a.failedSeen, m.Name)
-		}
+	a.rep.metrics.MemberEvents.WithLabelValues(typ).Add(float64(len(me.Members)))
+	if n := a.rep.flaps.observe(me); n > 0 {
+		a.rep.metrics.MemberFlaps.Add(float64(n))
 	}
 }
 
 // countPool counts transitions, and conflicts and isolations that started.
 func (a *Agent) countPool(u routing.Update, d poolDelta) {
 	for _, c := range u.Changes {
-		a.metrics.PoolTransitions.WithLabelValues(metrics.Label(c.Cluster), roleName(c.To), metrics.Label(string(c.Reason))).Inc()
+		a.rep.metrics.PoolTransitions.WithLabelValues(metrics.Label(c.Cluster), roleName(c.To), metrics.Label(string(c.Reason))).Inc()
 	}
 	for _, c := range d.conflicts {
 		if len(c.now) > 0 && len(c.was) == 0 {
-			a.metrics.PoolConflicts.WithLabelValues(metrics.Label(c.cluster)).Inc()
+			a.rep.metrics.PoolConflicts.WithLabelValues(metrics.Label(c.cluster)).Inc()
 		}
 	}
 	if d.isolation && u.Isolated {
-		a.metrics.PoolIsolations.Inc()
+		a.rep.metrics.PoolIsolations.Inc()
 	}
 }
 
 // countCheck observes one probe check.
 func (a *Agent) countCheck(e probe.Event) {
 	r := e.Status.Last
-	a.metrics.CheckDuration.Observe(r.Duration.Seconds())
+	a.rep.metrics.CheckDuration.Observe(r.Duration.Seconds())
 	if r.Outcome == probe.OutcomeFail || r.Outcome == probe.OutcomeHardFail {
-		a.metrics.CheckFailures.WithLabelValues(metrics.Label(string(r.Reason))).Inc()
+		a.rep.metrics.CheckFailures.WithLabelValues(metrics.Label(string(r.Reason))).Inc()
 	}
 	if r.Reason == probe.ReasonTimeout && r.HostStalled() {
-		a.metrics.StalledTimeouts.Inc()
+		a.rep.metrics.StalledTimeouts.Inc()
 	}
 }

@@ -98,7 +98,7 @@ func TestHealthOutranksUserTags(t *testing.T) {
 	if st.OK || st.WithheldTags[0] != "pad" || st.Failures == 0 || st.MinimalHealth || !strings.Contains(st.Error, "512-byte") {
 		t.Fatalf("publish status = %+v, want the pad withheld and the failure counted", st)
 	}
-	if got := db1.a.wantedUserTags()["pad"]; got != pad {
+	if got := db1.a.pub.Wanted()["pad"]; got != pad {
 		t.Fatalf("the withheld tag was lost: wanted user tags hold pad of %d bytes", len(got))
 	}
 	if db1.a.publishFailures() == 0 {
@@ -121,10 +121,8 @@ func TestMinimalHealthWhenNothingElseFits(t *testing.T) {
 	})
 	// A maintenance reason too long for the tag (it bypasses SetMaint's
 	// check): the agent's own tags can no longer be built.
-	n.a.mu.Lock()
-	n.a.maint = strings.Repeat("m", tags.MaxMaintLen+1)
-	n.a.mu.Unlock()
-	n.a.markDirty()
+	n.a.maint.Restore(strings.Repeat("m", tags.MaxMaintLen+1))
+	n.a.pub.MarkDirty()
 	testkit.WaitFor(t, 5*time.Second, "a minimal critical health", func() bool {
 		h, err := tags.Decode(n.a.Serf().LocalMember().Tags[tags.KeyHealth])
 		return err == nil && h.State == tags.Critical && h.Reason == ReasonCannotPublish

@@ -41,17 +41,17 @@ func (a *Agent) newSinks() ([]sink.Sink, error) {
 // listeners in order from its goroutine; Update only hands the pool over. A
 // panic is recovered and counted as the part "sink:<name>".
 func (a *Agent) startSinks(ctx context.Context) {
-	for _, s := range a.sinks {
+	for _, s := range a.pool.sinks {
 		s.Start(ctx)
 		part := "sink:" + s.Status().Name
-		a.router.Listen(func(u routing.Update) {
+		a.pool.router.Listen(func(u routing.Update) {
 			a.guardPart(part, func() { s.Update(sink.Update{Pool: u.Routed, Frozen: u.Isolated, Generation: u.Generation}) })
 		})
 	}
 }
 
 func (a *Agent) closeSinks() {
-	for _, s := range a.sinks {
+	for _, s := range a.pool.sinks {
 		if err := s.Close(); err != nil {
 			a.log.Warn("close sink", "sink", s.Status().Name, "err", err)
 		}
@@ -59,8 +59,8 @@ func (a *Agent) closeSinks() {
 }
 
 func (a *Agent) sinkStatus() []view.SinkStatus {
-	out := make([]view.SinkStatus, 0, len(a.sinks))
-	for _, s := range a.sinks {
+	out := make([]view.SinkStatus, 0, len(a.pool.sinks))
+	for _, s := range a.pool.sinks {
 		out = append(out, s.Status())
 	}
 	return out

@@ -22,27 +22,27 @@ func TestSinksGetTheGeneration(t *testing.T) {
 	cfg := config.Default()
 	cfg.Node = "app1"
 	cfg.Sinks.File.Path = filepath.Join(t.TempDir(), "pool.json")
-	a := &Agent{cfg: cfg, logs: logging.New(&testkit.SyncBuffer{}, "text", slog.LevelDebug), metrics: metrics.NewAgent()}
+	a := &Agent{cfg: cfg, logs: logging.New(&testkit.SyncBuffer{}, "text", slog.LevelDebug), rep: reporters{metrics: metrics.NewAgent()}}
 	a.log = a.logs.Logger
 	var err error
-	if a.sinks, err = a.newSinks(); err != nil {
+	if a.pool.sinks, err = a.newSinks(); err != nil {
 		t.Fatal(err)
 	}
-	if len(a.sinks) != 1 || a.sinks[0].Status().Name != "file" || a.sinks[0].Status().Target != cfg.Sinks.File.Path {
+	if len(a.pool.sinks) != 1 || a.pool.sinks[0].Status().Name != "file" || a.pool.sinks[0].Status().Target != cfg.Sinks.File.Path {
 		t.Fatalf("sinks %+v", a.sinkStatus())
 	}
 	db1 := pool.Member{Name: "db1", Addr: "10.0.0.1:3306", Status: pool.StatusAlive, Tags: map[string]string{
 		tags.KeyRole: tags.RoleDB, tags.KeyHealth: tags.Encode(tags.Health{State: tags.Passing})}}
-	a.router = routing.New(routing.Config{Resync: time.Hour}, func() []pool.Member { return []pool.Member{db1} }, a.log)
+	a.pool.router = routing.New(routing.Config{Resync: time.Hour}, func() []pool.Member { return []pool.Member{db1} }, a.log)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() {
 		cancel()
 		a.closeSinks()
 	})
 	a.startSinks(ctx)
-	go a.router.Run(ctx)
+	go a.pool.router.Run(ctx)
 	testkit.WaitFor(t, 10*time.Second, "the sink applies the first pool", func() bool {
 		st := a.sinkStatus()
-		return st[0].AppliedGeneration == 1 && a.router.Current().Generation == 1 && st[0].State == "ok"
+		return st[0].AppliedGeneration == 1 && a.pool.router.Current().Generation == 1 && st[0].State == "ok"
 	})
 }

@@ -63,8 +63,8 @@ func (a *Agent) startSteps() []startStep {
 // When a step fails, everything the steps before it started is shut down
 // (Shutdown) before Start returns the error.
 func (a *Agent) Start(ctx context.Context) (err error) {
-	a.started = time.Now()
-	ctx, a.cancel = context.WithCancel(ctx)
+	a.life.started = a.clock.Now()
+	ctx, a.life.cancel = context.WithCancel(ctx)
 	defer func() {
 		if err != nil {
 			a.Shutdown()
@@ -75,8 +75,8 @@ func (a *Agent) Start(ctx context.Context) (err error) {
 		if err := s.run(ctx, st); err != nil {
 			return err
 		}
-		if a.afterStep != nil {
-			if err := a.afterStep(s.name); err != nil {
+		if a.life.afterStep != nil {
+			if err := a.life.afterStep(s.name); err != nil {
 				return err
 			}
 		}
@@ -117,7 +117,7 @@ func (a *Agent) startConfig(_ context.Context, st *startup) error {
 		return config.Invalid(fmt.Errorf("keyring_file: %w", err))
 	}
 	sc.MemberlistConfig.Keyring, st.kr = kr, kr
-	a.keyWarning = warn
+	a.mesh.keyWarning = warn
 	if warn != "" {
 		a.log.Warn(warn)
 	}
@@ -131,29 +131,31 @@ func (a *Agent) startConfig(_ context.Context, st *startup) error {
 	return a.startTags(sc)
 }
 
-// startTags sets the tags serf starts with and what publish starts from.
+// startTags sets the tags serf starts with and what publish starts from:
+// the tags file when it exists (it holds runtime changes, and the
+// maintenance state), else the configured tags.
 func (a *Agent) startTags(sc *serf.Config) error {
-	user, err := a.initialTags()
+	saved, err := a.pub.Load(a.cfg.Tags)
 	if err != nil {
 		return config.Invalid(err)
 	}
-	if a.role == tags.RoleDB {
-		a.health.Port = uint16(a.cfg.MySQLPort())
+	if saved.InMaint {
+		// Maintenance survives restarts: an operator who drained a node to
+		// upgrade it does not want it back in the pool when the agent restarts.
+		a.maint.Restore(saved.Maint)
+		a.log.Warn("this node is in maintenance (from the tags file): it stays out of the pool until `shoal maint disable`", "reason", a.maint.Reason())
 	}
-	full, err := a.fullTags(userTags(user))
+	full, err := a.pub.Init(saved.User)
 	if err != nil {
-		return config.Invalid(fmt.Errorf("tags: %w", err))
+		return config.Invalid(err)
 	}
 	sc.Tags = full
-	a.setWantedUserTags(userTags(user))
-	a.published = full
-	a.pub.record(nil, nil, false, time.Now())
 	return nil
 }
 
 // startProbe builds the MySQL probe of a db agent; startLoops runs it.
 func (a *Agent) startProbe(context.Context, *startup) error {
-	if a.role != tags.RoleDB {
+	if a.cfg.EffectiveRole() != tags.RoleDB {
 		return nil
 	}
 	pc, err := probeConfig(a.cfg, os.Getenv)
@@ -170,15 +172,15 @@ func (a *Agent) startProbe(context.Context, *startup) error {
 // startPool builds the router and the sinks; startLoops runs them.
 func (a *Agent) startPool(context.Context, *startup) (err error) {
 	ps := a.cfg.Pool
-	a.router = routing.New(routing.Config{Policy: ps.Policy(), Damp: ps.Damp(), NoDamping: !ps.Damping, IsolationWindow: ps.IsolationWindow},
+	a.pool.router = routing.New(routing.Config{Policy: ps.Policy(), Damp: ps.Damp(), NoDamping: !ps.Damping, IsolationWindow: ps.IsolationWindow},
 		a.poolMembers, a.logs.Logger.With("component", "pool"))
-	a.sinks, err = a.newSinks()
+	a.pool.sinks, err = a.newSinks()
 	return err
 }
 
 // startHistory opens the history file.
 func (a *Agent) startHistory(context.Context, *startup) (err error) {
-	a.hist, err = history.Open(a.cfg.History.WithDefaults(), a.logs.Logger)
+	a.rep.hist, err = history.Open(a.cfg.History.WithDefaults(), a.logs.Logger)
 	return err
 }
 
@@ -193,11 +195,11 @@ func (a *Agent) startSerfAgent(_ context.Context, st *startup) (err error) {
 	if err != nil {
 		return fmt.Errorf("create serf agent: %w", err)
 	}
-	a.sa = sa
-	if a.hooks, err = a.newHooks(func() serf.Member { return sa.Serf().LocalMember() }); err != nil {
+	a.mesh.sa = sa
+	if a.rep.hooks, err = a.newHooks(func() serf.Member { return sa.Serf().LocalMember() }); err != nil {
 		return err
 	}
-	a.router.Listen(a.onPool())
+	a.pool.router.Listen(a.onPool())
 	return nil
 }
 
@@ -206,10 +208,10 @@ func (a *Agent) startSerfAgent(_ context.Context, st *startup) (err error) {
 // gossip.confirm_failures is on.
 func (a *Agent) startGossip(_ context.Context, st *startup) error {
 	lw := sagent.NewLogWriter(512)
-	a.monitor = lw
+	a.rpc.monitor = lw
 	a.logs.SetMonitor(lw)
 	st.newIPC = func(ln net.Listener, out io.Writer) *sagent.AgentIPC {
-		return sagent.NewAgentIPC(a.sa, "", ln, out, lw, false)
+		return sagent.NewAgentIPC(a.mesh.sa, "", ln, out, lw, false)
 	}
 
 	mc := st.sc.MemberlistConfig
@@ -217,27 +219,27 @@ func (a *Agent) startGossip(_ context.Context, st *startup) error {
 	if err != nil {
 		return fmt.Errorf("start gossip on %s: %w", a.cfg.Bind, err)
 	}
-	a.tr, mc.Transport = tr, tr
+	a.mesh.tr, mc.Transport = tr, tr
 
-	sa := a.sa
+	sa := a.mesh.sa
 	if a.cfg.Gossip.ConfirmFailures {
-		a.gate = gossip.NewSerfGate(gossip.SerfGateConfig{
+		a.mesh.gate = gossip.NewSerfGate(gossip.SerfGateConfig{
 			Serf: sa.Serf, Transport: tr, Memberlist: mc,
 			Emit: func(e serf.Event) {
-				a.events.HandleEvent(e)
-				a.hooks.HandleEvent(e)
+				a.mesh.events.HandleEvent(e)
+				a.rep.hooks.HandleEvent(e)
 			},
 			Log: a.logs.Logger.With("component", "gossip"),
 		})
-		sa.RegisterEventHandler(a.gate)
+		sa.RegisterEventHandler(a.mesh.gate)
 	} else {
-		sa.RegisterEventHandler(a.events)
-		sa.RegisterEventHandler(a.hooks)
+		sa.RegisterEventHandler(a.mesh.events)
+		sa.RegisterEventHandler(a.rep.hooks)
 	}
 	if err := sa.Start(); err != nil {
 		return fmt.Errorf("start gossip on %s: %w", a.cfg.Bind, err)
 	}
-	a.conflicts.Attach(sa.Serf())
+	a.join.conflicts.Attach(sa.Serf())
 	return nil
 }
 
@@ -261,10 +263,10 @@ func (a *Agent) startRPC(_ context.Context, st *startup) error {
 		_ = ln.Close()
 		return fmt.Errorf("rpc_addr %s: %w", a.cfg.RPCAddr, err)
 	}
-	a.rpcLn, a.rpcGate = ln, gate
+	a.rpc.ln, a.rpc.gate = ln, gate
 	// The IPC's own logger must not feed the monitor stream it serves.
 	ipcOut := &logging.StdWriter{Logger: a.logs.Plain}
-	a.ipc = st.newIPC(gate.Backend(), ipcOut)
+	a.rpc.ipc = st.newIPC(gate.Backend(), ipcOut)
 	a.log.Info("serf-compatible rpc listening", "addr", ln.Addr().String(), "rpc_auth", a.cfg.RPCAuth != "")
 	return nil
 }
@@ -278,15 +280,15 @@ func (a *Agent) startLoops(ctx context.Context, _ *startup) error {
 		}
 	}
 	a.startSinks(ctx)
-	loops := []func(context.Context){a.reannounce, a.publishLoop, a.router.Run, a.retryJoin, a.watchSerf}
-	if a.peers != nil {
-		loops = append(loops, a.peers.Run, a.peers.Rejoin)
-		a.peers.MarkDirty()
+	loops := []func(context.Context){a.reannounce, a.pub.Run, a.pool.router.Run, a.retryJoin, a.watchSerf}
+	if a.mesh.peers != nil {
+		loops = append(loops, a.mesh.peers.Run, a.mesh.peers.Rejoin)
+		a.mesh.peers.MarkDirty()
 	}
 	for _, loop := range loops {
-		a.wg.Add(1)
+		a.life.wg.Add(1)
 		go func() {
-			defer a.wg.Done()
+			defer a.life.wg.Done()
 			loop(ctx)
 		}()
 	}
@@ -298,8 +300,8 @@ func (a *Agent) startLoops(ctx context.Context, _ *startup) error {
 func (a *Agent) watchSerf(ctx context.Context) {
 	select {
 	case <-ctx.Done():
-	case <-a.sa.ShutdownCh():
-		if a.conflicts.Lost() == "" {
+	case <-a.mesh.sa.ShutdownCh():
+		if a.join.conflicts.Lost() == "" {
 			a.fail(errors.New("gossip layer shut down unexpectedly (see the log)"))
 		}
 	}
@@ -319,7 +321,7 @@ func (a *Agent) reannounce(ctx context.Context) {
 	select {
 	case <-ctx.Done():
 		return
-	case <-time.After(reclaim + time.Second):
+	case <-a.clock.After(reclaim + time.Second):
 	}
 	peers := gossip.AlivePeers(a.Serf().Members(), a.cfg.Node)
 	if len(peers) == 0 {

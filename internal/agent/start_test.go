@@ -154,7 +154,7 @@ func TestStartRollsBackEveryStep(t *testing.T) {
 				t.Fatal(err)
 			}
 			var ran []string
-			a.afterStep = func(s string) error {
+			a.life.afterStep = func(s string) error {
 				ran = append(ran, s)
 				if s == step.name {
 					return injected

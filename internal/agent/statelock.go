@@ -59,7 +59,7 @@ func (a *Agent) startLock() error {
 			_ = f.Close()
 			continue
 		}
-		a.locks = append(a.locks, f)
+		a.life.locks = append(a.life.locks, f)
 	}
 	return nil
 }
@@ -70,7 +70,7 @@ func (a *Agent) holdsLock(f *os.File) bool {
 	if err != nil {
 		return false
 	}
-	for _, h := range a.locks {
+	for _, h := range a.life.locks {
 		if hi, err := h.Stat(); err == nil && os.SameFile(fi, hi) {
 			return true
 		}
@@ -80,10 +80,10 @@ func (a *Agent) holdsLock(f *os.File) bool {
 
 // releaseLocks closes the lock files, which releases their locks.
 func (a *Agent) releaseLocks() {
-	for _, f := range a.locks {
+	for _, f := range a.life.locks {
 		_ = f.Close()
 	}
-	a.locks = nil
+	a.life.locks = nil
 }
 
 // lockStateFile opens (creating it) and locks the lock file at path, and

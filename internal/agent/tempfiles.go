@@ -37,8 +37,8 @@ func (a *Agent) removeStaleTemps() {
 			return strings.HasSuffix(b, "-writers.txt") || strings.HasSuffix(b, "-readers.txt")
 		}, 0})
 	}
-	if a.apiTokenFile != "" {
-		ts = append(ts, exact(a.apiTokenFile, tokenTempAge))
+	if a.rpc.tokenFile != "" {
+		ts = append(ts, exact(a.rpc.tokenFile, tokenTempAge))
 	}
 	for _, t := range ts {
 		removed, err := fsutil.RemoveStaleTemps(t.dir, t.match, t.minAge)

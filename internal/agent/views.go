@@ -40,7 +40,7 @@ func clusterPools(p *pool.Pool, cluster string) []view.ClusterPool {
 // PoolView returns the current pool as the API and the metrics show it;
 // cluster "" means all.
 func (a *Agent) PoolView(cluster string) (view.Pool, error) {
-	u := a.router.Current()
+	u := a.pool.router.Current()
 	r := view.Pool{Clusters: []view.ClusterPool{}, Isolated: u.Isolated, UpdatedAt: u.At}
 	if u.Isolated {
 		r.Isolation = fmt.Sprintf("this agent sees %d of %d members it had failed: it assumes it is the one cut off and freezes removals in its local sinks", u.Isolation.Failed, u.Isolation.Baseline)
@@ -63,7 +63,7 @@ func (a *Agent) PoolView(cluster string) (view.Pool, error) {
 func (a *Agent) LocalHealth() (string, *view.LocalHealth) {
 	st, ok := a.ProbeStatus()
 	if !ok {
-		return a.role, nil
+		return a.cfg.EffectiveRole(), nil
 	}
 	f := st.Known // the latest facts read; Reachable is the latest check's
 	h := &view.LocalHealth{
@@ -81,7 +81,7 @@ func (a *Agent) LocalHealth() (string, *view.LocalHealth) {
 		lag := f.Replication.LagSeconds
 		h.LagSeconds = &lag
 	}
-	return a.role, h
+	return a.cfg.EffectiveRole(), h
 }
 
 func withCluster(cluster string, ns []view.PoolNode) []view.PoolNode {

@@ -61,8 +61,9 @@ type Backend interface {
 }
 
 // ErrNoSuchMember is wrapped by Backend errors about a node that is not a
-// member (answered 404).
-var ErrNoSuchMember = errors.New("no such member")
+// member (answered 404). It is view.ErrNoSuchMember, which the agent wraps
+// without importing this package.
+var ErrNoSuchMember = view.ErrNoSuchMember
 
 // maxBody bounds every request body.
 const maxBody = 1 << 20

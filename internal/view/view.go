@@ -11,11 +11,18 @@
 package view
 
 import (
+	"errors"
+	"strconv"
 	"time"
 
 	"github.com/shoaldb/shoal/internal/history"
 	"github.com/shoaldb/shoal/internal/hooks"
 )
+
+// ErrNoSuchMember is wrapped by the agent's errors about a node that is not
+// a member; the HTTP API answers them 404 (api.ErrNoSuchMember is this
+// error).
+var ErrNoSuchMember = errors.New("no such member")
 
 // JoinStatus reports the start-up join.
 type JoinStatus struct {
@@ -51,6 +58,19 @@ type SerfStats struct {
 	QueryQueue              int
 	Encrypted               bool
 	CoordinateResets        uint64
+}
+
+// ParseSerfStats reads serf's counters (serf.Serf.Stats, all strings); a
+// counter serf does not report (or reports unparsable) is 0.
+func ParseSerfStats(m map[string]string) SerfStats {
+	n := func(k string) int { v, _ := strconv.Atoi(m[k]); return v }
+	u := func(k string) uint64 { v, _ := strconv.ParseUint(m[k], 10, 64); return v }
+	return SerfStats{
+		Members: n("members"), Failed: n("failed"), Left: n("left"), HealthScore: n("health_score"),
+		MemberTime: u("member_time"), EventTime: u("event_time"), QueryTime: u("query_time"),
+		IntentQueue: n("intent_queue"), EventQueue: n("event_queue"), QueryQueue: n("query_queue"),
+		Encrypted: m["encrypted"] == "true", CoordinateResets: u("coordinate_resets"),
+	}
 }
 
 // PublishStatus says whether the agent's own tags, its health above all,

@@ -1,7 +1,14 @@
-package agent
+// Package hookevent builds the shoal events the agent hands to its hooks:
+// the pool-change and health-change events (their "data" in the hooks'
+// JSON stdin, schema version 1), and the synthetic events of `shoal hooks
+// test`, with the wait for the handlers that took one.
+package hookevent
 
 import (
 	"encoding/json"
+
+	"github.com/shoaldb/shoal/internal/hooks"
+	"github.com/shoaldb/shoal/internal/pool"
 
 	"github.com/shoaldb/shoal/internal/probe"
 	"github.com/shoaldb/shoal/internal/routing"
@@ -37,7 +44,7 @@ func poolChangeJSON(u routing.Update) json.RawMessage {
 	d := poolChangeData{Changes: []hookChange{}, Isolated: u.Isolated, Pool: p.Schema()}
 	for _, c := range u.Changes {
 		d.Changes = append(d.Changes, hookChange{Cluster: c.Cluster, Node: c.Node, Addr: c.Addr,
-			From: roleName(c.From), To: roleName(c.To), Reason: string(c.Reason), Detail: c.Detail})
+			From: RoleName(c.From), To: RoleName(c.To), Reason: string(c.Reason), Detail: c.Detail})
 	}
 	b, _ := json.Marshal(d)
 	return b
@@ -52,4 +59,23 @@ func healthChangeJSON(e probe.Event) json.RawMessage {
 		Message string `json:"message,omitempty"`
 	}{e.PrevState.String(), e.Status.State.String(), string(e.Status.Reason), e.Status.Message})
 	return b
+}
+
+// PoolChange is the pool-change event of a router update.
+func PoolChange(u routing.Update) hooks.Event {
+	return hooks.Event{Type: hooks.PoolChange, Time: u.At, Data: poolChangeJSON(u)}
+}
+
+// HealthChange is the health-change event of a change of the probe's state.
+func HealthChange(e probe.Event) hooks.Event {
+	return hooks.Event{Type: hooks.HealthChange, Time: e.Status.Since, Data: healthChangeJSON(e)}
+}
+
+// RoleName is a pool role as events and the history name it: "none" for
+// no role.
+func RoleName(r pool.Role) string {
+	if r == pool.RoleNone {
+		return "none"
+	}
+	return string(r)
 }
