@@ -32,7 +32,7 @@ const (
 
 // Config configures a Probe. Zero durations and counts take the defaults
 // (see WithDefaults); the password never comes from a command-line flag but
-// from PasswordFromFile, PasswordFromEnv or LoadOptionFile.
+// from PasswordFromFile, the environment or LoadOptionFile.
 type Config struct {
 	// Socket is the server's unix socket. When set, the probe connects
 	// through it and Host must be empty or "localhost" (as with mysql

@@ -2,32 +2,13 @@ package probe
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/shoaldb/shoal/internal/fsutil"
 )
 
-// DefaultPasswordEnv is the environment variable PasswordFromEnv reads when
-// given no name.
-const DefaultPasswordEnv = "SHOAL_MYSQL_PASSWORD"
-
 // maxSecretFile bounds what is read from a password file.
 const maxSecretFile = fsutil.MaxSecretFile
-
-// PasswordFromEnv returns the value of the environment variable name
-// (DefaultPasswordEnv when empty). An unset variable is an error; a set but
-// empty one is an empty password.
-func PasswordFromEnv(name string) (string, error) {
-	if name == "" {
-		name = DefaultPasswordEnv
-	}
-	v, ok := os.LookupEnv(name)
-	if !ok {
-		return "", fmt.Errorf("read mysql password: environment variable %s is not set", name)
-	}
-	return v, nil
-}
 
 // PasswordFromFile reads a password from a file holding only the password;
 // one trailing newline (\n or \r\n) is removed. The file must not be
