@@ -2,10 +2,14 @@ package gossip
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 func TestThrottleKindOf(t *testing.T) {
@@ -29,16 +33,39 @@ func TestThrottleKindOf(t *testing.T) {
 	}
 }
 
+// syncBuffer is a bytes.Buffer for a writer that summaries also reach from
+// their timer's goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Reset()
+}
+
 // TestLogThrottle: per kind, the burst passes, the rest is held back and
 // summed up once at the window's end; other kinds and other lines pass;
 // after the window the kind passes again.
 func TestLogThrottle(t *testing.T) {
-	var out bytes.Buffer
-	now := time.Unix(1000, 0)
-	var pending []func()
+	var out syncBuffer
+	clock := clockwork.NewFakeClockAt(time.Unix(1000, 0))
 	w := NewLogThrottle(&out)
-	w.now = func() time.Time { return now }
-	w.after = func(_ time.Duration, f func()) { pending = append(pending, f) }
+	w.clock = clock
 
 	for i := range 1000 {
 		fmt.Fprintf(w, "[ERR] memberlist: Decrypt packet failed: bad %d from=127.0.0.1:%d\n", i, 1000+i)
@@ -51,14 +78,19 @@ func TestLogThrottle(t *testing.T) {
 	if !strings.Contains(out.String(), "not supported") || !strings.Contains(out.String(), "EventMemberJoin") {
 		t.Errorf("other lines held back:\n%s", out.String())
 	}
-	if len(pending) != 1 {
-		t.Fatalf("%d summaries scheduled, want 1", len(pending))
+	// Summaries are scheduled as the lines are written: one timer on the
+	// clock is one summary.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := clock.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatalf("not exactly 1 summary scheduled: %v", err)
 	}
-	now = now.Add(logThrottleWindow)
-	pending[0]()
+	clock.Advance(logThrottleWindow)
 	want := fmt.Sprintf("[WARN] memberlist: suppressed %d similar log lines in 10s: Decrypt packet failed\n", 1000-logThrottleBurst)
-	if !strings.Contains(out.String(), want) {
-		t.Errorf("no summary %q:\n%s", want, out.String())
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), want); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no summary %q:\n%s", want, out.String())
+		}
 	}
 	out.Reset()
 	fmt.Fprintf(w, "[ERR] memberlist: Decrypt packet failed: bad from=127.0.0.1:1\n")
@@ -72,7 +104,7 @@ func TestLogThrottle(t *testing.T) {
 func TestLogThrottleKindsBounded(t *testing.T) {
 	var out bytes.Buffer
 	w := NewLogThrottle(&out)
-	w.after = func(time.Duration, func()) {}
+	w.clock = clockwork.NewFakeClock() // the summaries never come due
 	for i := range 10 * maxThrottleKinds {
 		fmt.Fprintf(w, "[ERR] memberlist: kind%c%c failed from=127.0.0.1:1\n", 'a'+i%26, 'a'+i/26%26)
 	}
