@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/serf/serf"
+	"github.com/jonboulle/clockwork"
 )
 
 func memberItem(name string) *item {
@@ -325,13 +326,13 @@ func TestCoalescer(t *testing.T) {
 func TestDropLogRateLimit(t *testing.T) {
 	var (
 		mu    sync.Mutex
-		now   = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+		clock = clockwork.NewFakeClockAt(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 		lines []string
 		total uint64
 	)
 	d := dropLog{
-		interval: time.Hour, // the timer never fires in this test
-		now:      func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
+		interval: time.Hour,
+		clock:    clock,
 		emit: func(first bool, event string, counts map[dropKey]uint64, _ time.Time) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -348,9 +349,11 @@ func TestDropLogRateLimit(t *testing.T) {
 	if len(lines) != 1 || lines[0] != "first=true event=user:x counts=map[{user queue_full}:1]" {
 		t.Fatalf("after 1000 drops: %q", lines)
 	}
-	mu.Lock()
-	now = now.Add(time.Hour)
-	mu.Unlock()
+	// The summary timer never fires in this test: a drop at the end of the
+	// interval logs at once (in real time it races the timer, which would
+	// log the same counts).
+	d.timer.Stop()
+	clock.Advance(time.Hour)
 	d.note(ClassMember, DropRemoved, "member-join", 2)
 	if len(lines) != 2 || lines[1] != "first=false event=member-join counts=map[{member handler_removed}:2 {user queue_full}:999]" {
 		t.Fatalf("after the interval: %q", lines)
@@ -363,5 +366,39 @@ func TestDropLogRateLimit(t *testing.T) {
 	d.flush()
 	if len(lines) != 3 {
 		t.Fatalf("empty flush logged: %q", lines)
+	}
+}
+
+// TestDropLogTimerLogsTheSummary: drops held back within the interval are
+// logged by the timer when the interval ends, with no further drop.
+func TestDropLogTimerLogsTheSummary(t *testing.T) {
+	clock := clockwork.NewFakeClock()
+	lines := make(chan string, 10)
+	d := dropLog{
+		interval: time.Minute,
+		clock:    clock,
+		emit: func(first bool, event string, counts map[dropKey]uint64, _ time.Time) {
+			lines <- fmt.Sprintf("first=%v event=%s counts=%v", first, event, counts)
+		},
+	}
+	d.note(ClassUser, DropQueueFull, "user:x", 1)
+	if l := <-lines; l != "first=true event=user:x counts=map[{user queue_full}:1]" {
+		t.Fatalf("first drop: %q", l)
+	}
+	d.note(ClassUser, DropQueueFull, "user:x", 3)
+	clock.Advance(59 * time.Second)
+	select {
+	case l := <-lines:
+		t.Fatalf("logged within the interval: %q", l)
+	default:
+	}
+	clock.Advance(time.Second)
+	select {
+	case l := <-lines:
+		if l != "first=false event= counts=map[{user queue_full}:3]" {
+			t.Errorf("summary: %q", l)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the timer logged no summary at the interval's end")
 	}
 }
