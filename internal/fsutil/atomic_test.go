@@ -13,18 +13,23 @@ import (
 	"time"
 )
 
-// entries lists dir's names.
-func entries(t *testing.T, dir string) []string {
+// holdsOnly fails unless dir holds exactly names, sorted (hidden ones
+// too: no temp file left).
+func holdsOnly(t *testing.T, dir string, names ...string) {
 	t.Helper()
-	es, err := os.ReadDir(dir)
+	d, err := os.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
+	defer d.Close()
+	got, err := d.Readdirnames(-1)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return names
+	slices.Sort(got)
+	if !slices.Equal(got, names) {
+		t.Errorf("%s holds %q, want %q", dir, got, names)
+	}
 }
 
 // checkFile fails unless path holds want with mode perm.
@@ -58,9 +63,7 @@ func TestWriteFileAtomicReplaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFile(t, path, "two\n", 0o640)
-	if got := entries(t, dir); !slices.Equal(got, []string{"state"}) {
-		t.Errorf("directory holds %q, want only the file", got)
-	}
+	holdsOnly(t, dir, "state")
 }
 
 // TestWriteFileAtomicOwner: the new file belongs to the writing process,
@@ -88,34 +91,56 @@ func TestWriteFileAtomicOwner(t *testing.T) {
 	}
 }
 
-// TestFailedWriteKeepsTheOldFile: when writing the new content fails, the
-// old file is untouched and the temp file is gone.
-func TestFailedWriteKeepsTheOldFile(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "state")
-	if err := WriteFileAtomic(path, []byte("old\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+// TestFailedReplaceKeepsTheOldFile: when the new content cannot be
+// written (the writer fails, or the directory is read-only), the old file
+// is untouched, the error names the path, and no temp file is left.
+func TestFailedReplaceKeepsTheOldFile(t *testing.T) {
 	full := errors.New("no space left on device")
-	err := replaceFile(path, 0o600, func(f *os.File) error {
-		if _, err := f.WriteString("half of the ne"); err != nil {
-			return err
-		}
-		return full
-	})
-	if !errors.Is(err, full) || !strings.Contains(err.Error(), path) {
-		t.Errorf("error %v: want the write's, naming the path", err)
-	}
-	checkFile(t, path, "old\n", 0o644)
-	if got := entries(t, dir); !slices.Equal(got, []string{"state"}) {
-		t.Errorf("directory holds %q after a failed write, want only the old file", got)
+	for _, tc := range []struct {
+		name     string
+		readOnly bool // the directory, after the old file is written
+		write    func(path string) error
+		want     error
+	}{
+		{"failing write", false, func(path string) error {
+			return replaceFile(path, 0o600, func(f *os.File) error {
+				if _, err := f.WriteString("half of the ne"); err != nil {
+					return err
+				}
+				return full
+			})
+		}, full},
+		{"read-only directory", true, func(path string) error {
+			return WriteFileAtomic(path, []byte("new\n"), 0o600)
+		}, os.ErrPermission},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.readOnly && os.Geteuid() == 0 {
+				t.Skip("a read-only directory does not stop root")
+			}
+			dir := t.TempDir()
+			path := filepath.Join(dir, "state")
+			if err := WriteFileAtomic(path, []byte("old\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if tc.readOnly {
+				if err := os.Chmod(dir, 0o500); err != nil {
+					t.Fatal(err)
+				}
+				defer os.Chmod(dir, 0o700)
+			}
+			if err := tc.write(path); !errors.Is(err, tc.want) || !strings.Contains(err.Error(), path) {
+				t.Errorf("error %v: want %v, naming the path", err, tc.want)
+			}
+			checkFile(t, path, "old\n", 0o644)
+			holdsOnly(t, dir, "state")
+		})
 	}
 }
 
-// TestFailedReplaceLeavesNothing: a path that cannot be replaced (a
-// directory in the way, a missing directory, a read-only one) gives an
-// error naming it, keeps what was there and leaves no temp file.
-func TestFailedReplaceLeavesNothing(t *testing.T) {
+// TestReplaceRefused: a directory in the way of the path, or a missing
+// directory, is an error naming the path, and nothing changes.
+func TestReplaceRefused(t *testing.T) {
 	dir := t.TempDir()
 	inTheWay := filepath.Join(dir, "state")
 	if err := os.MkdirAll(filepath.Join(inTheWay, "keep"), 0o700); err != nil {
@@ -127,38 +152,11 @@ func TestFailedReplaceLeavesNothing(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(inTheWay, "keep")); err != nil || !fi.IsDir() {
 		t.Errorf("the directory in the way changed: %v", err)
 	}
-	if got := entries(t, dir); !slices.Equal(got, []string{"state"}) {
-		t.Errorf("directory holds %q, want no temp file", got)
-	}
-
-	missing := filepath.Join(dir, "missing", "state")
-	if err := WriteFileAtomic(missing, []byte("new"), 0o600); !errors.Is(err, os.ErrNotExist) {
+	holdsOnly(t, dir, "state")
+	if err := WriteFileAtomic(filepath.Join(dir, "missing", "state"), []byte("new"), 0o600); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("in a missing directory: %v, want not exist", err)
 	}
-
-	if os.Geteuid() == 0 {
-		t.Log("running as root: a read-only directory does not stop root, that case is skipped")
-		return
-	}
-	ro := filepath.Join(dir, "ro")
-	if err := os.Mkdir(ro, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(ro, "state")
-	if err := WriteFileAtomic(path, []byte("old"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(ro, 0o500); err != nil {
-		t.Fatal(err)
-	}
-	defer os.Chmod(ro, 0o700)
-	if err := WriteFileAtomic(path, []byte("new"), 0o600); !errors.Is(err, os.ErrPermission) {
-		t.Errorf("in a read-only directory: %v, want permission denied", err)
-	}
-	checkFile(t, path, "old", 0o600)
-	if got := entries(t, ro); !slices.Equal(got, []string{"state"}) {
-		t.Errorf("read-only directory holds %q", got)
-	}
+	holdsOnly(t, dir, "state")
 }
 
 // TestConcurrentWriters: writers racing on one path each replace it whole;
@@ -210,28 +208,24 @@ func TestConcurrentWriters(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if got := entries(t, dir); !slices.Equal(got, []string{"state"}) {
-		t.Errorf("directory holds %q after the writers, want only the file", got)
-	}
+	holdsOnly(t, dir, "state")
 	t.Logf("%d reads during %d writes", reads, writers*rounds)
 }
 
+// TestTempBase: the base of a temp file's name, "" for a name that is
+// not one.
 func TestTempBase(t *testing.T) {
-	for _, tc := range []struct {
-		name, base string
-		ok         bool
-	}{
-		{".state.tmp123", "state", true},
-		{".tags.json.tmp9", "tags.json", true},
-		{"state.tmp123", "", false},  // not hidden
-		{".state.tmp", "", false},    // no digits
-		{".state.tmp12a", "", false}, // not only digits
-		{"..tmp1", "", false},        // no base
-		{".state", "", false},
+	for name, want := range map[string]string{
+		".state.tmp123":   "state",
+		".tags.json.tmp9": "tags.json",
+		"state.tmp123":    "", // not hidden
+		".state.tmp":      "", // no digits
+		".state.tmp12a":   "", // not only digits
+		"..tmp1":          "", // no base
+		".state":          "",
 	} {
-		base, ok := tempBase(tc.name)
-		if base != tc.base || ok != tc.ok {
-			t.Errorf("tempBase(%q) = %q, %v; want %q, %v", tc.name, base, ok, tc.base, tc.ok)
+		if base, ok := tempBase(name); base != want || ok != (want != "") {
+			t.Errorf("tempBase(%q) = %q, %v; want %q", name, base, ok, want)
 		}
 	}
 }
@@ -256,9 +250,7 @@ func TestRemoveStaleTemps(t *testing.T) {
 	if err != nil || !slices.Equal(removed, []string{filepath.Join(dir, ".state.tmp1")}) {
 		t.Errorf("removed %q, %v; want only the old .state.tmp1", removed, err)
 	}
-	if got := entries(t, dir); !slices.Equal(got, []string{".other.tmp3", ".state.tmp2", ".state.tmpx", "state"}) {
-		t.Errorf("left %q", got)
-	}
+	holdsOnly(t, dir, ".other.tmp3", ".state.tmp2", ".state.tmpx", "state")
 	if removed, err := RemoveStaleTemps(filepath.Join(dir, "missing"), func(string) bool { return true }, 0); err != nil || removed != nil {
 		t.Errorf("missing directory: %q, %v", removed, err)
 	}

@@ -3,7 +3,6 @@ package fsutil
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,7 +49,7 @@ func TestReadPrivateFile(t *testing.T) {
 			t.Errorf("%s: %v, want an error naming %s and saying %q", tc.name, err, tc.path, tc.want)
 		}
 	}
-	if _, err := ReadPrivateFile(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := ReadPrivateFile(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing: %v, want not exist", err)
 	}
 }

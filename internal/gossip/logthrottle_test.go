@@ -5,11 +5,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 func TestThrottleKindOf(t *testing.T) {
@@ -33,36 +34,11 @@ func TestThrottleKindOf(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer for a writer that summaries also reach from
-// their timer's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) Reset() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b.Reset()
-}
-
 // TestLogThrottle: per kind, the burst passes, the rest is held back and
 // summed up once at the window's end; other kinds and other lines pass;
 // after the window the kind passes again.
 func TestLogThrottle(t *testing.T) {
-	var out syncBuffer
+	var out testkit.SyncBuffer // summaries come from their timer's goroutine
 	clock := clockwork.NewFakeClockAt(time.Unix(1000, 0))
 	w := NewLogThrottle(&out)
 	w.clock = clock
@@ -87,14 +63,10 @@ func TestLogThrottle(t *testing.T) {
 	}
 	clock.Advance(logThrottleWindow)
 	want := fmt.Sprintf("[WARN] memberlist: suppressed %d similar log lines in 10s: Decrypt packet failed\n", 1000-logThrottleBurst)
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), want); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no summary %q:\n%s", want, out.String())
-		}
-	}
-	out.Reset()
+	testkit.WaitFor(t, 10*time.Second, "the summary "+want, func() bool { return strings.Contains(out.String(), want) })
+	before := len(out.String())
 	fmt.Fprintf(w, "[ERR] memberlist: Decrypt packet failed: bad from=127.0.0.1:1\n")
-	if !strings.Contains(out.String(), "Decrypt packet failed") {
+	if !strings.Contains(out.String()[before:], "Decrypt packet failed") {
 		t.Error("the kind is still held back after its window")
 	}
 }

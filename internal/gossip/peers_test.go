@@ -13,6 +13,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/shoaldb/shoal/internal/backoff"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // rejoinTest runs Rejoin over a peers file naming one peer, with no alive
@@ -152,13 +153,8 @@ func TestPeersRunWritesAlivePeers(t *testing.T) {
 	}
 	clock.Advance(peersWriteDelay)
 	want := `["10.0.0.1:7946","10.0.0.2:7946"]` + "\n"
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if b, _ := os.ReadFile(path); string(b) == want {
-			break
-		}
-		if time.Now().After(deadline) {
-			b, err := os.ReadFile(path)
-			t.Fatalf("peers file %q, %v; want %q", b, err, want)
-		}
-	}
+	testkit.WaitFor(t, 10*time.Second, "the peers file "+want, func() bool {
+		b, _ := os.ReadFile(path)
+		return string(b) == want
+	})
 }
