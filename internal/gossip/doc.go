@@ -12,9 +12,10 @@
 // # Serf internals: what to re-check when serf or memberlist is upgraded
 //
 // Everything in shoal that depends on serf's or memberlist's internals,
-// rather than their exported API, is in this package, but for the Serf RPC
-// gate (internal/serfrpc, item 10), which has to speak serf's wire
-// protocol itself. The versions it was
+// rather than their exported API, is in this package or listed here: package
+// agent's use of serf's agent package (item 9) and the Serf RPC gate
+// (internal/serfrpc, item 10), which speaks serf's wire protocol itself.
+// The versions it was
 // written against are pinned in go.mod (serf v0.11.0, memberlist v0.7.0,
 // go-msgpack/v2 v2.1.5). Before bumping either, check each of these against
 // the new source:
