@@ -23,50 +23,12 @@ func (a *Agent) Collectors() []prometheus.Collector {
 		}),
 		metrics.NewStateCollector(a.probeState, a.hookState),
 	)
-	cs = append(cs,
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "shoal_health_publish_failures_total",
-			Help: "Publishes of this agent's tags that failed or left something out: user tags withheld so that the health tag fits, a minimal critical health (reason cannot-publish), or a gossip error (retried).",
-		}, func() float64 { return float64(a.publishFailures()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "shoal_tags_published",
-			Help: "1 when the last publish of this agent's tags carried everything wanted (health and user tags), 0 otherwise.",
-		}, func() float64 {
-			if a.PublishStatus().OK {
-				return 1
-			}
-			return 0
-		}),
-	)
+	cs = append(cs, metrics.NewPublishCollectors(a.publishFailures, func() bool { return a.PublishStatus().OK })...)
 	if g := a.mesh.gate; g != nil {
-		for _, r := range []struct {
-			result string
-			n      func() uint64
-		}{{"confirmed", g.Confirmed.Load}, {"refuted", g.Refuted.Load}, {"expired", g.Expired.Load}} {
-			cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
-				Name:        "shoal_member_failure_checks_total",
-				Help:        "Member failures reported by gossip and checked with direct pings, by result: confirmed (unanswered, acted on), refuted (answered, then alive again: not acted on), expired (answered, but gossip still said failed after the hold: acted on).",
-				ConstLabels: prometheus.Labels{"result": r.result},
-			}, func() float64 { return float64(r.n()) }))
-		}
-		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "shoal_member_failure_second_checks_total",
-			Help: "Member failure checks that got a second, longer round: the member missed the first but had sent a packet just before its failure arrived, or failures did not arrive alone (another failure or comeback within 1 s, another confirmed failure within 30 s), or this agent's memberlist health score was 4 or more.",
-		}, func() float64 { return float64(g.Careful.Load()) }))
-		for _, k := range []struct {
-			kind string
-			n    func() uint64
-		}{{"confirm", g.ConfirmPings.Load}, {"revive", g.RevivePings.Load}} {
-			cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
-				Name:        "shoal_member_failure_pings_total",
-				Help:        "Direct pings this agent sent to members gossip reported failed, by kind: confirm (checking a failure before acting on it), revive (watching a confirmed-failed member until it answers again).",
-				ConstLabels: prometheus.Labels{"kind": k.kind},
-			}, func() float64 { return float64(k.n()) }))
-		}
-		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "shoal_member_failures_withheld",
-			Help: "Member failures reported by gossip that this agent is still checking (not yet acted on).",
-		}, func() float64 { return float64(g.Pending()) }))
+		cs = append(cs, metrics.NewGateCollectors(metrics.GateCounts{
+			Confirmed: g.Confirmed.Load, Refuted: g.Refuted.Load, Expired: g.Expired.Load, Careful: g.Careful.Load,
+			ConfirmPings: g.ConfirmPings.Load, RevivePings: g.RevivePings.Load, Pending: g.Pending,
+		})...)
 	}
 	return cs
 }

@@ -661,26 +661,11 @@ func (s *Server) hooks(w http.ResponseWriter, r *http.Request) {
 	resp := client.HooksResponse{Handlers: hs}
 	if !s.hasToken(r) {
 		for i := range hs {
-			hs[i].Spec = redactSpec(hs[i].Spec)
+			hs[i].Spec = hooks.RedactSpec(hs[i].Spec)
 		}
 		resp.Redacted = true
 	}
 	writeJSON(w, http.StatusOK, resp)
-}
-
-// redactSpec keeps a handler spec's filter and program and hides its
-// arguments: "user:deploy=/bin/notify --key=s3cret" becomes
-// "user:deploy=/bin/notify …".
-func redactSpec(raw string) string {
-	sp, err := hooks.ParseSpec(raw)
-	if err != nil || len(sp.Argv) == 0 || !strings.HasSuffix(raw, sp.Command) {
-		return "(hidden: needs the API token)"
-	}
-	out := strings.TrimSuffix(raw, sp.Command) + sp.Argv[0]
-	if len(sp.Argv) > 1 {
-		out += " …"
-	}
-	return out
 }
 
 // maxHookTestWait bounds how long POST /v1/hooks/test waits for the runs.

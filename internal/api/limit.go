@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shoaldb/shoal/internal/metrics"
 )
 
 // ReservedConns are the slots beyond MaxConns for a connection that finds
@@ -46,33 +48,23 @@ type LimitedListener struct {
 	conns    map[*trackedConn]struct{} // holders of a normal slot
 	reserved int
 
-	evicted, refused, reservedTotal prometheus.Counter
+	m *metrics.HTTPConns
 }
 
 // LimitListener returns ln serving at most n connections at once (plus
 // ReservedConns for LivePath), as LimitedListener describes; n <= 0: no
 // bound.
 func LimitListener(ln net.Listener, n int) *LimitedListener {
-	c := func(name, help string) prometheus.Counter {
-		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shoal", Subsystem: "http", Name: name, Help: help})
-	}
-	return &LimitedListener{
-		Listener: ln, max: n, conns: map[*trackedConn]struct{}{},
-		evicted:       c("connections_evicted_total", "Idle HTTP API connections closed to make room for a new one at the connection limit."),
-		refused:       c("connections_refused_total", "HTTP API connections closed at once: every slot, reserved ones included, busy with a request."),
-		reservedTotal: c("connections_reserved_total", "HTTP API connections given a reserved slot (liveness only) because every normal slot was busy with a request."),
-	}
+	return &LimitedListener{Listener: ln, max: n, conns: map[*trackedConn]struct{}{}, m: metrics.NewHTTPConns()}
 }
 
 // Collectors are the listener's metrics, for a registry.
 func (l *LimitedListener) Collectors() []prometheus.Collector {
-	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "shoal", Subsystem: "http", Name: "connections_open",
-		Help: "HTTP API connections open, reserved ones included."}, func() float64 {
+	return l.m.Collectors(func() int {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		return float64(len(l.conns) + l.reserved)
+		return len(l.conns) + l.reserved
 	})
-	return []prometheus.Collector{l.evicted, l.refused, l.reservedTotal, open}
 }
 
 // Accept returns the next connection; it never waits for a slot.
@@ -85,16 +77,16 @@ func (l *LimitedListener) Accept() (net.Conn, error) {
 		tc := &trackedConn{Conn: c, l: l, state: http.StateNew, since: time.Now()}
 		victim, ok := l.admit(tc)
 		if victim != nil {
-			l.evicted.Inc()
+			l.m.Evicted.Inc()
 			victim.evict()
 		}
 		if !ok {
-			l.refused.Inc()
+			l.m.Refused.Inc()
 			_ = c.Close()
 			continue
 		}
 		if tc.reserved {
-			l.reservedTotal.Inc()
+			l.m.Reserved.Inc()
 			tc.timer = time.AfterFunc(ReservedConnLife, func() { _ = tc.Close() })
 		}
 		return tc, nil

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -53,6 +54,46 @@ func TestLoadOrCreate(t *testing.T) {
 	again, created, err := LoadOrCreate(path)
 	if err != nil || created || again != tok {
 		t.Fatalf("second: %q created %v, %v; want the first token", again, created, err)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
+		t.Errorf("left behind: %v", entries)
+	}
+}
+
+// TestLoadOrCreateRace: agents starting at once with one path end up with
+// one token, created by exactly one of them, and no temp file is left.
+func TestLoadOrCreateRace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", FileName)
+	const n = 8
+	type result struct {
+		tok     string
+		created bool
+		err     error
+	}
+	results := make(chan result, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tok, created, err := LoadOrCreate(path)
+			results <- result{tok, created, err}
+		}()
+	}
+	wg.Wait()
+	close(results)
+	tokens, creators := map[string]bool{}, 0
+	for r := range results {
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		tokens[r.tok] = true
+		if r.created {
+			creators++
+		}
+	}
+	if len(tokens) != 1 || creators != 1 {
+		t.Errorf("%d tokens, %d creators; want one token, one creator", len(tokens), creators)
 	}
 	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
 		t.Errorf("left behind: %v", entries)

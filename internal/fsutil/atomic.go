@@ -1,4 +1,7 @@
-// Package fsutil holds file helpers shared by the agent and its sinks.
+// Package fsutil holds the file helpers that several packages share: the
+// atomic, fsync'd replacement of a file (WriteFileAtomic), the cleanup of
+// what a killed writer left (RemoveStaleTemps), and the reading of files
+// that hold a secret (ReadPrivateFile, Owner).
 package fsutil
 
 import (
@@ -13,8 +16,22 @@ import (
 
 // WriteFileAtomic replaces path with data: temp file in the same directory,
 // fsync, rename, fsync of the directory. Readers see the old content or the
-// new, never a mix, and a crash never leaves a truncated file.
+// new, never a mix, and a crash never leaves a truncated file. When it
+// fails, path keeps its old content and the temp file is removed.
+//
+// The new file has exactly mode (the umask does not apply) and belongs to
+// the calling process's user: the old file's mode and owner are not kept.
+// Concurrent writers of one path each replace it whole; the last rename
+// wins.
 func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
+	return replaceFile(path, mode, func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	})
+}
+
+// replaceFile is WriteFileAtomic with the content written by write.
+func replaceFile(path string, mode os.FileMode, write func(*os.File) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -26,7 +43,7 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if _, err := f.Write(data); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}

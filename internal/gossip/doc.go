@@ -4,15 +4,19 @@
 // NewSerfGate), the name-conflict vote (Conflicts), the peers file kept
 // next to serf's snapshot (Peers), serf's and memberlist's configuration
 // from the gossip settings, which this package owns with their defaults,
-// limits and timing profiles (SerfConfig, Settings, Tuning, Profiles), and
-// the few serf log lines and wire messages
-// the agent reads or writes (SerfLogLevel, IsLeaveTimeout, LeaveIntent).
+// limits and timing profiles (SerfConfig, Settings, Tuning, Profiles), the
+// bound on memberlist's log lines about what others sent (LogThrottle), and
+// the few serf log lines and wire messages the agent reads or writes
+// (SerfLogLevel, IsLeaveTimeout, LeaveIntent).
 // Package agent wires these parts; nothing here knows about the agent.
 //
 // # Serf internals: what to re-check when serf or memberlist is upgraded
 //
 // Everything in shoal that depends on serf's or memberlist's internals,
-// rather than their exported API, is in this package. The versions it was
+// rather than their exported API, is in this package or listed here: package
+// agent's use of serf's agent package (item 9) and the Serf RPC gate
+// (internal/serfrpc, item 10), which speaks serf's wire protocol itself.
+// The versions it was
 // written against are pinned in go.mod (serf v0.11.0, memberlist v0.7.0,
 // go-msgpack/v2 v2.1.5). Before bumping either, check each of these against
 // the new source:
@@ -56,4 +60,14 @@
 //     uses to serve the Serf RPC protocol: Agent.Start sets its serf before
 //     it starts the event loop (the hooks' local member relies on it), and
 //     NewAgentIPC's signature.
+//  10. The Serf RPC gate's copy of serf's IPC protocol
+//     (internal/serfrpc/protocol.go, from cmd/serf/command/agent/ipc.go and
+//     the ipc_*_stream.go files): the command names, the error strings
+//     stock clients match ("Authentication required": the client reads no
+//     body after it), the IPC version, the request and response headers and
+//     request bodies it decodes, the msgpack handle, the framing of each
+//     command (request body, response body, records after the answer) and
+//     which commands are read-only. TestProtocolMatchesSerf parses serf's
+//     ipc.go from the module cache and fails when any of these but the
+//     records and the read-only set changes; check those two by hand.
 package gossip

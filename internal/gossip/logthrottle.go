@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metrics "github.com/hashicorp/go-metrics"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/shoaldb/shoal/internal/logging"
 )
@@ -39,8 +40,7 @@ type LogThrottle struct {
 	next   io.Writer
 	window time.Duration
 	burst  int
-	now    func() time.Time
-	after  func(time.Duration, func()) // time.AfterFunc, or a test's
+	clock  clockwork.Clock // the windows and their summaries
 
 	mu    sync.Mutex
 	kinds map[string]*throttleKind
@@ -55,8 +55,8 @@ type throttleKind struct {
 
 // NewLogThrottle returns a throttle writing to next.
 func NewLogThrottle(next io.Writer) *LogThrottle {
-	return &LogThrottle{next: next, window: logThrottleWindow, burst: logThrottleBurst, now: time.Now,
-		after: func(d time.Duration, f func()) { time.AfterFunc(d, f) }, kinds: map[string]*throttleKind{}}
+	return &LogThrottle{next: next, window: logThrottleWindow, burst: logThrottleBurst,
+		clock: clockwork.NewRealClock(), kinds: map[string]*throttleKind{}}
 }
 
 // Write passes p on to the next writer unless it is a line to suppress.
@@ -71,7 +71,7 @@ func (w *LogThrottle) Write(p []byte) (int, error) {
 
 // allow counts a line of kind and reports whether it is to be logged.
 func (w *LogThrottle) allow(kind string) bool {
-	now := w.now()
+	now := w.clock.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	k := w.kinds[kind]
@@ -97,7 +97,7 @@ func (w *LogThrottle) allow(kind string) bool {
 	metrics.IncrCounter([]string{"memberlist", "log", "suppressed"}, 1)
 	if !k.flushing {
 		k.flushing = true
-		w.after(k.start.Add(w.window).Sub(now), func() { w.flush(kind) })
+		w.clock.AfterFunc(k.start.Add(w.window).Sub(now), func() { w.flush(kind) })
 	}
 	return false
 }

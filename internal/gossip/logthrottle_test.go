@@ -2,10 +2,15 @@ package gossip
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 func TestThrottleKindOf(t *testing.T) {
@@ -33,12 +38,10 @@ func TestThrottleKindOf(t *testing.T) {
 // summed up once at the window's end; other kinds and other lines pass;
 // after the window the kind passes again.
 func TestLogThrottle(t *testing.T) {
-	var out bytes.Buffer
-	now := time.Unix(1000, 0)
-	var pending []func()
+	var out testkit.SyncBuffer // summaries come from their timer's goroutine
+	clock := clockwork.NewFakeClockAt(time.Unix(1000, 0))
 	w := NewLogThrottle(&out)
-	w.now = func() time.Time { return now }
-	w.after = func(_ time.Duration, f func()) { pending = append(pending, f) }
+	w.clock = clock
 
 	for i := range 1000 {
 		fmt.Fprintf(w, "[ERR] memberlist: Decrypt packet failed: bad %d from=127.0.0.1:%d\n", i, 1000+i)
@@ -51,18 +54,19 @@ func TestLogThrottle(t *testing.T) {
 	if !strings.Contains(out.String(), "not supported") || !strings.Contains(out.String(), "EventMemberJoin") {
 		t.Errorf("other lines held back:\n%s", out.String())
 	}
-	if len(pending) != 1 {
-		t.Fatalf("%d summaries scheduled, want 1", len(pending))
+	// Summaries are scheduled as the lines are written: one timer on the
+	// clock is one summary.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := clock.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatalf("not exactly 1 summary scheduled: %v", err)
 	}
-	now = now.Add(logThrottleWindow)
-	pending[0]()
+	clock.Advance(logThrottleWindow)
 	want := fmt.Sprintf("[WARN] memberlist: suppressed %d similar log lines in 10s: Decrypt packet failed\n", 1000-logThrottleBurst)
-	if !strings.Contains(out.String(), want) {
-		t.Errorf("no summary %q:\n%s", want, out.String())
-	}
-	out.Reset()
+	testkit.WaitFor(t, 10*time.Second, "the summary "+want, func() bool { return strings.Contains(out.String(), want) })
+	before := len(out.String())
 	fmt.Fprintf(w, "[ERR] memberlist: Decrypt packet failed: bad from=127.0.0.1:1\n")
-	if !strings.Contains(out.String(), "Decrypt packet failed") {
+	if !strings.Contains(out.String()[before:], "Decrypt packet failed") {
 		t.Error("the kind is still held back after its window")
 	}
 }
@@ -72,7 +76,7 @@ func TestLogThrottle(t *testing.T) {
 func TestLogThrottleKindsBounded(t *testing.T) {
 	var out bytes.Buffer
 	w := NewLogThrottle(&out)
-	w.after = func(time.Duration, func()) {}
+	w.clock = clockwork.NewFakeClock() // the summaries never come due
 	for i := range 10 * maxThrottleKinds {
 		fmt.Fprintf(w, "[ERR] memberlist: kind%c%c failed from=127.0.0.1:1\n", 'a'+i%26, 'a'+i/26%26)
 	}

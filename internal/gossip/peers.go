@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/serf/serf"
+	"github.com/jonboulle/clockwork"
 
+	"github.com/shoaldb/shoal/internal/backoff"
 	"github.com/shoaldb/shoal/internal/fsutil"
 )
 
@@ -50,6 +52,7 @@ type PeersConfig struct {
 	RetryInterval time.Duration // first rejoin wait, doubled up to RetryMaxWait
 	RetryMaxWait  time.Duration
 	Log           *slog.Logger
+	Clock         clockwork.Clock // nil: the real clock
 }
 
 // Peers keeps the peers file and rejoins through it after a restart.
@@ -62,6 +65,9 @@ type Peers struct {
 func NewPeers(cfg PeersConfig) *Peers {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
 	}
 	return &Peers{cfg: cfg, dirty: make(chan struct{}, 1)}
 }
@@ -100,7 +106,7 @@ func (p *Peers) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(peersWriteDelay):
+		case <-p.cfg.Clock.After(peersWriteDelay):
 		}
 		peers := p.alive()
 		if len(peers) == 0 || slices.Equal(peers, written) {
@@ -141,9 +147,11 @@ func (p *Peers) read() ([]string, error) {
 	return peers, nil
 }
 
-// Rejoin joins the peers file's addresses after a restart, with backoff,
-// while this agent sees no other alive member, for at most
-// peersRejoinWindow. It is best effort: it never stops the agent.
+// Rejoin joins the peers file's addresses after a restart, with backoff
+// (RetryInterval doubling up to RetryMaxWait, with jitter, so that agents
+// restarted together do not retry in step), while this agent sees no other
+// alive member, for at most peersRejoinWindow. It is best effort: it never
+// stops the agent.
 func (p *Peers) Rejoin(ctx context.Context) {
 	peers, err := p.read()
 	if err != nil {
@@ -153,16 +161,18 @@ func (p *Peers) Rejoin(ctx context.Context) {
 	if len(peers) == 0 {
 		return
 	}
-	deadline := time.Now().Add(peersRejoinWindow)
-	wait := p.cfg.RetryInterval
+	clock := p.cfg.Clock
+	deadline := clock.Now().Add(peersRejoinWindow)
 	// Give serf's own snapshot rejoin the first chance.
-	first := time.After(wait)
+	first := clock.NewTimer(p.cfg.RetryInterval)
+	defer first.Stop()
 	select {
 	case <-ctx.Done():
 		return
-	case <-first:
+	case <-first.Chan():
 	}
-	for time.Now().Before(deadline) {
+	retry := backoff.New(backoff.Policy{Initial: p.cfg.RetryInterval, Max: p.cfg.RetryMaxWait, Jitter: true}, clock)
+	for clock.Now().Before(deadline) {
 		if len(p.alive()) > 0 {
 			return
 		}
@@ -172,12 +182,8 @@ func (p *Peers) Rejoin(ctx context.Context) {
 			return
 		}
 		p.cfg.Log.Debug("rejoin through the peers file failed", "err", err)
-		sleep := wait/2 + rand.N(wait/2+1)
-		select {
-		case <-ctx.Done():
+		if _, ok := retry.Wait(ctx); !ok {
 			return
-		case <-time.After(sleep):
 		}
-		wait = min(wait*2, p.cfg.RetryMaxWait)
 	}
 }

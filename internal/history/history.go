@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/shoaldb/shoal/internal/setting"
 )
 
@@ -89,7 +91,7 @@ type Stats struct {
 // Log is a bounded ring of entries with an optional JSON-lines file. It is
 // safe for concurrent use: Query never waits for file I/O.
 type Log struct {
-	now func() time.Time
+	clock clockwork.Clock // stamps entries added without a time
 
 	// fileMu serializes Add when there is a file, so lines are written in
 	// Seq order; it is taken before mu and never by Query or Stats.
@@ -116,7 +118,7 @@ func Open(cfg Config, log *slog.Logger) (*Log, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("component", "history")
-	l := &Log{now: time.Now, size: cfg.Size}
+	l := &Log{clock: clockwork.NewRealClock(), size: cfg.Size}
 	if cfg.File != "" {
 		w := newFileWriter(cfg, log)
 		if err := w.open(); err != nil {
@@ -137,7 +139,7 @@ func (l *Log) Add(e Entry) Entry {
 		defer l.fileMu.Unlock()
 	}
 	if e.Time.IsZero() {
-		e.Time = l.now()
+		e.Time = l.clock.Now()
 	}
 	l.mu.Lock()
 	l.seq++

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 var t0 = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -18,9 +20,17 @@ func openRing(t *testing.T, size int) *Log {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tick := t0
-	l.now = func() time.Time { tick = tick.Add(time.Second); return tick }
+	l.clock = tickingClock{clockwork.NewFakeClockAt(t0)}
 	return l
+}
+
+// tickingClock is a fake clock that moves on one second each time it is
+// read.
+type tickingClock struct{ *clockwork.FakeClock }
+
+func (c tickingClock) Now() time.Time {
+	c.Advance(time.Second)
+	return c.FakeClock.Now()
 }
 
 func seqs(es []Entry) []uint64 {

@@ -3,9 +3,9 @@ package hooks
 import (
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/serf/serf"
+	"github.com/jonboulle/clockwork"
 )
 
 // coalescer merges member events like Serf's memberEventCoalescer: for each
@@ -17,7 +17,7 @@ type coalescer struct {
 	last   map[string]serf.EventType // member name → last delivered event
 	gen    uint64                    // bumped on every flush; stale timers check it
 
-	quantum, quiescent *time.Timer // coalesce and quiescent periods
+	quantum, quiescent clockwork.Timer // coalesce and quiescent periods
 }
 
 type coalesced struct {
@@ -42,7 +42,7 @@ func (c *coalescer) add(e *serf.MemberEvent) (replaced int) {
 
 // stopTimers stops and forgets both timers.
 func (c *coalescer) stopTimers() {
-	for _, t := range []*time.Timer{c.quantum, c.quiescent} {
+	for _, t := range []clockwork.Timer{c.quantum, c.quiescent} {
 		if t != nil {
 			t.Stop()
 		}

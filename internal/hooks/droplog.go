@@ -3,6 +3,8 @@ package hooks
 import (
 	"sync"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // DropLogInterval is the most often a handler's drops are logged: the
@@ -13,7 +15,7 @@ const DropLogInterval = 10 * time.Second
 // losing a count: what is not logged at once is logged by a timer.
 type dropLog struct {
 	interval time.Duration
-	now      func() time.Time
+	clock    clockwork.Clock
 	// emit logs: first is the handler's first drop ever (event names the
 	// dropped event), otherwise a summary of counts by class and reason
 	// since since.
@@ -23,7 +25,7 @@ type dropLog struct {
 	logged  bool
 	last    time.Time
 	pending map[dropKey]uint64
-	timer   *time.Timer
+	timer   clockwork.Timer
 }
 
 // dropKey is what drops are counted by.
@@ -36,7 +38,7 @@ func (d *dropLog) note(class, reason, event string, n uint64) {
 		d.pending = map[dropKey]uint64{}
 	}
 	d.pending[dropKey{class, reason}] += n
-	now := d.now()
+	now := d.clock.Now()
 	if !d.logged || now.Sub(d.last) >= d.interval {
 		first, since := !d.logged, d.last
 		counts := d.take(now)
@@ -45,7 +47,7 @@ func (d *dropLog) note(class, reason, event string, n uint64) {
 		return
 	}
 	if d.timer == nil {
-		d.timer = time.AfterFunc(d.last.Add(d.interval).Sub(now), d.flush)
+		d.timer = d.clock.AfterFunc(d.last.Add(d.interval).Sub(now), d.flush)
 	}
 	d.mu.Unlock()
 }
@@ -70,7 +72,7 @@ func (d *dropLog) flush() {
 		return
 	}
 	since := d.last
-	counts := d.take(d.now())
+	counts := d.take(d.clock.Now())
 	d.mu.Unlock()
 	d.emit(false, "", counts, since)
 }

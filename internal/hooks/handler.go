@@ -71,7 +71,7 @@ func (r *Runner) newHandler(s Spec) *handler {
 		st:   HandlerStats{DroppedByReason: map[string]uint64{}, DroppedByClass: map[string]map[string]uint64{}},
 	}
 	h.cond = sync.NewCond(&h.mu)
-	h.drops = dropLog{interval: DropLogInterval, now: r.cfg.Now, emit: h.logDrops}
+	h.drops = dropLog{interval: DropLogInterval, clock: r.cfg.Clock, emit: h.logDrops}
 	r.warnMissing(s)
 	r.wg.Add(1)
 	go func() {
@@ -147,12 +147,12 @@ func (h *handler) coalesceLocked(e *serf.MemberEvent) {
 	gen := c.gen
 	flush := func() { h.flushCoalesced(gen) }
 	if c.quantum == nil {
-		c.quantum = time.AfterFunc(h.r.cfg.CoalescePeriod, flush)
+		c.quantum = h.r.cfg.Clock.AfterFunc(h.r.cfg.CoalescePeriod, flush)
 	}
 	if c.quiescent != nil {
 		c.quiescent.Stop()
 	}
-	c.quiescent = time.AfterFunc(h.r.cfg.QuiescentPeriod, flush)
+	c.quiescent = h.r.cfg.Clock.AfterFunc(h.r.cfg.QuiescentPeriod, flush)
 }
 
 // flushCoalesced queues the coalesced events, unless gen is stale.
@@ -330,7 +330,7 @@ func (h *handler) run(ctx context.Context, it *item) (res runResult, ok bool) {
 	h.mu.Lock()
 	spec := h.spec
 	h.st.Running = true
-	h.st.LastStart = h.r.cfg.Now()
+	h.st.LastStart = h.r.cfg.Clock.Now()
 	h.mu.Unlock()
 
 	defer func() {

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/serf/serf"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 func memberItem(name string) *item {
@@ -322,46 +325,75 @@ func TestCoalescer(t *testing.T) {
 	}
 }
 
-func TestDropLogRateLimit(t *testing.T) {
-	var (
-		mu    sync.Mutex
-		now   = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-		lines []string
-		total uint64
-	)
-	d := dropLog{
-		interval: time.Hour, // the timer never fires in this test
-		now:      func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
-		emit: func(first bool, event string, counts map[dropKey]uint64, _ time.Time) {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, n := range counts {
-				total += n
-			}
-			lines = append(lines, fmt.Sprintf("first=%v event=%s counts=%v", first, event, counts))
-		},
+// dropRecorder keeps what a dropLog emits.
+type dropRecorder struct {
+	mu    sync.Mutex
+	lines []string
+	total uint64 // drops in all lines
+}
+
+func (r *dropRecorder) emit(first bool, event string, counts map[dropKey]uint64, _ time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range counts {
+		r.total += n
 	}
+	r.lines = append(r.lines, fmt.Sprintf("first=%v event=%s counts=%v", first, event, counts))
+}
+
+// logged returns the lines so far.
+func (r *dropRecorder) logged() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.lines)
+}
+
+func TestDropLogRateLimit(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	var rec dropRecorder
+	d := dropLog{interval: time.Hour, clock: clock, emit: rec.emit}
 	d.note(ClassUser, DropQueueFull, "user:x", 1)
 	for range 999 {
 		d.note(ClassUser, DropQueueFull, "user:x", 1)
 	}
-	if len(lines) != 1 || lines[0] != "first=true event=user:x counts=map[{user queue_full}:1]" {
-		t.Fatalf("after 1000 drops: %q", lines)
+	if len(rec.lines) != 1 || rec.lines[0] != "first=true event=user:x counts=map[{user queue_full}:1]" {
+		t.Fatalf("after 1000 drops: %q", rec.lines)
 	}
-	mu.Lock()
-	now = now.Add(time.Hour)
-	mu.Unlock()
+	// The summary timer never fires in this test: a drop at the end of the
+	// interval logs at once (in real time it races the timer, which would
+	// log the same counts).
+	d.timer.Stop()
+	clock.Advance(time.Hour)
 	d.note(ClassMember, DropRemoved, "member-join", 2)
-	if len(lines) != 2 || lines[1] != "first=false event=member-join counts=map[{member handler_removed}:2 {user queue_full}:999]" {
-		t.Fatalf("after the interval: %q", lines)
+	if len(rec.lines) != 2 || rec.lines[1] != "first=false event=member-join counts=map[{member handler_removed}:2 {user queue_full}:999]" {
+		t.Fatalf("after the interval: %q", rec.lines)
 	}
 	d.note(ClassUser, DropQueueFull, "user:x", 5)
 	d.flush()
-	if len(lines) != 3 || total != 1007 {
-		t.Fatalf("after flush: %q, total %d, want 1007", lines, total)
+	if len(rec.lines) != 3 || rec.total != 1007 {
+		t.Fatalf("after flush: %q, total %d, want 1007", rec.lines, rec.total)
 	}
 	d.flush()
-	if len(lines) != 3 {
-		t.Fatalf("empty flush logged: %q", lines)
+	if len(rec.lines) != 3 {
+		t.Fatalf("empty flush logged: %q", rec.lines)
+	}
+}
+
+// TestDropLogTimerLogsTheSummary: drops held back within the interval are
+// logged by the timer when the interval ends, with no further drop.
+func TestDropLogTimerLogsTheSummary(t *testing.T) {
+	clock := clockwork.NewFakeClock()
+	var rec dropRecorder
+	d := dropLog{interval: time.Minute, clock: clock, emit: rec.emit}
+	d.note(ClassUser, DropQueueFull, "user:x", 1)
+	d.note(ClassUser, DropQueueFull, "user:x", 3)
+	clock.Advance(59 * time.Second)
+	if got := rec.logged(); !slices.Equal(got, []string{"first=true event=user:x counts=map[{user queue_full}:1]"}) {
+		t.Fatalf("within the interval: %q, want the first drop alone", got)
+	}
+	clock.Advance(time.Second)
+	testkit.WaitFor(t, 10*time.Second, "the timer's summary", func() bool { return len(rec.logged()) == 2 })
+	if got := rec.logged()[1]; got != "first=false event= counts=map[{user queue_full}:3]" {
+		t.Errorf("summary: %q", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/serf/serf"
+	"github.com/jonboulle/clockwork"
 )
 
 // Defaults and limits of Config.
@@ -84,8 +85,11 @@ type Config struct {
 	// Respond sends a query response for queries given to Enqueue. Default
 	// (*serf.Query).Respond.
 	Respond func(q *serf.Query, resp []byte) error
-	// Now is the clock. Default time.Now.
-	Now func() time.Time
+	// Clock stamps events and run starts and times the coalesce periods
+	// and the drop log. Default the real clock. (A run's own duration,
+	// timeout and kill grace are measured on real time: they bound a
+	// process.)
+	Clock clockwork.Clock
 	// OnRun, if set, is called after every run with the handler's spec, the
 	// event type, the result ("ok", "failed" or "timed_out") and the run's
 	// duration: the metrics hook. It must not block.
@@ -128,8 +132,8 @@ func (c Config) WithDefaults() Config {
 	if c.Respond == nil {
 		c.Respond = func(q *serf.Query, resp []byte) error { return q.Respond(resp) }
 	}
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
 	}
 	return c
 }
@@ -227,7 +231,7 @@ func (r *Runner) Enqueue(e serf.Event) {
 // EnqueueShoal hands a pool-change or health-change event to every handler
 // that names it. It fails only when the event itself is invalid.
 func (r *Runner) EnqueueShoal(e Event) error {
-	it, err := newShoalItem(e, r.cfg.Now())
+	it, err := newShoalItem(e, r.cfg.Clock.Now())
 	if err != nil {
 		return err
 	}

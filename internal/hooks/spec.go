@@ -66,16 +66,33 @@ type Spec struct {
 // String returns Raw.
 func (s Spec) String() string { return s.Raw }
 
+// Redacted stands for what cannot be shown of a handler without its
+// secrets: a command that is nothing but arguments, or a spec that does not
+// parse.
+const Redacted = "(hidden)"
+
 // RedactedCommand is the command with its arguments hidden, since they may
 // hold a secret (--key=..., env TOKEN=...): "/bin/notify …".
 func (s Spec) RedactedCommand() string {
 	switch len(s.Argv) {
 	case 0:
-		return "(hidden)"
+		return Redacted
 	case 1:
 		return s.Argv[0]
 	}
 	return s.Argv[0] + " …"
+}
+
+// RedactSpec is a spec as written with its command's arguments hidden
+// (RedactedCommand), its filter kept: "user:deploy=/bin/notify --key=s3cret"
+// becomes "user:deploy=/bin/notify …". A spec that does not parse is
+// Redacted as a whole.
+func RedactSpec(raw string) string {
+	sp, err := ParseSpec(raw)
+	if err != nil || len(sp.Argv) == 0 || !strings.HasSuffix(raw, sp.Command) {
+		return Redacted
+	}
+	return strings.TrimSuffix(raw, sp.Command) + sp.RedactedCommand()
 }
 
 // ParseSpec parses a handler spec, "[filter=]command", with Serf's syntax:

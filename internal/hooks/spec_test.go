@@ -190,3 +190,35 @@ func TestDocExamplesParse(t *testing.T) {
 		}
 	}
 }
+
+// TestRedaction: a spec keeps its filter and program and loses its
+// arguments, the way GET /v1/hooks and serf's stats show it without the
+// token; what does not parse is hidden whole.
+func TestRedaction(t *testing.T) {
+	for _, tc := range []struct{ raw, spec, command string }{
+		{"user:deploy=/bin/notify --key=s3cret", "user:deploy=/bin/notify …", "/bin/notify …"},
+		{"member-join,member-leave=env TOKEN=s3cret /bin/x", "member-join,member-leave=env …", "env …"},
+		{"/usr/local/bin/notify --channel=ops", "/usr/local/bin/notify …", "/usr/local/bin/notify …"},
+		{"/bin/true", "/bin/true", "/bin/true"},
+		{"pool-change=/bin/true", "pool-change=/bin/true", "/bin/true"},
+		{"bogus-event=/bin/x --key=s3cret", Redacted, ""},
+		{"", Redacted, ""},
+	} {
+		if got := RedactSpec(tc.raw); got != tc.spec {
+			t.Errorf("RedactSpec(%q) = %q, want %q", tc.raw, got, tc.spec)
+		}
+		sp, err := ParseSpec(tc.raw)
+		if err != nil {
+			continue
+		}
+		if got := sp.RedactedCommand(); got != tc.command {
+			t.Errorf("RedactedCommand(%q) = %q, want %q", tc.raw, got, tc.command)
+		}
+		if strings.Contains(RedactSpec(tc.raw), "s3cret") {
+			t.Errorf("RedactSpec(%q) shows the secret", tc.raw)
+		}
+	}
+	if got := (Spec{}).RedactedCommand(); got != Redacted {
+		t.Errorf("RedactedCommand of no argv = %q, want %q", got, Redacted)
+	}
+}

@@ -1,5 +1,25 @@
-// Package metrics builds the agent's Prometheus registry. Families are added
-// by the parts that own them; this file holds the process-wide ones.
+// Package metrics declares every Prometheus metric family shoal exports,
+// and builds the agent's registry.
+//
+// The rule: a family's name, type, help and labels are written in this
+// package and nowhere else. Other packages only hand it values: they count
+// on the counters and histograms of a type declared here (Agent for the
+// agent's events, HTTPConns for the HTTP API's connection limiter), or
+// give a collector here the funcs it reads at scrape time
+// (NewMembersCollector, NewPoolCollector, NewStateCollector,
+// NewPublishCollectors, NewGateCollectors). docs/observability.md lists
+// them all (TestMetricsDocumented in package agent), and
+// TestFamiliesDeclaredHere fails when a package outside this one calls a
+// Prometheus constructor.
+//
+// The one exception is hashicorp/go-metrics: serf and memberlist report
+// their own telemetry through it, process-wide, and BridgeGossip turns
+// those keys into families (shoal_serf_*, shoal_memberlist_*). Package
+// gossip, which stands in for parts of memberlist, counts in memberlist's
+// key space the same way (memberlist.udp.received from its transport,
+// memberlist.stream.rejected from its stream limits,
+// memberlist.log.suppressed from its log throttle); no other package of
+// the program uses go-metrics.
 package metrics
 
 import (

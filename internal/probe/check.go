@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/shoaldb/shoal/internal/backoff"
 )
 
 // safeCheck runs one check, turning a panic into a failed result.
@@ -106,18 +108,19 @@ func (p *Probe) check(ctx context.Context) Result {
 }
 
 // connect opens a connection; on failure it returns the failed result and
-// schedules the next attempt with exponential back-off, counted in checks:
-// after n consecutive failures, 2^(n-1)-1 checks are skipped, up to
-// ReconnectMax. The first attempt after a connection breaks is immediate.
+// schedules the next attempt with exponential back-off (package backoff,
+// from Interval up to ReconnectMax, no jitter: one probe per server has no
+// herd to spread) counted in checks: after n consecutive failures,
+// 2^(n-1)-1 checks are skipped, up to ReconnectMax. The first attempt after
+// a connection breaks is immediate.
 func (p *Probe) connect(ctx context.Context, prefix string) (Result, bool) {
 	p.attempts++
 	s, err := p.conn.open(ctx)
 	if err != nil {
 		v := classify(err, ctx, true)
 		p.connFailures++
-		maxTicks := max(1, int(p.cfg.ReconnectMax/p.cfg.Interval))
-		ticks := 1 << min(p.connFailures-1, 20)
-		p.skip = min(ticks, maxTicks) - 1
+		wait := backoff.Policy{Initial: p.cfg.Interval, Max: p.cfg.ReconnectMax}.Delay(p.connFailures)
+		p.skip = max(1, int(wait/p.cfg.Interval)) - 1
 		res := Result{Outcome: v.outcome, Reason: v.reason, Message: prefix + "connect: " + err.Error(), Facts: answered(err)}
 		p.lastConnFail = res
 		if p.connFailures == 1 {

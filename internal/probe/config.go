@@ -34,7 +34,7 @@ const (
 
 // Config configures a Probe. Zero durations and counts take the defaults
 // (see WithDefaults); the password never comes from a command-line flag but
-// from PasswordFromFile, PasswordFromEnv or LoadOptionFile.
+// from PasswordFromFile, the environment or LoadOptionFile.
 type Config struct {
 	// Socket is the server's unix socket. When set, the probe connects
 	// through it and Host must be empty or "localhost" (as with mysql
@@ -225,7 +225,7 @@ func (c Config) String() string {
 // Settings are the probe's settings as a user gives them: the agent's
 // mysql section (mysql.addr, mysql.interval, ...), with its yaml keys. The
 // password never comes from a setting but from PasswordFile, the
-// environment variable DefaultPasswordEnv or the option file's [client]
+// environment variable PasswordEnv or the option file's [client]
 // section (see Config).
 type Settings struct {
 	Addr         string        `yaml:"addr"` // host:port
@@ -293,7 +293,7 @@ func (s Settings) Check() error {
 }
 
 // Config builds the probe's Config from the settings, reading the password
-// from PasswordFile, the environment variable DefaultPasswordEnv (through
+// from PasswordFile, the environment variable PasswordEnv (through
 // getenv) or the option file's [client] section, and validates it. Every
 // error is a *setting.Error naming the setting that gave the bad value:
 // the option file for what it gave.
@@ -325,8 +325,8 @@ func (s Settings) Config(getenv func(string) string) (Config, error) {
 			return pc, setting.Errorf("password_file", s.PasswordFile, "%v", err)
 		}
 		pc.Password = pw
-	case getenv(DefaultPasswordEnv) != "":
-		pc.Password = getenv(DefaultPasswordEnv)
+	case getenv(PasswordEnv) != "":
+		pc.Password = getenv(PasswordEnv)
 	}
 	pc.Interval, pc.Timeout, pc.Rise, pc.Fall = s.Interval, s.Timeout, s.Rise, s.Fall
 	pc.ReconnectMax = 0 // the default follows the interval

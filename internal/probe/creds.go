@@ -2,32 +2,17 @@ package probe
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/shoaldb/shoal/internal/fsutil"
 )
 
-// DefaultPasswordEnv is the environment variable PasswordFromEnv reads when
-// given no name.
-const DefaultPasswordEnv = "SHOAL_MYSQL_PASSWORD"
+// PasswordEnv is the environment variable the agent reads the probe's
+// password from when mysql.password_file is not set (Settings.Config).
+const PasswordEnv = "SHOAL_MYSQL_PASSWORD"
 
 // maxSecretFile bounds what is read from a password file.
 const maxSecretFile = fsutil.MaxSecretFile
-
-// PasswordFromEnv returns the value of the environment variable name
-// (DefaultPasswordEnv when empty). An unset variable is an error; a set but
-// empty one is an empty password.
-func PasswordFromEnv(name string) (string, error) {
-	if name == "" {
-		name = DefaultPasswordEnv
-	}
-	v, ok := os.LookupEnv(name)
-	if !ok {
-		return "", fmt.Errorf("read mysql password: environment variable %s is not set", name)
-	}
-	return v, nil
-}
 
 // PasswordFromFile reads a password from a file holding only the password;
 // one trailing newline (\n or \r\n) is removed. The file must not be

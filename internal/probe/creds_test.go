@@ -63,17 +63,3 @@ func TestPasswordFromFile(t *testing.T) {
 		t.Errorf("directory: %v", err)
 	}
 }
-
-func TestPasswordFromEnv(t *testing.T) {
-	t.Setenv(DefaultPasswordEnv, "from-env")
-	if got, err := PasswordFromEnv(""); err != nil || got != "from-env" {
-		t.Errorf("default env: %q, %v", got, err)
-	}
-	t.Setenv("SHOAL_TEST_EMPTY_PW", "")
-	if got, err := PasswordFromEnv("SHOAL_TEST_EMPTY_PW"); err != nil || got != "" {
-		t.Errorf("empty env: %q, %v", got, err)
-	}
-	if _, err := PasswordFromEnv("SHOAL_TEST_UNSET_PW_VARIABLE"); err == nil || !strings.Contains(err.Error(), "SHOAL_TEST_UNSET_PW_VARIABLE is not set") {
-		t.Errorf("unset env: %v", err)
-	}
-}

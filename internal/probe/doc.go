@@ -10,9 +10,9 @@
 // may just be a KILL or wait_timeout); further attempts back off
 // exponentially from Interval to ReconnectMax, so a dead server sees at most
 // one connection attempt per ReconnectMax. Credentials come from Config,
-// filled by PasswordFromFile (mode 0600 or stricter), PasswordFromEnv
-// (SHOAL_MYSQL_PASSWORD) or LoadOptionFile ([client] section), never from a
-// command-line flag.
+// which package config fills from PasswordFromFile (mode 0600 or stricter),
+// the environment variable SHOAL_MYSQL_PASSWORD or LoadOptionFile ([client]
+// section), never from a command-line flag.
 //
 // # Checks
 //

@@ -1,15 +1,16 @@
 package probe
 
 import (
-	"github.com/jonboulle/clockwork"
-
 	"context"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // These tests need no MySQL server: a closed port (refused) and a listener
@@ -82,6 +83,27 @@ func TestRefusedIsCriticalAtOnceWithBackoff(t *testing.T) {
 	}
 	if st.State != StateCritical || st.Connects != 0 {
 		t.Errorf("status: %+v", st)
+	}
+}
+
+// TestReconnectScheduleInChecks: after n failed connects in a row,
+// 2^(n-1)-1 checks are skipped, up to ReconnectMax (here 2 s, 8 checks of
+// 250 ms: 7 skipped), and the first attempt after a success is immediate.
+func TestReconnectScheduleInChecks(t *testing.T) {
+	p, err := New(Config{Host: "127.0.0.1", Port: closedPort(t), User: "u", Password: "p", ReconnectMax: 2 * time.Second},
+		testLogger(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var skips []int
+	for range 6 {
+		if _, ok := p.connect(context.Background(), ""); ok {
+			t.Fatal("connected to a closed port")
+		}
+		skips = append(skips, p.skip)
+	}
+	if want := []int{0, 1, 3, 7, 7, 7}; !slices.Equal(skips, want) {
+		t.Errorf("checks skipped after each failure: %v, want %v", skips, want)
 	}
 }
 

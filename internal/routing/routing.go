@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/shoaldb/shoal/internal/pool"
 )
 
@@ -26,6 +28,9 @@ type Config struct {
 	// Resync recomputes even without a trigger, so that damping holds expire
 	// and isolation can clear. Default 1s.
 	Resync time.Duration
+	// Clock times updates, damping and isolation, and ticks Resync. Default
+	// the real clock.
+	Clock clockwork.Clock
 }
 
 // Update is one new pool with what changed since the previous one.
@@ -54,7 +59,7 @@ type Router struct {
 	cfg     Config
 	members func() []pool.Member
 	log     *slog.Logger
-	now     func() time.Time
+	clock   clockwork.Clock
 
 	trigger chan struct{}
 
@@ -79,11 +84,14 @@ func New(cfg Config, members func() []pool.Member, log *slog.Logger) *Router {
 	if cfg.Resync <= 0 {
 		cfg.Resync = time.Second
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
 	return &Router{
 		cfg:     cfg,
 		members: members,
 		log:     log,
-		now:     time.Now,
+		clock:   cfg.Clock,
 		trigger: make(chan struct{}, 1),
 		damper:  pool.NewDamper(cfg.Damp),
 		iso:     pool.NewIsolationDetector(cfg.IsolationWindow),
@@ -115,7 +123,7 @@ func (r *Router) Current() Update {
 
 // Run recomputes on triggers and every Resync until ctx ends.
 func (r *Router) Run(ctx context.Context) {
-	t := time.NewTicker(r.cfg.Resync)
+	t := r.clock.NewTicker(r.cfg.Resync)
 	defer t.Stop()
 	r.step()
 	for {
@@ -123,7 +131,7 @@ func (r *Router) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-r.trigger:
-		case <-t.C:
+		case <-t.Chan():
 		}
 		r.step()
 	}
@@ -136,7 +144,7 @@ func (r *Router) step() {
 			r.log.Error("pool computation panicked; keeping the previous pool", "panic", fmt.Sprint(p))
 		}
 	}()
-	now := r.now()
+	now := r.clock.Now()
 	members := r.members()
 	prev := r.Current()
 	computed := pool.Compute(members, r.cfg.Policy, prev.Pool)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/tags"
 )
@@ -64,14 +66,18 @@ func app(name string, opts ...opt) pool.Member { return member(name, tags.RoleAp
 type world struct {
 	mu      sync.Mutex
 	members []pool.Member
-	now     time.Time
+	clock   *clockwork.FakeClock
 	panics  bool
 }
 
+func newWorld() *world { return &world{clock: clockwork.NewFakeClockAt(t0)} }
+
+// set moves the clock to now and sets the members.
 func (w *world) set(now time.Time, ms ...pool.Member) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.now, w.members = now, ms
+	w.clock.Advance(now.Sub(w.clock.Now()))
+	w.members = ms
 }
 
 func (w *world) setPanic(p bool) {
@@ -87,12 +93,6 @@ func (w *world) view() []pool.Member {
 		panic("members view exploded")
 	}
 	return slices.Clone(w.members)
-}
-
-func (w *world) clock() time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.now
 }
 
 // recorder is a listener that keeps every update.
@@ -136,8 +136,8 @@ func newTestRouter(cfg Config, members func() []pool.Member, w *world, log *slog
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	cfg.Clock = w.clock
 	r := New(cfg, members, log)
-	r.now = w.clock
 	rec := &recorder{}
 	r.Listen(rec.listen)
 	return r, rec
@@ -248,7 +248,7 @@ func runRouter(t *testing.T, ctx context.Context, cancel context.CancelFunc, r *
 }
 
 func TestRunComputesAtStartAndNotifiesOnce(t *testing.T) {
-	w := &world{}
+	w := newWorld()
 	w.set(t0, writer("a"), replica("b", 0), app("app1"))
 	ctx, cancel := context.WithCancel(context.Background())
 	members, calls, gate := gatedMembers(ctx, w)
@@ -300,7 +300,7 @@ func TestRunComputesAtStartAndNotifiesOnce(t *testing.T) {
 }
 
 func TestTriggerNeverBlocksAndCoalesces(t *testing.T) {
-	w := &world{}
+	w := newWorld()
 	w.set(t0, writer("a"))
 	ctx, cancel := context.WithCancel(context.Background())
 	members, calls, gate := gatedMembers(ctx, w)
@@ -342,7 +342,7 @@ func TestTriggerNeverBlocksAndCoalesces(t *testing.T) {
 }
 
 func TestRunStopsWhenContextEnds(t *testing.T) {
-	w := &world{}
+	w := newWorld()
 	w.set(t0, writer("a"))
 	r, rec := newTestRouter(Config{}, w.view, w, nil)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -358,7 +358,7 @@ func TestRunStopsWhenContextEnds(t *testing.T) {
 }
 
 func TestUnchangedPoolDoesNotNotify(t *testing.T) {
-	w := &world{}
+	w := newWorld()
 	r, rec := newTestRouter(Config{}, w.view, w, nil)
 	ms := []pool.Member{writer("a"), replica("b", 0), replica("c", 60)}
 	stepAt(r, w, 0, ms...)
@@ -405,7 +405,7 @@ func TestGenerationCountsUpdates(t *testing.T) {
 }
 
 func TestChangesAreReported(t *testing.T) {
-	w := &world{}
+	w := newWorld()
 	r, rec := newTestRouter(Config{NoDamping: true}, w.view, w, nil)
 	stepAt(r, w, 0, writer("a"), replica("b", 0), replica("c", 0), writer("x", inCluster("other")))
 	stepAt(r, w, 1, writer("a"), replica("b", 60), replica("c", 0), writer("x", inCluster("other")))
@@ -451,9 +451,8 @@ func TestChangesAreReported(t *testing.T) {
 }
 
 func TestListenersCalledInOrder(t *testing.T) {
-	w := &world{}
-	r := New(Config{Resync: time.Hour}, w.view, slog.New(slog.DiscardHandler))
-	r.now = w.clock
+	w := newWorld()
+	r := New(Config{Resync: time.Hour, Clock: w.clock}, w.view, slog.New(slog.DiscardHandler))
 	var calls []string
 	for _, name := range []string{"first", "second", "third"} {
 		r.Listen(func(u Update) { calls = append(calls, fmt.Sprintf("%s@%gs", name, u.At.Sub(t0).Seconds())) })
@@ -467,7 +466,7 @@ func TestListenersCalledInOrder(t *testing.T) {
 }
 
 func TestCurrentReturnsTheLatest(t *testing.T) {
-	w := &world{}
+	w := newWorld()
 	r, rec := newTestRouter(Config{NoDamping: true}, w.view, w, nil)
 	if cur := r.Current(); cur.Pool == nil || len(cur.Pool.Clusters) != 0 {
 		t.Fatalf("Current before any computation = %+v, want an empty pool", cur)
@@ -495,7 +494,7 @@ func TestIsolation(t *testing.T) {
 		}
 		return ms
 	}
-	w := &world{}
+	w := newWorld()
 	r, rec := newTestRouter(Config{IsolationWindow: 10 * time.Second, NoDamping: true}, w.view, w, nil)
 	stepAt(r, w, 0, view()...)
 	if u := rec.last(t); u.Isolated {
@@ -556,7 +555,7 @@ func TestIsolationAloneIsDelivered(t *testing.T) {
 		}
 		return ms
 	}
-	w := &world{}
+	w := newWorld()
 	r, rec := newTestRouter(Config{}, w.view, w, nil)
 	stepAt(r, w, 0, view(false)...)
 	stepAt(r, w, 1, view(true)...)
@@ -578,7 +577,7 @@ func TestIsolationAloneIsDelivered(t *testing.T) {
 // where b is after each step; c stays a reader so no floor is involved.
 func flap(t *testing.T, cfg Config) []string {
 	t.Helper()
-	w := &world{}
+	w := newWorld()
 	r, _ := newTestRouter(cfg, w.view, w, nil)
 	var got []string
 	for i := range 7 {
@@ -618,7 +617,7 @@ func TestDampingHoldsAFlappingReader(t *testing.T) {
 // disabled twice within 4 s. b is back as a reader each time maintenance
 // ends; before, the third removal held it out as damped for 84 s.
 func TestMaintenanceIsNotAFlap(t *testing.T) {
-	w := &world{}
+	w := newWorld()
 	r, _ := newTestRouter(Config{}, w.view, w, nil)
 	inMaint := func(m *pool.Member) { m.Tags[tags.KeyMaint] = "kernel upgrade" }
 	failed := func(m *pool.Member) { m.Status = pool.StatusFailed }
@@ -644,7 +643,7 @@ func TestMaintenanceIsNotAFlap(t *testing.T) {
 }
 
 func TestDampingHoldIsReportedAsAChange(t *testing.T) {
-	w := &world{}
+	w := newWorld()
 	r, rec := newTestRouter(Config{}, w.view, w, nil)
 	for i := range 7 {
 		lag := uint32(0)
@@ -665,7 +664,7 @@ func TestDampingHoldIsReportedAsAChange(t *testing.T) {
 
 func TestPanicKeepsThePreviousPool(t *testing.T) {
 	var logs bytes.Buffer
-	w := &world{}
+	w := newWorld()
 	r, rec := newTestRouter(Config{}, w.view, w, slog.New(slog.NewTextHandler(&logs, nil)))
 	stepAt(r, w, 0, writer("a"), replica("b", 0))
 	before := r.Current()
@@ -693,7 +692,7 @@ func TestPanicKeepsThePreviousPool(t *testing.T) {
 }
 
 func TestRunSurvivesAPanic(t *testing.T) {
-	w := &world{}
+	w := newWorld()
 	w.set(t0, writer("a"), replica("b", 0))
 	panicked := make(chan struct{}, 1)
 	members := func() []pool.Member {
@@ -732,7 +731,7 @@ func TestRunSurvivesAPanic(t *testing.T) {
 func TestResyncRecomputesWithoutTrigger(t *testing.T) {
 	// A held reader is released by time alone: the periodic recompute must
 	// run without any trigger.
-	w := &world{}
+	w := newWorld()
 	w.set(t0, writer("a"), replica("b", 0))
 	calls := make(chan struct{}, 1)
 	members := func() []pool.Member {
@@ -746,8 +745,16 @@ func TestResyncRecomputesWithoutTrigger(t *testing.T) {
 	r, _ := newTestRouter(Config{Resync: 10 * time.Millisecond}, members, w, nil)
 	runRouter(t, ctx, cancel, r)
 	receive(t, calls, "the computation at start")
-	receive(t, calls, "a periodic computation")
-	receive(t, calls, "another periodic computation")
+	for _, what := range []string{"a periodic computation", "another periodic computation"} {
+		wctx, wcancel := context.WithTimeout(ctx, waitFor)
+		err := w.clock.BlockUntilContext(wctx, 1) // the Resync ticker
+		wcancel()
+		if err != nil {
+			t.Fatalf("no Resync ticker on the clock: %v", err)
+		}
+		w.clock.Advance(r.cfg.Resync)
+		receive(t, calls, what)
+	}
 }
 
 func TestNewDefaults(t *testing.T) {
@@ -761,9 +768,8 @@ func TestNewDefaults(t *testing.T) {
 }
 
 func TestListenerPanicStarvesLaterListeners(t *testing.T) {
-	w := &world{}
-	r := New(Config{Resync: time.Hour}, w.view, slog.New(slog.DiscardHandler))
-	r.now = w.clock
+	w := newWorld()
+	r := New(Config{Resync: time.Hour, Clock: w.clock}, w.view, slog.New(slog.DiscardHandler))
 	broken := true
 	r.Listen(func(Update) {
 		if broken {

@@ -19,6 +19,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/shoaldb/shoal/internal/backoff"
 )
 
 // Defaults of the bounds in Config.
@@ -151,7 +153,9 @@ func (g *Gate) Close() {
 
 func (g *Gate) acceptLoop() {
 	defer g.wg.Done()
-	var delay time.Duration
+	// Accept errors (too many open files) are retried after 5 ms doubling
+	// up to 1 s, as net/http and memberlist do.
+	retry := backoff.New(backoff.Policy{Initial: 5 * time.Millisecond, Max: time.Second}, nil)
 	for {
 		nc, err := g.ln.Accept()
 		if err != nil {
@@ -164,7 +168,7 @@ func (g *Gate) acceptLoop() {
 				g.log.Error("serf rpc listener closed", "err", err)
 				return
 			}
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			delay := retry.Next()
 			g.log.Error("accept a serf rpc client", "err", err, "retry_in", delay)
 			select {
 			case <-time.After(delay):
@@ -173,7 +177,7 @@ func (g *Gate) acceptLoop() {
 			}
 			continue
 		}
-		delay = 0
+		retry.Reset()
 		g.mu.Lock()
 		if g.closed {
 			g.mu.Unlock()

@@ -12,6 +12,9 @@ import (
 // commands that return one. stream, monitor and query answer with a header
 // alone and later send records (header with the request's Seq, plus a
 // body) on the same connection.
+//
+// What is copied here is on the serf-upgrade checklist (package gossip,
+// item 10); TestProtocolMatchesSerf compares it with serf's ipc.go.
 
 const (
 	cmdHandshake       = "handshake"

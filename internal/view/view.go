@@ -6,8 +6,10 @@
 //
 // These are internal types. The public wire types are in pkg/client; the
 // HTTP API (package api) converts one into the other at its boundary, so
-// that a change here changes no public type, and no package under internal/
-// but the API and the CLI depends on pkg/client.
+// that a change here changes no public type. Under internal/, only the API
+// and the clients of agents (the CLI, and the demo, which drives the agents
+// it starts) depend on pkg/client; this package does not (pkg/client's
+// TestOnlyTheAPIAndTheCLIImportTheClient keeps it so).
 package view
 
 import (

@@ -1,0 +1,92 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// NewPublishCollectors returns the families of the agent's tag publishing,
+// read when scraped: failures counts the publishes that failed or left
+// something out; ok says whether the last one carried everything wanted.
+func NewPublishCollectors(failures func() uint64, ok func() bool) []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "health_publish_failures_total",
+			Help: "Publishes of this agent's tags that failed or left something out: user tags withheld so that the health tag fits, a minimal critical health (reason cannot-publish), or a gossip error (retried).",
+		}, func() float64 { return float64(failures()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "tags_published",
+			Help: "1 when the last publish of this agent's tags carried everything wanted (health and user tags), 0 otherwise.",
+		}, func() float64 {
+			if ok() {
+				return 1
+			}
+			return 0
+		}),
+	}
+}
+
+// GateCounts is what the failure-confirmation gate's families read when
+// scraped (the gate's counters, gossip.Gate).
+type GateCounts struct {
+	Confirmed, Refuted, Expired func() uint64 // checks, by result
+	Careful                     func() uint64 // checks that got a second round
+	ConfirmPings, RevivePings   func() uint64
+	Pending                     func() int // failures still being checked
+}
+
+// NewGateCollectors returns the failure-confirmation gate's families.
+func NewGateCollectors(g GateCounts) []prometheus.Collector {
+	var cs []prometheus.Collector
+	for _, r := range []struct {
+		result string
+		n      func() uint64
+	}{{"confirmed", g.Confirmed}, {"refuted", g.Refuted}, {"expired", g.Expired}} {
+		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "member_failure_checks_total",
+			Help:        "Member failures reported by gossip and checked with direct pings, by result: confirmed (unanswered, acted on), refuted (answered, then alive again: not acted on), expired (answered, but gossip still said failed after the hold: acted on).",
+			ConstLabels: prometheus.Labels{"result": r.result},
+		}, func() float64 { return float64(r.n()) }))
+	}
+	cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "member_failure_second_checks_total",
+		Help: "Member failure checks that got a second, longer round: the member missed the first but had sent a packet just before its failure arrived, or failures did not arrive alone (another failure or comeback within 1 s, another confirmed failure within 30 s), or this agent's memberlist health score was 4 or more.",
+	}, func() float64 { return float64(g.Careful()) }))
+	for _, k := range []struct {
+		kind string
+		n    func() uint64
+	}{{"confirm", g.ConfirmPings}, {"revive", g.RevivePings}} {
+		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "member_failure_pings_total",
+			Help:        "Direct pings this agent sent to members gossip reported failed, by kind: confirm (checking a failure before acting on it), revive (watching a confirmed-failed member until it answers again).",
+			ConstLabels: prometheus.Labels{"kind": k.kind},
+		}, func() float64 { return float64(k.n()) }))
+	}
+	return append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "member_failures_withheld",
+		Help: "Member failures reported by gossip that this agent is still checking (not yet acted on).",
+	}, func() float64 { return float64(g.Pending()) }))
+}
+
+// HTTPConns are the families of the HTTP API's connection limiter
+// (api.LimitedListener), which counts on them.
+type HTTPConns struct {
+	Evicted, Refused, Reserved prometheus.Counter
+}
+
+// NewHTTPConns returns the limiter's counters, not registered.
+func NewHTTPConns() *HTTPConns {
+	c := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "http", Name: name, Help: help})
+	}
+	return &HTTPConns{
+		Evicted:  c("connections_evicted_total", "Idle HTTP API connections closed to make room for a new one at the connection limit."),
+		Refused:  c("connections_refused_total", "HTTP API connections closed at once: every slot, reserved ones included, busy with a request."),
+		Reserved: c("connections_reserved_total", "HTTP API connections given a reserved slot (liveness only) because every normal slot was busy with a request."),
+	}
+}
+
+// Collectors returns the counters and the open connections, read from open
+// when scraped.
+func (h *HTTPConns) Collectors(open func() int) []prometheus.Collector {
+	o := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "http", Name: "connections_open",
+		Help: "HTTP API connections open, reserved ones included."}, func() float64 { return float64(open()) })
+	return []prometheus.Collector{h.Evicted, h.Refused, h.Reserved, o}
+}
