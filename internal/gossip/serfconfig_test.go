@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shoaldb/shoal/internal/setting"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 func TestSerfConfigFromSettings(t *testing.T) {
@@ -41,21 +41,12 @@ func TestTuningCheck(t *testing.T) {
 	if err := DefaultTuning().Check(); err != nil {
 		t.Fatalf("DefaultTuning().Check() = %v", err)
 	}
-	for _, tc := range []struct {
-		mod  func(*Tuning)
-		want string
-	}{
-		{func(g *Tuning) { g.ProbeInterval = time.Millisecond }, `probe_interval "1ms": must be at least 10ms (or 0 for the profile's value)`},
-		{func(g *Tuning) { g.TombstoneTimeout = time.Second }, `tombstone_timeout "1s": must be at least 1m0s (or 0 for the profile's value)`},
-		{func(g *Tuning) { g.GossipNodes = -1 }, `gossip_nodes "-1": must be at least 1 (or 0 for the profile's value)`},
-		{func(g *Tuning) { g.DeadNodeReclaimTime = -1 }, `dead_node_reclaim_time "-1ns": must not be negative`},
-		{func(g *Tuning) { g.ProbeInterval, g.ProbeTimeout = time.Second, 2*time.Second },
-			`probe_timeout "2s": must not exceed gossip.probe_interval (1s)`},
-	} {
-		g := DefaultTuning()
-		tc.mod(&g)
-		if err := g.Check(); setting.One(err) == nil || err.Error() != tc.want {
-			t.Errorf("Check() = %v, want the one *setting.Error %q", err, tc.want)
-		}
-	}
+	testkit.RefusesEach(t, DefaultTuning, Tuning.Check, []testkit.Refusal[Tuning]{
+		{Mod: func(g *Tuning) { g.ProbeInterval = time.Millisecond }, Want: `probe_interval "1ms": must be at least 10ms (or 0 for the profile's value)`},
+		{Mod: func(g *Tuning) { g.TombstoneTimeout = time.Second }, Want: `tombstone_timeout "1s": must be at least 1m0s (or 0 for the profile's value)`},
+		{Mod: func(g *Tuning) { g.GossipNodes = -1 }, Want: `gossip_nodes "-1": must be at least 1 (or 0 for the profile's value)`},
+		{Mod: func(g *Tuning) { g.DeadNodeReclaimTime = -1 }, Want: `dead_node_reclaim_time "-1ns": must not be negative`},
+		{Mod: func(g *Tuning) { g.ProbeInterval, g.ProbeTimeout = time.Second, 2*time.Second },
+			Want: `probe_timeout "2s": must not exceed gossip.probe_interval (1s)`},
+	})
 }

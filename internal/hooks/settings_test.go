@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shoaldb/shoal/internal/setting"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // The settings' defaults are the runner's: DefaultSettings gives the
@@ -23,22 +23,16 @@ func TestSettingsDefaultsAreTheRunners(t *testing.T) {
 }
 
 func TestSettingsCheck(t *testing.T) {
-	for _, tc := range []struct {
-		mod  func(*Settings)
-		want string
-	}{
-		{func(s *Settings) { s.QueueSize = MaxQueueSize + 1 }, `queue_size "1000001": must be from 1 to 1000000 (0: default 1000)`},
-		{func(s *Settings) { s.Timeout = time.Millisecond }, `timeout "1ms": must be at least 100ms (0: default 30s)`},
-		{func(s *Settings) { s.KillGrace = -1 }, `kill_grace "-1ns": must not be negative`},
-		{func(s *Settings) { s.QuiescentPeriod = -1 }, `coalesce_period "1s": periods must not be negative`},
-	} {
+	testkit.RefusesEach(t, func() Settings {
 		s := DefaultSettings()
 		s.CoalescePeriod = time.Second
-		tc.mod(&s)
-		if err := s.Check(); setting.One(err) == nil || err.Error() != tc.want {
-			t.Errorf("Check() = %v, want the one *setting.Error %q", err, tc.want)
-		}
-	}
+		return s
+	}, Settings.Check, []testkit.Refusal[Settings]{
+		{Mod: func(s *Settings) { s.QueueSize = MaxQueueSize + 1 }, Want: `queue_size "1000001": must be from 1 to 1000000 (0: default 1000)`},
+		{Mod: func(s *Settings) { s.Timeout = time.Millisecond }, Want: `timeout "1ms": must be at least 100ms (0: default 30s)`},
+		{Mod: func(s *Settings) { s.KillGrace = -1 }, Want: `kill_grace "-1ns": must not be negative`},
+		{Mod: func(s *Settings) { s.QuiescentPeriod = -1 }, Want: `coalesce_period "1s": periods must not be negative`},
+	})
 	s := Settings{Env: []string{"X"}, Dir: "/d", Timeout: time.Second}
 	if c := s.Config(); c.Dir != "/d" || len(c.EnvAllow) != 1 || c.Timeout != time.Second {
 		t.Errorf("Config() = %+v", c)
