@@ -84,3 +84,7 @@ func (b *Backoff) Wait(ctx context.Context) (time.Duration, bool) {
 		return d, true
 	}
 }
+
+// Accept is the wait after a failed Accept (too many open files) before the
+// next one: 5 ms doubling up to 1 s, as net/http and memberlist do.
+var Accept = Policy{Initial: 5 * time.Millisecond, Max: time.Second}

@@ -12,6 +12,8 @@ import (
 	metrics "github.com/hashicorp/go-metrics"
 	sockaddr "github.com/hashicorp/go-sockaddr"
 	"github.com/hashicorp/memberlist"
+
+	"github.com/shoaldb/shoal/internal/backoff"
 )
 
 // transport is memberlist's network transport (TCP for streams, UDP for
@@ -194,19 +196,22 @@ func (t *Transport) Shutdown() error {
 
 func (t *Transport) acceptLoop() {
 	defer t.wg.Done()
-	var delay time.Duration
+	retry := backoff.New(backoff.Accept, nil) // accept errors: too many open files
 	for {
 		conn, err := t.tcp.AcceptTCP()
 		if err != nil {
 			if t.closed.Load() {
 				return
 			}
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
 			t.logger.Printf("[ERR] memberlist: Error accepting TCP connection: %v", err)
-			time.Sleep(delay)
+			select {
+			case <-time.After(retry.Next()):
+			case <-t.done:
+				return
+			}
 			continue
 		}
-		delay = 0
+		retry.Reset()
 		c := t.limits.admit(conn)
 		if c == nil {
 			continue

@@ -153,9 +153,8 @@ func (g *Gate) Close() {
 
 func (g *Gate) acceptLoop() {
 	defer g.wg.Done()
-	// Accept errors (too many open files) are retried after 5 ms doubling
-	// up to 1 s, as net/http and memberlist do.
-	retry := backoff.New(backoff.Policy{Initial: 5 * time.Millisecond, Max: time.Second}, nil)
+	// Accept errors (too many open files) are retried (backoff.Accept).
+	retry := backoff.New(backoff.Accept, nil)
 	for {
 		nc, err := g.ln.Accept()
 		if err != nil {
