@@ -45,4 +45,8 @@ func TestSinksGetTheGeneration(t *testing.T) {
 		st := a.sinkStatus()
 		return st[0].AppliedGeneration == 1 && a.pool.router.Current().Generation == 1 && st[0].State == "ok"
 	})
+	// The pool view says the router's generation next to the sink's.
+	if pv, err := a.PoolView(""); err != nil || pv.Generation != 1 || pv.Sinks[0].AppliedGeneration != 1 {
+		t.Errorf("pool view: generation %d, sinks %+v, %v", pv.Generation, pv.Sinks, err)
+	}
 }

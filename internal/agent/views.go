@@ -40,8 +40,9 @@ func clusterPools(p *pool.Pool, cluster string) []view.ClusterPool {
 // PoolView returns the current pool as the API and the metrics show it;
 // cluster "" means all.
 func (a *Agent) PoolView(cluster string) (view.Pool, error) {
+	sinks := a.sinkStatus() // before the pool: no sink is ahead of its generation
 	u := a.pool.router.Current()
-	r := view.Pool{Clusters: []view.ClusterPool{}, Isolated: u.Isolated, UpdatedAt: u.At}
+	r := view.Pool{Clusters: []view.ClusterPool{}, Isolated: u.Isolated, UpdatedAt: u.At, Generation: u.Generation}
 	if u.Isolated {
 		r.Isolation = fmt.Sprintf("this agent sees %d of %d members it had failed: it assumes it is the one cut off and freezes removals in its local sinks", u.Isolation.Failed, u.Isolation.Baseline)
 	}
@@ -55,7 +56,7 @@ func (a *Agent) PoolView(cluster string) (view.Pool, error) {
 		r.Readers = append(r.Readers, withCluster(c.Name, c.Readers)...)
 		r.Out = append(r.Out, withCluster(c.Name, c.Out)...)
 	}
-	r.Sinks = a.sinkStatus()
+	r.Sinks = sinks
 	return r, nil
 }
 

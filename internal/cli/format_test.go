@@ -200,9 +200,10 @@ var (
 
 func samplePool() *client.PoolResponse {
 	return &client.PoolResponse{
-		Isolated:  true,
-		Isolation: "this agent sees 3 of 5 members it had failed: it assumes it is the one cut off and freezes removals in its local sinks",
-		UpdatedAt: sinkOK,
+		Isolated:   true,
+		Isolation:  "this agent sees 3 of 5 members it had failed: it assumes it is the one cut off and freezes removals in its local sinks",
+		UpdatedAt:  sinkOK,
+		Generation: 41,
 		Clusters: []client.ClusterPool{
 			{
 				Name:     "main",

@@ -82,7 +82,7 @@ func writePool(w io.Writer, p *client.PoolResponse) error {
 			return err
 		}
 	}
-	return writeSinks(w, p.Sinks)
+	return writeSinks(w, p.Sinks, p.Generation)
 }
 
 // clock formats the end of a damping hold, in local time: a hold lasts at
@@ -99,8 +99,10 @@ func joinDetail(a, b string) string {
 }
 
 // writeSinks prints each sink's state under the pool. APPLIED is the
-// generation of the last pool the sink fully applied (see package sink).
-func writeSinks(w io.Writer, sinks []client.SinkStatus) error {
+// generation of the last pool the sink fully applied (see package sink),
+// and "applied/gen" when that is behind gen, the generation of the pool
+// shown ("-/gen": nothing applied yet).
+func writeSinks(w io.Writer, sinks []client.SinkStatus, gen uint64) error {
 	if len(sinks) == 0 {
 		return nil
 	}
@@ -114,6 +116,9 @@ func writeSinks(w io.Writer, sinks []client.SinkStatus) error {
 		}
 		if s.AppliedGeneration > 0 {
 			applied = fmt.Sprint(s.AppliedGeneration)
+		}
+		if s.AppliedGeneration < gen {
+			applied += fmt.Sprintf("/%d", gen)
 		}
 		if s.LastError != "" {
 			lastErr = s.LastErrorAt.Local().Format("15:04:05.000") + " " + s.LastError

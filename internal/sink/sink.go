@@ -51,7 +51,6 @@ package sink
 import (
 	"context"
 	"log/slog"
-	"time"
 
 	"github.com/jonboulle/clockwork"
 
@@ -83,18 +82,10 @@ type Update struct {
 	Generation uint64     // the router's generation of this pool; 0 for none
 }
 
-// Ticker is the part of *time.Ticker a sink's loop uses, so tests can
-// drive it.
-type Ticker interface {
-	C() <-chan time.Time
-	Stop()
-}
-
 // Options are a sink's collaborators. Zero fields take the defaults.
 type Options struct {
-	Logger    *slog.Logger               // default slog.Default()
-	Clock     clockwork.Clock            // default the real clock
-	NewTicker func(time.Duration) Ticker // default a *time.Ticker
+	Logger *slog.Logger    // default slog.Default()
+	Clock  clockwork.Clock // default the real clock; the driver's timer too
 }
 
 // WithDefaults returns o with its zero fields set.

@@ -154,7 +154,11 @@ type Pool struct {
 	Isolated  bool
 	Isolation string // why, when Isolated
 	UpdatedAt time.Time
-	Sinks     []SinkStatus
+	// Generation is the router's generation of this pool
+	// (routing.Update.Generation; 0: none computed yet). A sink whose
+	// AppliedGeneration is lower has not applied it yet.
+	Generation uint64
+	Sinks      []SinkStatus
 }
 
 // Sink states.

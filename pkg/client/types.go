@@ -287,6 +287,10 @@ type PoolResponse struct {
 	Isolated  bool       `json:"isolated"`
 	Isolation string     `json:"isolation,omitempty"`
 	UpdatedAt time.Time  `json:"updated_at,omitzero"`
+	// Generation numbers the pools the agent's router computed (1, 2, 3,
+	// ...); this is the current one's. 0: none yet. A sink whose
+	// AppliedGeneration is lower has not applied this pool yet.
+	Generation uint64 `json:"generation"`
 	// Sinks are the local routers this agent drives (none on most db hosts).
 	Sinks []SinkStatus `json:"sinks"`
 }

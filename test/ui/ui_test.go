@@ -100,6 +100,9 @@ func TestStatusPageInBrowser(t *testing.T) {
 		return strings.Contains(p.Members, "db1 alive db default") && strings.Contains(p.Members, "writable") &&
 			strings.Contains(p.Members, "read_only · io on · sql on · lag 0 s") && p.Sinks == "ok ok"
 	})
+	pageWait(t, ctx, 10*time.Second, "both sinks shown at the pool's generation", func(p pageState) bool {
+		return atPool(p, "file") && atPool(p, "haproxy")
+	})
 	screenshot(t, ctx, filepath.Join(shots, "healthy.png"))
 
 	// kill -9 a replica's mariadbd: out, with its reason, within 2 s.
@@ -199,7 +202,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 
 	// A forged member named with markup, with markup in a tag.
 	hostileHealth := tags.Encode(tags.Health{State: tags.Critical, Reason: "probe-failed"})
-	testkit.StartSerf(t, hostileName, map[string]string{"role": "db", "sh": hostileHealth, "note": hostileTag}, app.cfg.Bind)
+	hostile := testkit.StartSerf(t, hostileName, map[string]string{"role": "db", "sh": hostileHealth, "note": hostileTag}, app.cfg.Bind)
 	pageWait(t, ctx, 20*time.Second, "the hostile member shown as literal text, in the pool and the members", func(p pageState) bool {
 		return slices.Contains(p.Rows, "out:"+hostileName+":critical") && slices.Contains(p.MemberNames, hostileName) &&
 			strings.Contains(p.Members, "note="+hostileTag)
@@ -212,6 +215,29 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Errorf("the page has %d <img> and %d <script> elements, want 0 and 1: markup from a member was injected", p.Images, p.Scripts)
 	}
 	screenshot(t, ctx, filepath.Join(shots, "hostile.png"))
+
+	// The file sink's directory goes away, then the pool changes (the forged
+	// member leaves): the file sink fails and is shown behind the pool at
+	// the generation it applied; HAProxy applies the new pool.
+	pageWait(t, ctx, 10*time.Second, "both sinks at the pool with the forged member", func(p pageState) bool {
+		return atPool(p, "file") && atPool(p, "haproxy")
+	})
+	before := readPage(t, ctx)
+	if err := os.RemoveAll(out); err != nil {
+		t.Fatal(err)
+	}
+	if err := hostile.Leave(); err != nil {
+		t.Fatal(err)
+	}
+	pageWait(t, ctx, 20*time.Second, "the file sink shown behind the pool, HAProxy at it", func(p pageState) bool {
+		kind, cell := appliedOf(p, "file")
+		var applied, gen int
+		n, _ := fmt.Sscanf(cell, "%d / %d behind", &applied, &gen)
+		_, was := appliedOf(before, "file")
+		return kind == "behind" && n == 2 && applied < gen && strings.HasPrefix(was, fmt.Sprintf("%d / ", applied)) &&
+			atPool(p, "haproxy") && strings.Contains(p.Banners, "Sink file failing:")
+	})
+	screenshot(t, ctx, filepath.Join(shots, "sink-behind.png"))
 
 	// The agent stops answering: the page says so, and dims its old data.
 	srv.CloseClientConnections()
@@ -264,6 +290,29 @@ type pageState struct {
 	// HistoryClipped: the history list is taller than its box.
 	HistoryClipped bool `json:"historyClipped"`
 	OldFacts       int  `json:"oldFacts"` // elements showing facts marked not current
+	// SinkApplied is each sink's "name:kind:cell" (kind current, behind or
+	// none; cell the applied / pool text), one a line.
+	SinkApplied string `json:"sinkApplied"`
+}
+
+// appliedOf is the kind (current, behind, none) and the applied / pool
+// cell of the sink named name ("" when absent).
+func appliedOf(p pageState, name string) (kind, cell string) {
+	for _, s := range strings.Split(p.SinkApplied, "\n") {
+		if rest, ok := strings.CutPrefix(s, name+":"); ok {
+			kind, cell, _ = strings.Cut(rest, ":")
+			return kind, cell
+		}
+	}
+	return "", ""
+}
+
+// atPool: the sink named name is shown at the pool's generation, "N / N".
+func atPool(p pageState, name string) bool {
+	kind, cell := appliedOf(p, name)
+	var applied, gen int
+	n, _ := fmt.Sscanf(cell, "%d / %d", &applied, &gen)
+	return kind == "current" && n == 2 && applied == gen && gen > 0 && cell == fmt.Sprintf("%d / %d", applied, gen)
 }
 
 // memberRow is node's row of the members table ("" when absent).
@@ -302,6 +351,8 @@ const readPageJS = `(() => {
     members: Array.from(document.querySelectorAll('#members tbody tr')).map(cells).join('\n'),
     memberNames: Array.from(document.querySelectorAll('#members tbody .c-node .node')).map(text),
     sinks: Array.from(document.querySelectorAll('#sinks tbody .c-status .chip:first-child')).map(text).join(' '),
+    sinkApplied: Array.from(document.querySelectorAll('#sinks tbody tr')).map(tr =>
+      text(tr.querySelector('.c-node')) + ':' + tr.getAttribute('data-sink-applied') + ':' + text(tr.children[4])).join('\n'),
     local: document.getElementById('local-section').hidden ? '' :
       Array.from(document.querySelectorAll('#local dt, #local dd')).map(text).join(' '),
     history: Array.from(document.querySelectorAll('#history li')).map(cells).join('\n'),

@@ -1,7 +1,14 @@
 // Package driver runs a pool sink's applies on a goroutine of its own, so
 // that the router never waits for a router: one apply at once after each
 // Update (updates that arrive during an apply coalesce into one more apply
-// with the newest pool), and one on every tick of an interval.
+// with the newest pool), and a periodic one an interval after the last.
+//
+// The period is a timer of the sink's clock, armed again once each periodic
+// run is done (so a slow run is never followed at once by another). A test
+// with a fake clock waits for the loop's timer
+// (clockwork.FakeClock.BlockUntilContext with 1), advances the clock by the
+// interval, and waits for the timer again: it is back only once the loop
+// has handled the tick.
 package driver
 
 import (
@@ -9,15 +16,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/shoaldb/shoal/internal/sink"
 )
-
-type timeTicker struct{ *time.Ticker }
-
-func (t timeTicker) C() <-chan time.Time { return t.Ticker.C }
-
-// NewTimeTicker is the default ticker: a *time.Ticker.
-func NewTimeTicker(d time.Duration) sink.Ticker { return timeTicker{time.NewTicker(d)} }
 
 // RunFunc applies update u. tick is true for a periodic run, false for a
 // run after an Update. It must recover its own panics.
@@ -26,9 +28,9 @@ type RunFunc func(ctx context.Context, u sink.Update, tick bool)
 // Driver holds the newest pool and runs the sink's applies. Its methods are
 // safe for concurrent use.
 type Driver struct {
-	interval  time.Duration
-	newTicker func(time.Duration) sink.Ticker
-	run       RunFunc
+	interval time.Duration
+	clock    clockwork.Clock
+	run      RunFunc
 
 	mu      sync.Mutex
 	latest  sink.Update
@@ -41,13 +43,14 @@ type Driver struct {
 	done chan struct{} // closed when the loop ends
 }
 
-// New returns a driver that calls run; newTicker nil means NewTimeTicker.
-func New(interval time.Duration, newTicker func(time.Duration) sink.Ticker, run RunFunc) *Driver {
-	if newTicker == nil {
-		newTicker = NewTimeTicker
+// New returns a driver that calls run, periodically every interval of
+// clock; clock nil means the real clock.
+func New(interval time.Duration, clock clockwork.Clock, run RunFunc) *Driver {
+	if clock == nil {
+		clock = clockwork.NewRealClock()
 	}
 	return &Driver{
-		interval: interval, newTicker: newTicker, run: run,
+		interval: interval, clock: clock, run: run,
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 }
@@ -96,7 +99,7 @@ func (d *Driver) Done() <-chan struct{} { return d.done }
 
 func (d *Driver) loop(ctx context.Context) {
 	defer close(d.done)
-	t := d.newTicker(d.interval)
+	t := d.clock.NewTimer(d.interval)
 	defer t.Stop()
 	for {
 		tick := false
@@ -104,7 +107,7 @@ func (d *Driver) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-d.kick:
-		case <-t.C():
+		case <-t.Chan():
 			tick = true
 		}
 		if ctx.Err() != nil {
@@ -115,6 +118,9 @@ func (d *Driver) loop(ctx context.Context) {
 		d.mu.Unlock()
 		if have {
 			d.run(ctx, u, tick)
+		}
+		if tick {
+			t.Reset(d.interval) // the timer fired: Reset needs no drain
 		}
 	}
 }

@@ -6,23 +6,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/sink"
 	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
-// A tick before any pool runs nothing. (A driver of its own: on the main
-// one, an Update right after the tick could land before the loop looks at
-// the pool, and the tick would then rightly run it.)
+// A tick before any pool runs nothing.
 func TestDriverTickWithoutPool(t *testing.T) {
-	ft := testkit.NewFakeTicker()
+	clock := clockwork.NewFakeClock()
 	ran := make(chan struct{}, 1)
-	d := New(time.Hour, func(time.Duration) sink.Ticker { return ft }, func(context.Context, sink.Update, bool) {
+	d := New(time.Hour, clock, func(context.Context, sink.Update, bool) {
 		ran <- struct{}{}
 	})
 	d.Start(context.Background())
-	ft.Ch <- time.Now()
-	ft.Ch <- time.Now() // received only once the first tick was handled
+	testkit.Tick(t, clock, time.Hour) // returns once the tick was handled
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -41,8 +40,8 @@ func TestDriver(t *testing.T) {
 	calls := make(chan call, 16)
 	block, running := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	ft := testkit.NewFakeTicker()
-	d := New(time.Hour, func(time.Duration) sink.Ticker { return ft }, func(_ context.Context, u sink.Update, tick bool) {
+	clock := clockwork.NewFakeClock()
+	d := New(time.Hour, clock, func(_ context.Context, u sink.Update, tick bool) {
 		once.Do(func() { close(running); <-block }) // the first run blocks until released
 		calls <- call{u.Pool.Clusters[0].Name, tick}
 	})
@@ -66,9 +65,11 @@ func TestDriver(t *testing.T) {
 			t.Fatalf("no run, want %+v", w)
 		}
 	}
-	ft.Ch <- time.Now()
-	if got := <-calls; got != (call{"d", true}) {
-		t.Fatalf("tick run %+v", got)
+	for range 2 { // the timer is armed again after each tick
+		testkit.Tick(t, clock, time.Hour)
+		if got := <-calls; got != (call{"d", true}) {
+			t.Fatalf("tick run %+v", got)
+		}
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)

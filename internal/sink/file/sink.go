@@ -94,7 +94,7 @@ func New(cfg Config, node string, opts sink.Options) (*Sink, error) {
 			{Kind: noteNoLists, Msg: "clusters without list files"},
 		},
 	}, s.log, s.clock)
-	s.drv = driver.New(cfg.Interval, opts.NewTicker, s.runLatest)
+	s.drv = driver.New(cfg.Interval, opts.Clock, s.runLatest)
 	return s, nil
 }
 

@@ -48,11 +48,10 @@ func testPool(cs ...pool.Cluster) *pool.Pool { return &pool.Pool{Clusters: cs} }
 
 type testSink struct {
 	*Sink
-	cfg    Config
-	dir    string
-	ticker *testkit.FakeTicker
-	clock  *clockwork.FakeClock
-	logs   *testkit.SyncBuffer
+	cfg   Config
+	dir   string
+	clock *clockwork.FakeClock
+	logs  *testkit.SyncBuffer
 }
 
 var testNow = time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
@@ -71,18 +70,22 @@ func newTestSink(t *testing.T, dir string, mods ...func(*Config)) *testSink {
 		m(&cfg)
 	}
 	logs := &testkit.SyncBuffer{}
-	ticker := testkit.NewFakeTicker()
 	clock := clockwork.NewFakeClockAt(testNow)
 	s, err := New(cfg, "agent1", sink.Options{
-		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Clock:     clock,
-		NewTicker: func(time.Duration) sink.Ticker { return ticker },
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Clock:  clock,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return &testSink{Sink: s, cfg: cfg, dir: dir, ticker: ticker, clock: clock, logs: logs}
+	return &testSink{Sink: s, cfg: cfg, dir: dir, clock: clock, logs: logs}
+}
+
+// tick fires the loop's timer and returns once the loop has handled it.
+func (s *testSink) tick(t *testing.T) {
+	t.Helper()
+	testkit.Tick(t, s.clock, s.Sink.cfg.Interval)
 }
 
 func (s *testSink) list(t *testing.T, name string) string {
@@ -552,7 +555,7 @@ func TestWriteFailureRetried(t *testing.T) {
 	}
 
 	// Each tick retries while it fails; a repeat is logged at debug.
-	s.ticker.Ch <- time.Time{}
+	s.tick(t)
 	testkit.WaitFor(t, 5*time.Second, "retry", func() bool { return s.Stats().Failures == 2 })
 	if n := strings.Count(s.logs.String(), "level=ERROR"); n != 1 {
 		t.Errorf("%d error logs:\n%s", n, s.logs)
@@ -560,10 +563,10 @@ func TestWriteFailureRetried(t *testing.T) {
 	if err := os.Remove(s.cfg.Path); err != nil {
 		t.Fatal(err)
 	}
-	s.ticker.Ch <- time.Time{}
+	s.tick(t)
 	testkit.WaitFor(t, 5*time.Second, "recovery", func() bool { return s.Stats().Applies == 3 })
 	st = s.Stats()
-	if st.Failures != 2 || st.Writes != 3 || st.LastSuccess != testNow {
+	if st.Failures != 2 || st.Writes != 3 || st.LastSuccess != s.clock.Now() { // the ticks moved the clock
 		t.Errorf("status %+v", st)
 	}
 	s.doc(t)
@@ -571,10 +574,10 @@ func TestWriteFailureRetried(t *testing.T) {
 		t.Errorf("no recovery log:\n%s", s.logs)
 	}
 
-	// After a success, ticks do nothing. The second send returns only once
-	// the loop is done with the first tick.
-	s.ticker.Ch <- time.Time{}
-	s.ticker.Ch <- time.Time{}
+	// After a success, ticks do nothing. Each tick returns once the loop is
+	// done with it.
+	s.tick(t)
+	s.tick(t)
 	if st := s.Stats(); st.Applies != 3 {
 		t.Errorf("ticks after success applied: %+v", st)
 	}
@@ -594,7 +597,7 @@ func TestDirectoryRemoved(t *testing.T) {
 	}
 	s.Update(sink.Update{Pool: p})
 	testkit.WaitFor(t, 5*time.Second, "failed apply", func() bool { return s.Stats().Failures == 1 })
-	s.ticker.Ch <- time.Time{}
+	s.tick(t)
 	testkit.WaitFor(t, 5*time.Second, "failed retry", func() bool { return s.Stats().Failures == 2 })
 	st := s.Stats()
 	if st.Writes != 3 || !strings.Contains(st.LastError, "write "+s.cfg.Path+": create temp file: no such file or directory") {
@@ -603,7 +606,7 @@ func TestDirectoryRemoved(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "lists"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s.ticker.Ch <- time.Time{}
+	s.tick(t)
 	testkit.WaitFor(t, 5*time.Second, "retry", func() bool { return s.Stats().Applies == 4 })
 	if st := s.Stats(); st.Writes != 6 || st.Failures != 2 || st.LastError == "" {
 		t.Errorf("status %+v", st)
@@ -706,8 +709,8 @@ func TestUpdateCopiesPool(t *testing.T) {
 func TestLoopIgnoresTickWithoutPool(t *testing.T) {
 	s := newTestSink(t, "")
 	s.Start(context.Background())
-	s.ticker.Ch <- time.Time{}
-	s.ticker.Ch <- time.Time{}
+	s.tick(t)
+	s.tick(t)
 	if st := s.Stats(); st.Applies != 0 {
 		t.Errorf("status %+v", st)
 	}
@@ -732,7 +735,7 @@ func TestRecoversPanic(t *testing.T) {
 	if st := s.Stats(); st.LastError != "apply panicked: boom" {
 		t.Errorf("last error %q", st.LastError)
 	}
-	s.ticker.Ch <- time.Time{}
+	s.tick(t)
 	testkit.WaitFor(t, 5*time.Second, "retry", func() bool { return s.Stats().Applies == 2 })
 	if st := s.Stats(); st.Failures != 1 || st.Writes != 3 {
 		t.Errorf("status %+v", st)

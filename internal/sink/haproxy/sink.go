@@ -72,7 +72,7 @@ func New(cfg Config, opts sink.Options) (*Sink, error) {
 			{Kind: noteNaming, Prefix: "naming: ", Msg: "pool nodes cannot be mapped to haproxy servers"},
 		},
 	}, s.log, opts.Clock)
-	s.drv = driver.New(cfg.Interval, opts.NewTicker, s.runLatest)
+	s.drv = driver.New(cfg.Interval, opts.Clock, s.runLatest)
 	return s, nil
 }
 

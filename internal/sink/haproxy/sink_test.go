@@ -109,19 +109,18 @@ func (m *memAPI) counts() (reads, execs int) {
 
 type testSink struct {
 	*Sink
-	api    *memAPI
-	ticker *testkit.FakeTicker
-	logs   *testkit.SyncBuffer
+	api   *memAPI
+	clock *clockwork.FakeClock
+	logs  *testkit.SyncBuffer
 }
 
 func newTestSink(t *testing.T, cfg Config, servers []Server) *testSink {
 	t.Helper()
 	logs := &testkit.SyncBuffer{}
-	ticker := testkit.NewFakeTicker()
+	clock := clockwork.NewFakeClockAt(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 	s, err := New(cfg, sink.Options{
-		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Clock:     clockwork.NewFakeClockAt(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)),
-		NewTicker: func(d time.Duration) sink.Ticker { return ticker },
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Clock:  clock,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +128,13 @@ func newTestSink(t *testing.T, cfg Config, servers []Server) *testSink {
 	api := &memAPI{servers: servers}
 	s.api = api
 	t.Cleanup(func() { s.Close() })
-	return &testSink{Sink: s, api: api, ticker: ticker, logs: logs}
+	return &testSink{Sink: s, api: api, clock: clock, logs: logs}
+}
+
+// tick fires the loop's timer and returns once the loop has handled it.
+func (s *testSink) tick(t *testing.T) {
+	t.Helper()
+	testkit.Tick(t, s.clock, s.cfg.Interval)
 }
 
 func allReady() []Server {
@@ -302,14 +307,13 @@ func TestSinkLoop(t *testing.T) {
 	s.Start(context.Background())
 
 	// A tick before any Update does nothing.
-	s.ticker.Ch <- time.Time{}
+	s.tick(t)
 	if reads, _ := s.api.counts(); reads != 0 {
 		t.Fatalf("tick without a pool read haproxy %d times", reads)
 	}
 
 	s.Update(sink.Update{Pool: cluster("db1", []string{"db2", "db3"}, nil)})
-	// >= 1: the tick above may still be in the loop and see the pool too.
-	testkit.WaitFor(t, 5*time.Second, "first reconcile", func() bool { return s.Stats().Reconciles >= 1 })
+	testkit.WaitFor(t, 5*time.Second, "first reconcile", func() bool { return s.Stats().Reconciles == 1 })
 	if got := s.api.states(); got != steadyStates {
 		t.Errorf("states %s", got)
 	}
@@ -319,7 +323,7 @@ func TestSinkLoop(t *testing.T) {
 	s.api.servers = allReady()
 	s.api.mu.Unlock()
 	n := s.Stats().Reconciles
-	s.ticker.Ch <- time.Time{}
+	s.tick(t)
 	testkit.WaitFor(t, 5*time.Second, "periodic reconcile", func() bool { return s.Stats().Reconciles > n })
 	if got := s.api.states(); got != steadyStates {
 		t.Errorf("after tick: states %s", got)
@@ -383,7 +387,7 @@ func TestSinkRecoversPanic(t *testing.T) {
 	if st := s.Stats(); st.LastError != "reconcile panicked: boom" {
 		t.Errorf("last error %q", st.LastError)
 	}
-	s.ticker.Ch <- time.Time{}
+	s.tick(t)
 	testkit.WaitFor(t, 5*time.Second, "next reconcile", func() bool { return s.Stats().Reconciles == 2 })
 	if got := s.api.states(); got != steadyStates {
 		t.Errorf("states %s", got)

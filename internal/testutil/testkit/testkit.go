@@ -1,13 +1,16 @@
 // Package testkit holds the small helpers many tests share: a bounded wait
-// for a condition, a log buffer safe for concurrent writers, and a ticker
-// a test fires by hand.
+// for a condition, a log buffer safe for concurrent writers, and the firing
+// of a loop's timer on a fake clock.
 package testkit
 
 import (
 	"bytes"
+	"context"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // WaitFor polls cond until it holds, and fails the test if it does not
@@ -43,12 +46,26 @@ func (s *SyncBuffer) String() string {
 	return s.b.String()
 }
 
-// FakeTicker is a ticker (C and Stop, as the sinks take) that ticks only
-// when the test sends on Ch.
-type FakeTicker struct{ Ch chan time.Time }
+// Tick fires the one timer a loop waits on in clock, re-armed by the loop
+// once it has handled it (as package sink/driver does): it waits for the
+// timer, advances clock by d (at least the timer's interval), and returns
+// once the loop has armed its timer again, so the tick's run is over. It
+// fails the test if either wait takes more than 10 s. Nothing else may
+// wait on clock.
+func Tick(t testing.TB, clock *clockwork.FakeClock, d time.Duration) {
+	t.Helper()
+	tick(t, clock, d, 10*time.Second)
+}
 
-// NewFakeTicker returns a FakeTicker with an unbuffered channel.
-func NewFakeTicker() *FakeTicker { return &FakeTicker{Ch: make(chan time.Time)} }
-
-func (f *FakeTicker) C() <-chan time.Time { return f.Ch }
-func (f *FakeTicker) Stop()               {}
+func tick(t testing.TB, clock *clockwork.FakeClock, d, within time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if err := clock.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatalf("no timer waits on the clock after %s", within)
+	}
+	clock.Advance(d)
+	if err := clock.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatalf("the loop did not arm its timer again within %s of the tick", within)
+	}
+}

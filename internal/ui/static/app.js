@@ -375,25 +375,42 @@
     setKids('local', el('dl', 'kv', rows.map(function (r) { return [el('dt', null, r[0]), el('dd', null, r[1])]; })));
   }
 
+  // appliedCell is a sink's applied generation against gen, the generation
+  // of the pool shown: "applied / gen", and a behind chip while the sink
+  // has not applied that pool (a failing or frozen sink stays behind). Its
+  // kind, one of this file's constants, is the row's data-sink-applied.
+  function appliedCell(s, gen) {
+    const a = Number(s.applied_generation) || 0;
+    const g = Number(gen) || 0;
+    const shown = a > 0 ? String(a) : '—';
+    if (g === 0) return { kind: a > 0 ? 'current' : 'none', cell: td('num', shown) };
+    if (a >= g) return { kind: 'current', cell: td('num', shown + ' / ' + g) };
+    return { kind: 'behind', cell: td('num', shown + ' / ' + g, ' ', chip('behind', 'warn')) };
+  }
+
   function renderSinks(d) {
-    const sinks = (d.pool || {}).sinks || [];
+    const pool = d.pool || {};
+    const sinks = pool.sinks || [];
     if (sinks.length === 0) {
       setKids('sinks', el('p', 'empty', 'This agent drives no sink (db hosts usually drive none).'));
       return;
     }
     const rows = sinks.map(function (s) {
+      const applied = appliedCell(s, pool.generation);
       const tr = el('tr', null,
         td('c-node', s.name),
         td('c-status', chip(s.state, toneOf(s.state)), s.frozen ? [' ', chip('frozen', 'warn')] : null),
         td('c-target mono', s.target),
         td('c-time', s.last_success ? clock(parseTime(s.last_success)) : '—'),
+        applied.cell,
         td('num', String(s.failures)),
         td('c-detail', s.last_error ? [el('span', 'error-text', s.last_error), s.last_error_at ? el('span', 'muted', ' at ' + clock(parseTime(s.last_error_at))) : null] : muted('—'),
           (s.notes || []).map(function (n) { return el('div', 'note', n); })));
       tr.setAttribute('data-sink-state', toneOf(s.state));
+      tr.setAttribute('data-sink-applied', applied.kind);
       return tr;
     });
-    setKids('sinks', table(['sink', 'state', 'target', 'last success', 'failures', 'last error / notes'], rows, 'sinks-table'));
+    setKids('sinks', table(['sink', 'state', 'target', 'last success', 'applied / pool', 'failures', 'last error / notes'], rows, 'sinks-table'));
   }
 
   function renderHistory(d) {
