@@ -11,6 +11,7 @@ import (
 type PoolCollector struct {
 	view                                 func() view.Pool
 	nodes, in, out, conflict, isolated   *prometheus.Desc
+	generation, sinkApplied              *prometheus.Desc
 	sinkOK, sinkLastSuccess, sinkFailure *prometheus.Desc
 }
 
@@ -26,6 +27,8 @@ func NewPoolCollector(view func() view.Pool) *PoolCollector {
 		out:             d("pool_out", "1 for each database node out of the pool, with the reason.", "cluster", "node", "reason"),
 		conflict:        d("pool_writer_conflict", "1 while two or more nodes of the cluster are writable (at most one is routed to).", "cluster"),
 		isolated:        d("pool_isolated", "1 while this agent believes it is cut off and its sinks hold removals.", nil...),
+		generation:      d("pool_generation", "The router's generation: the number of the latest pool it computed (0: none yet).", nil...),
+		sinkApplied:     d("sink_applied_generation", "Generation of the last pool the sink fully applied: succeeded and not frozen (0: none yet); behind shoal_pool_generation while it fails or holds removals.", "sink"),
 		sinkOK:          d("sink_up", "1 when the sink's last apply succeeded.", "sink"),
 		sinkLastSuccess: d("sink_last_success_timestamp_seconds", "Unix time of the sink's last successful apply (0: none yet).", "sink"),
 		sinkFailure:     d("sink_failures_total", "Failed applies of the sink since the agent started.", "sink"),
@@ -34,7 +37,7 @@ func NewPoolCollector(view func() view.Pool) *PoolCollector {
 
 // Describe implements prometheus.Collector.
 func (c *PoolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.nodes, c.in, c.out, c.conflict, c.isolated, c.sinkOK, c.sinkLastSuccess, c.sinkFailure} {
+	for _, d := range []*prometheus.Desc{c.nodes, c.in, c.out, c.conflict, c.isolated, c.generation, c.sinkApplied, c.sinkOK, c.sinkLastSuccess, c.sinkFailure} {
 		ch <- d
 	}
 }
@@ -67,8 +70,10 @@ func (c *PoolCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.conflict, b2f(len(cl.Conflict) > 0), cl.Name)
 	}
 	gauge(c.isolated, b2f(v.Isolated))
+	gauge(c.generation, float64(v.Generation))
 	for _, s := range v.Sinks {
 		gauge(c.sinkOK, b2f(s.State == view.SinkOK), s.Name)
+		gauge(c.sinkApplied, float64(s.AppliedGeneration), s.Name)
 		var last float64
 		if !s.LastSuccess.IsZero() {
 			last = float64(s.LastSuccess.UnixNano()) / 1e9

@@ -12,7 +12,8 @@ import (
 
 func TestPoolCollector(t *testing.T) {
 	pv := view.Pool{
-		Isolated: true,
+		Isolated:   true,
+		Generation: 14,
 		Clusters: []view.ClusterPool{{
 			Name:     "main",
 			Writers:  []view.PoolNode{{Name: "db1"}},
@@ -21,12 +22,15 @@ func TestPoolCollector(t *testing.T) {
 			Conflict: []string{"db1", "db4"},
 		}},
 		Sinks: []view.SinkStatus{
-			{Name: "haproxy", State: "failing", LastSuccess: time.Unix(1700000000, 500_000_000), Failures: 3},
-			{Name: "file", State: "ok"},
+			{Name: "haproxy", State: "failing", LastSuccess: time.Unix(1700000000, 500_000_000), Failures: 3, AppliedGeneration: 12},
+			{Name: "file", State: "ok", AppliedGeneration: 14},
 		},
 	}
 	c := NewPoolCollector(func() view.Pool { return pv })
 	want := `
+# HELP shoal_pool_generation The router's generation: the number of the latest pool it computed (0: none yet).
+# TYPE shoal_pool_generation gauge
+shoal_pool_generation 14
 # HELP shoal_pool_in 1 for each node in the pool, by cluster and role (writer or reader).
 # TYPE shoal_pool_in gauge
 shoal_pool_in{cluster="main",node="db1",role="writer"} 1
@@ -46,6 +50,10 @@ shoal_pool_out{cluster="main",node="db4",reason="conflict"} 1
 # HELP shoal_pool_writer_conflict 1 while two or more nodes of the cluster are writable (at most one is routed to).
 # TYPE shoal_pool_writer_conflict gauge
 shoal_pool_writer_conflict{cluster="main"} 1
+# HELP shoal_sink_applied_generation Generation of the last pool the sink fully applied: succeeded and not frozen (0: none yet); behind shoal_pool_generation while it fails or holds removals.
+# TYPE shoal_sink_applied_generation gauge
+shoal_sink_applied_generation{sink="file"} 14
+shoal_sink_applied_generation{sink="haproxy"} 12
 # HELP shoal_sink_failures_total Failed applies of the sink since the agent started.
 # TYPE shoal_sink_failures_total counter
 shoal_sink_failures_total{sink="file"} 0
