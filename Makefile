@@ -34,7 +34,6 @@ deps:
 unit:
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
-## e2e: the fault suite in network namespaces (root; see test/e2e).
 ## e2e: the fault suite in network namespaces (root; real MariaDB, HAProxy, iptables, stress-ng).
 e2e:
 	$(GO) test -count=1 -tags e2e -v -timeout 20m ./test/e2e/
