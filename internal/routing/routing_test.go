@@ -382,7 +382,7 @@ func TestUnchangedPoolDoesNotNotify(t *testing.T) {
 // Each update handed to listeners has the next generation, from 1; a
 // recompute that changes nothing, and so hands out no update, keeps it.
 func TestGenerationCountsUpdates(t *testing.T) {
-	w := &world{}
+	w := newWorld()
 	r, rec := newTestRouter(Config{}, w.view, w, nil)
 	if g := r.Current().Generation; g != 0 {
 		t.Fatalf("generation %d before the first update, want 0", g)
