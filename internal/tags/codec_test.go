@@ -156,6 +156,19 @@ func TestDecodeIgnoresUnknownField(t *testing.T) {
 	}
 }
 
+// TestDecodeLongReason: a reason code as long as earlier releases wrote
+// (maxTokenLen) is read, cut to MaxReasonLen as Encode would.
+func TestDecodeLongReason(t *testing.T) {
+	long := strings.Repeat("r", maxTokenLen)
+	got, err := Decode("v1;h=w;ro=0;sro=0;rep=0;io=0;sql=0;sid=0;rs=" + long + ";n=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Health{State: Warning, Reason: long[:MaxReasonLen]}); got != want {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+}
+
 func TestDecodeAnyOrder(t *testing.T) {
 	got, err := Decode("v1;n=1;sid=2;lag=3;sql=1;io=1;rep=1;sro=0;ro=1;h=p")
 	if err != nil {

@@ -109,8 +109,8 @@ func decodeField(h *Health, key, val string) (uint, error) {
 
 // checkToken checks a reason code or the value of an unknown field.
 func checkToken(v string) error {
-	if len(v) > MaxReasonLen {
-		return fmt.Errorf("%d bytes, limit %d", len(v), MaxReasonLen)
+	if len(v) > maxTokenLen {
+		return fmt.Errorf("%d bytes, limit %d", len(v), maxTokenLen)
 	}
 	for i := 0; i < len(v); i++ {
 		if !isReasonByte(v[i]) {

@@ -73,8 +73,6 @@ type Health struct {
 	Port          uint16 // the MySQL port clients use on this host; 0 = not published
 }
 
-// # The fact schema
-//
 // Facts is the one definition of every field of the health tag: its key on
 // the wire, whether v1 requires it, how it is written and read, and the
 // names it goes by in the API's JSON (pkg/client's MemberHealth and
@@ -96,7 +94,7 @@ type Health struct {
 //	lag  no        replication lag in whole seconds, 0..999999999; absent = unknown (NULL)
 //	sid  yes       @@server_id, 0..4294967295
 //	g    no        Galera: 1 = synced and in the primary component, 0 = not; absent = not Galera
-//	rs   no        short reason code, at most 32 bytes of [A-Za-z0-9._:/-]
+//	rs   no        short reason code, at most 32 bytes of [A-Za-z0-9._:/-] (written: at most 24)
 //	p    no        MySQL port routers send clients to on this host (1..65535)
 //	n    yes       health sequence number, 0..4294967295, bumped on every state change
 var Facts = []Fact{
