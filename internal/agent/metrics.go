@@ -38,10 +38,10 @@ func (a *Agent) probeState() (metrics.ProbeState, bool) {
 	if !ok {
 		return metrics.ProbeState{}, false
 	}
-	f := st.Known // a check that failed before reading facts changes none
+	h := st.Health(a.mysqlPort()) // what the agent publishes
 	return metrics.ProbeState{
-		Reachable: st.Last.Facts.Reachable, ReadOnly: f.ReadOnly, State: st.State.String(),
-		LagKnown: f.Replication.LagKnown, LagSeconds: float64(f.Replication.LagSeconds),
+		Reachable: st.Last.Facts.Reachable, ReadOnly: h.ReadOnly, State: st.State.String(),
+		LagKnown: h.LagKnown, LagSeconds: float64(h.LagSeconds),
 		Checks: st.Checks, Connects: st.Connects,
 	}, true
 }

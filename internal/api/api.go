@@ -216,13 +216,13 @@ func ToMember(m serf.Member) client.Member {
 	if !v.Problem.OK() {
 		out.Invalid = &client.MemberProblem{Reason: string(v.Problem.Reason), Detail: v.Problem.Detail}
 	} else if v.Tags[tags.KeyRole] == tags.RoleDB {
-		out.Health = memberHealth(v.Tags)
+		out.Health = decodedHealth(v.Tags)
 	}
 	return out
 }
 
-// memberHealth decodes a valid db member's health tag for display.
-func memberHealth(t map[string]string) *client.MemberHealth {
+// decodedHealth decodes a valid db member's health tag for display.
+func decodedHealth(t map[string]string) *client.MemberHealth {
 	raw, ok := t[tags.KeyHealth]
 	if !ok {
 		return &client.MemberHealth{Error: "no health tag published"}
@@ -231,16 +231,7 @@ func memberHealth(t map[string]string) *client.MemberHealth {
 	if err != nil {
 		return &client.MemberHealth{Error: err.Error()}
 	}
-	out := &client.MemberHealth{
-		State: h.State.String(), Reason: h.Reason, ReadOnly: h.ReadOnly, SuperReadOnly: h.SuperReadOnly,
-		Replica: h.Replica, IORunning: h.IORunning, SQLRunning: h.SQLRunning, ServerID: h.ServerID,
-		Galera: h.Galera, GaleraSynced: h.GaleraSynced, Port: h.Port,
-	}
-	if h.LagKnown {
-		lag := int64(h.LagSeconds)
-		out.LagSeconds = &lag
-	}
-	return out
+	return memberHealth(h)
 }
 
 func anchored(field, expr string) (*regexp.Regexp, error) {

@@ -328,9 +328,14 @@ type LocalHealth struct {
 	IORunning    bool      `json:"io_running"`
 	SQLRunning   bool      `json:"sql_running"`
 	LagSeconds   *int64    `json:"lag_seconds,omitempty"`
-	LastIOError  string    `json:"last_io_error,omitempty"`
-	LastSQLError string    `json:"last_sql_error,omitempty"`
-	Published    string    `json:"published_tag"`
+	// The other facts the agent publishes, as in MemberHealth.
+	SuperReadOnly bool   `json:"super_read_only"`
+	Galera        bool   `json:"galera,omitempty"`
+	GaleraSynced  bool   `json:"galera_synced,omitempty"`
+	Port          uint16 `json:"port,omitempty"`
+	LastIOError   string `json:"last_io_error,omitempty"`
+	LastSQLError  string `json:"last_sql_error,omitempty"`
+	Published     string `json:"published_tag"`
 }
 
 // MaintRequest enables or disables maintenance on the agent's node.
