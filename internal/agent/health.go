@@ -28,12 +28,12 @@ func (a *Agent) onProbe(e probe.Event) {
 }
 
 // poolMembers converts serf's member view for pool.Compute, admitting each
-// member on the way (member.PoolMember).
+// member on the way (member.FromSerf).
 func (a *Agent) poolMembers() []pool.Member {
 	ms := a.Members()
 	out := make([]pool.Member, 0, len(ms))
 	for _, m := range ms {
-		out = append(out, gossiped.PoolMember(m))
+		out = append(out, gossiped.FromSerf(m).Pool())
 	}
 	return out
 }

@@ -158,3 +158,18 @@ func short(s string) string {
 	}
 	return s
 }
+
+// Published decodes the health tag in a member's tags t, if any: nil and no
+// error when t has none. Package member calls it once per member, where the
+// member is admitted, and the decoded health flows on from there.
+func Published(t map[string]string) (*Health, error) {
+	raw, ok := t[KeyHealth]
+	if !ok {
+		return nil, nil
+	}
+	h, err := Decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
