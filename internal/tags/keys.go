@@ -50,9 +50,10 @@ const (
 	// (see UserTagsSize) is at most this many bytes always fit, whatever
 	// the cluster name, maintenance reason and health state. Larger user tags
 	// may fit today and fail later, for example when a long maintenance reason
-	// is set. The worst case with this budget is 496 bytes (with the MySQL
-	// port field); the 16 spare bytes leave room for one 32-bit optional
-	// health field added later.
+	// is set. The worst case with this budget, every optional health field
+	// at its longest, fits (TestWorstCaseFits, which logs the bytes to
+	// spare: 16 before the replication source's server_id took 15); a new
+	// optional health field must fit there too.
 	UserTagBudget = 150
 )
 
