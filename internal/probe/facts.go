@@ -37,6 +37,10 @@ type Replication struct {
 	SQLRunning bool `json:"sql_running"`
 	// IOConnecting: some IO thread reports Connecting (source unreachable).
 	IOConnecting bool `json:"io_connecting"`
+	// SourceServerID is the server_id of the server the first channel
+	// replicates from (Master_Server_Id / Source_Server_Id); 0 when unknown
+	// (the IO thread never connected) or not a replica.
+	SourceServerID uint32 `json:"source_server_id,omitempty"`
 	// LagKnown is false when any channel's Seconds_Behind_Master/Source is
 	// NULL (SQL thread stopped, IO thread reconnecting); LagSeconds is then 0.
 	LagKnown   bool  `json:"lag_known"`
@@ -82,17 +86,18 @@ func (s Status) Health(port uint16) tags.Health {
 	f := s.Known
 	r := f.Replication
 	h := tags.Health{
-		ReadOnly:      f.ReadOnly,
-		SuperReadOnly: f.SuperReadOnly,
-		Replica:       r.IsReplica(),
-		IORunning:     r.IORunning,
-		SQLRunning:    r.SQLRunning,
-		LagKnown:      r.LagKnown,
-		LagSeconds:    uint32(min(max(r.LagSeconds, 0), tags.MaxLagSeconds)),
-		ServerID:      f.ServerID,
-		Galera:        f.Galera.Enabled,
-		GaleraSynced:  f.Galera.Enabled && f.Galera.Healthy(),
-		Port:          port,
+		ReadOnly:       f.ReadOnly,
+		SuperReadOnly:  f.SuperReadOnly,
+		Replica:        r.IsReplica(),
+		IORunning:      r.IORunning,
+		SQLRunning:     r.SQLRunning,
+		LagKnown:       r.LagKnown,
+		LagSeconds:     uint32(min(max(r.LagSeconds, 0), tags.MaxLagSeconds)),
+		ServerID:       f.ServerID,
+		SourceServerID: r.SourceServerID,
+		Galera:         f.Galera.Enabled,
+		GaleraSynced:   f.Galera.Enabled && f.Galera.Healthy(),
+		Port:           port,
 	}
 	switch s.State {
 	case StatePassing:

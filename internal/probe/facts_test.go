@@ -17,7 +17,7 @@ func TestHealthMapsEveryFact(t *testing.T) {
 			Reachable: true, Flavor: FlavorMariaDB, Version: "11.4.5-MariaDB", ServerID: 2,
 			ReadOnly: true, HasSuperReadOnly: true, SuperReadOnly: true,
 			Replication: Replication{Known: true, Channels: 1, IORunning: true, SQLRunning: true,
-				LagKnown: true, LagSeconds: 3},
+				LagKnown: true, LagSeconds: 3, SourceServerID: 1},
 			Galera: Galera{Enabled: true, LocalState: GaleraSynced, ClusterStatus: "Primary"},
 		},
 	}

@@ -146,6 +146,10 @@ func TestProbeReplica(t *testing.T) {
 	if !e.Status.Last.Facts.ReadOnly || !r.Known || r.Channels != 1 || !r.IORunning || !r.SQLRunning || !r.LagKnown || r.LagSeconds != 0 {
 		t.Errorf("replica facts: read_only=%v %+v", e.Status.Last.Facts.ReadOnly, r)
 	}
+	// It publishes the server it replicates from (issue 25's wrong-source).
+	if h := e.Status.Health(0); r.SourceServerID != uint32(primary.ServerID()) || h.SourceServerID != r.SourceServerID {
+		t.Errorf("source server_id %d, published %d, want the primary's %d", r.SourceServerID, h.SourceServerID, primary.ServerID())
+	}
 
 	t.Run("SQL thread stopped", func(t *testing.T) {
 		m := rec.mark()

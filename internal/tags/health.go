@@ -66,11 +66,14 @@ type Health struct {
 	LagKnown      bool   // false when Seconds_Behind_Master is NULL
 	LagSeconds    uint32 // replication lag; meaningful only if LagKnown
 	ServerID      uint32 // @@server_id
-	Galera        bool   // the server is a Galera node
-	GaleraSynced  bool   // Galera: Synced and in the primary component
-	Reason        string // short reason code for a non-passing state
-	Seq           uint32 // bumped by the agent on every state change
-	Port          uint16 // the MySQL port clients use on this host; 0 = not published
+	// SourceServerID is the server_id of the server it replicates from; 0
+	// when unknown or not a replica.
+	SourceServerID uint32
+	Galera         bool   // the server is a Galera node
+	GaleraSynced   bool   // Galera: Synced and in the primary component
+	Reason         string // short reason code for a non-passing state
+	Seq            uint32 // bumped by the agent on every state change
+	Port           uint16 // the MySQL port clients use on this host; 0 = not published
 }
 
 // Facts is the one definition of every field of the health tag: its key on
@@ -93,6 +96,7 @@ type Health struct {
 //	sql  yes       replication SQL thread running: 0 or 1
 //	lag  no        replication lag in whole seconds, 0..999999999; absent = unknown (NULL)
 //	sid  yes       @@server_id, 0..4294967295
+//	src  no        server_id of the replication source, 1..4294967295; absent = unknown or not a replica
 //	g    no        Galera: 1 = synced and in the primary component, 0 = not; absent = not Galera
 //	rs   no        short reason code, at most 32 bytes of [A-Za-z0-9._:/-] (written: at most 24)
 //	p    no        MySQL port routers send clients to on this host (1..65535)
@@ -124,6 +128,7 @@ var Facts = []Fact{
 			return err
 		}},
 	uintFact("sid", "server_id", "server_id", true, 1<<32-1, func(h *Health) *uint32 { return &h.ServerID }),
+	uintFact("src", "source_server_id", "source server_id", false, 1<<32-1, func(h *Health) *uint32 { return &h.SourceServerID }),
 	{Key: "g", Fields: []Field{
 		{"galera", "galera", func(h Health) any { return h.Galera }},
 		{"galera_synced", "galera synced", func(h Health) any { return h.GaleraSynced }},
