@@ -81,9 +81,9 @@ type Health struct {
 // names it goes by in the API's JSON (pkg/client's MemberHealth and
 // LocalHealth) and for humans. Encode and Decode are loops over it, the API
 // fills its JSON from it (Show), and the tests check every fact against
-// every type it flows to, so adding a fact is: a field of Health, an entry
-// here, the probe's reading of it, the JSON field in pkg/client, and the API
-// docs.
+// every type it flows to, so adding a fact is: a field of Health and an
+// entry here, the probe's reading of it and its line in probe.Status.Health,
+// the JSON field in pkg/client, and the API docs (docs/development.md).
 //
 // The fields, in the order Encode writes them:
 //
