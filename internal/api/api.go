@@ -218,6 +218,7 @@ func ToMember(sm serf.Member) client.Member {
 	case !v.Problem.OK():
 		out.Invalid = &client.MemberProblem{Reason: string(v.Problem.Reason), Detail: v.Problem.Detail}
 	case v.Tags[tags.KeyRole] != tags.RoleDB:
+		// An app member has no server, so no health to show.
 	case v.Health != nil:
 		out.Health = memberHealth(*v.Health)
 	case v.HealthErr != "":
