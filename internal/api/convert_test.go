@@ -154,7 +154,7 @@ func TestFactsReachTheAPI(t *testing.T) {
 		if err := json.Unmarshal(b, &got); err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range tags.Facts {
+		for _, f := range tags.Facts() {
 			for _, fl := range f.Fields {
 				if v, ok := got[fl.JSON]; !ok || v == nil || reflect.ValueOf(v).IsZero() {
 					t.Errorf("%s: fact %q (tag key %s) is %v in %s", name, fl.JSON, f.Key, v, b)

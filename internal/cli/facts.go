@@ -32,7 +32,7 @@ func factsText(v any) string {
 		return ""
 	}
 	var parts []string
-	for _, f := range tags.Facts {
+	for _, f := range tags.Facts() {
 		for _, fl := range f.Fields {
 			val, ok := m[fl.JSON]
 			if shownFacts[fl.JSON] || !ok || val == nil || val == false || val == json.Number("0") || val == "" {

@@ -22,7 +22,7 @@ func TestHealthMapsEveryFact(t *testing.T) {
 		},
 	}
 	h := st.Health(3307)
-	for _, f := range tags.Facts {
+	for _, f := range tags.Facts() {
 		for _, fl := range f.Fields {
 			if v := fl.Value(h); v == nil || reflect.ValueOf(v).IsZero() {
 				t.Errorf("fact %q (tag key %s) is %v: is it mapped in Status.Health?", fl.JSON, f.Key, v)

@@ -76,7 +76,7 @@ func decode(s string) (Health, error) {
 		}
 		seen |= bit
 	}
-	for i, f := range Facts {
+	for i, f := range facts {
 		if f.Required && seen&(1<<i) == 0 {
 			return h, &FieldError{Field: f.Key, Msg: "missing field"}
 		}
@@ -88,9 +88,9 @@ func decode(s string) (Health, error) {
 }
 
 // decodeField stores one field in h and returns its bit, 1<<(its index in
-// Facts), or 0 for an unknown key.
+// facts), or 0 for an unknown key.
 func decodeField(h *Health, key, val string) (uint, error) {
-	for i, f := range Facts {
+	for i, f := range facts {
 		if f.Key == key {
 			return 1 << i, f.dec(h, val)
 		}

@@ -11,7 +11,7 @@ func Encode(h Health) string {
 	h = h.Normalize()
 	b := make([]byte, 0, 128)
 	b = append(b, Version...)
-	for _, f := range Facts {
+	for _, f := range facts {
 		b = f.enc(b, h)
 	}
 	return string(b)

@@ -3,6 +3,7 @@ package tags
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // State is the health state of a database server as judged by its local probe.
@@ -76,7 +77,7 @@ type Health struct {
 	Port           uint16 // the MySQL port clients use on this host; 0 = not published
 }
 
-// Facts is the one definition of every field of the health tag: its key on
+// facts is the one definition of every field of the health tag: its key on
 // the wire, whether v1 requires it, how it is written and read, and the
 // names it goes by in the API's JSON (pkg/client's MemberHealth and
 // LocalHealth) and for humans. Encode and Decode are loops over it, the API
@@ -101,7 +102,7 @@ type Health struct {
 //	rs   no        short reason code, at most 32 bytes of [A-Za-z0-9._:/-] (written: at most 24)
 //	p    no        MySQL port routers send clients to on this host (1..65535)
 //	n    yes       health sequence number, 0..4294967295, bumped on every state change
-var Facts = []Fact{
+var facts = []Fact{
 	{Key: "h", Required: true, Fields: []Field{{"state", "state", func(h Health) any { return h.State.String() }}},
 		enc: func(b []byte, h Health) []byte { return append(append(b, ";h="...), h.State.code()) },
 		dec: func(h *Health, v string) error { return h.State.decode(v) }},
@@ -176,6 +177,10 @@ var Facts = []Fact{
 	uintFact("n", "", "", true, 1<<32-1, func(h *Health) *uint32 { return &h.Seq }),
 }
 
+// Facts returns the fact schema (a copy): every field of the health tag in
+// the order Encode writes them.
+func Facts() []Fact { return slices.Clone(facts) }
+
 // Fact is one field of the health tag (see Facts).
 type Fact struct {
 	Key      string  // the tag key
@@ -199,8 +204,8 @@ type Field struct {
 // Show returns every field of h by its JSON name: the decoded health as the
 // API serves it.
 func Show(h Health) map[string]any {
-	out := make(map[string]any, len(Facts)+1)
-	for _, f := range Facts {
+	out := make(map[string]any, len(facts)+1)
+	for _, f := range facts {
 		for _, fl := range f.Fields {
 			out[fl.JSON] = fl.Value(h)
 		}

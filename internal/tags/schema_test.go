@@ -53,7 +53,7 @@ func TestEveryFieldIsAFact(t *testing.T) {
 // sequence number is shown, and Show gives every field of a full health.
 func TestFactsAreWellFormed(t *testing.T) {
 	keys, names := map[string]bool{}, map[string]bool{}
-	for _, f := range Facts {
+	for _, f := range facts {
 		if keys[f.Key] || f.Key == "" || f.enc == nil || f.dec == nil {
 			t.Errorf("fact %q: duplicate, empty or without its codec", f.Key)
 		}
@@ -68,8 +68,8 @@ func TestFactsAreWellFormed(t *testing.T) {
 			names[fl.JSON] = true
 		}
 	}
-	if len(Facts) > 64 {
-		t.Fatalf("%d facts: Decode's bit set holds 64", len(Facts))
+	if len(facts) > 64 {
+		t.Fatalf("%d facts: Decode's bit set holds 64", len(facts))
 	}
 	for name, v := range Show(fullHealth) {
 		if v == nil || reflect.ValueOf(v).IsZero() {
