@@ -9,6 +9,7 @@ import (
 	"github.com/shoaldb/shoal/internal/metrics"
 	"github.com/shoaldb/shoal/internal/probe"
 	"github.com/shoaldb/shoal/internal/routing"
+	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/internal/view"
 )
 
@@ -38,12 +39,32 @@ func (a *Agent) probeState() (metrics.ProbeState, bool) {
 	if !ok {
 		return metrics.ProbeState{}, false
 	}
-	f := st.Known // a check that failed before reading facts changes none
+	h := st.Health(a.mysqlPort()) // what the agent publishes
 	return metrics.ProbeState{
-		Reachable: st.Last.Facts.Reachable, ReadOnly: f.ReadOnly, State: st.State.String(),
-		LagKnown: f.Replication.LagKnown, LagSeconds: float64(f.Replication.LagSeconds),
+		Reachable: st.Last.Facts.Reachable, ReadOnly: h.ReadOnly, State: st.State.String(),
+		LagKnown: h.LagKnown, LagSeconds: float64(h.LagSeconds), Facts: factValues(h),
 		Checks: st.Checks, Connects: st.Connects,
 	}, true
+}
+
+// factValues are h's facts that are numbers or yes/no, by their API name
+// (tags.Show): every fact of the schema reaches /metrics with no change here.
+func factValues(h tags.Health) map[string]float64 {
+	out := map[string]float64{}
+	for name, v := range tags.Show(h) {
+		switch v := v.(type) {
+		case bool:
+			out[name] = 0
+			if v {
+				out[name] = 1
+			}
+		case uint16:
+			out[name] = float64(v)
+		case uint32:
+			out[name] = float64(v)
+		}
+	}
+	return out
 }
 
 func (a *Agent) hookState() []metrics.HookState {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/config"
+	gossiped "github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/testutil/mariadbtest"
 	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
@@ -74,6 +75,18 @@ func TestPoolWithRealServers(t *testing.T) {
 	if v.Writers[0].Addr != primary.Addr() {
 		t.Errorf("writer address %s, want the server's %s", v.Writers[0].Addr, primary.Addr())
 	}
+
+	// Every agent sees whom each replica replicates from (the src fact).
+	testkit.WaitFor(t, 10*time.Second, "the app agent sees the replicas' source server_id", func() bool {
+		want := map[string]uint32{"db1": 0, "db2": uint32(primary.ServerID()), "db3": uint32(primary.ServerID())}
+		for _, m := range app.a.Members() {
+			g := gossiped.FromSerf(m)
+			if id, ok := want[g.Name]; ok && (g.Health == nil || g.Health.SourceServerID != id) {
+				return false
+			}
+		}
+		return true
+	})
 
 	// kill -9 a replica: out everywhere, reason critical.
 	start := time.Now()

@@ -32,7 +32,7 @@ func TestSinksGetTheGeneration(t *testing.T) {
 		t.Fatalf("sinks %+v", a.sinkStatus())
 	}
 	db1 := pool.Member{Name: "db1", Addr: "10.0.0.1:3306", Status: pool.StatusAlive, Tags: map[string]string{
-		tags.KeyRole: tags.RoleDB, tags.KeyHealth: tags.Encode(tags.Health{State: tags.Passing})}}
+		tags.KeyRole: tags.RoleDB, tags.KeyHealth: tags.Encode(tags.Health{State: tags.Passing})}, Health: &tags.Health{State: tags.Passing}}
 	a.pool.router = routing.New(routing.Config{Resync: time.Hour}, func() []pool.Member { return []pool.Member{db1} }, a.log)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() {

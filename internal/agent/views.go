@@ -66,21 +66,16 @@ func (a *Agent) LocalHealth() (string, *view.LocalHealth) {
 	if !ok {
 		return a.cfg.EffectiveRole(), nil
 	}
-	f := st.Known // the latest facts read; Reachable is the latest check's
 	h := &view.LocalHealth{
 		State: st.State.String(), Reason: string(st.Reason), Message: st.Message, Since: st.Since,
 		Target: a.probe.Config().Target(), LastCheck: st.Last.Start, Checks: st.Checks, Connects: st.Connects,
-		Reachable: st.Last.Facts.Reachable, Version: f.Version, ServerID: f.ServerID, ReadOnly: f.ReadOnly,
-		Replica: f.Replication.IsReplica(), IORunning: f.Replication.IORunning, SQLRunning: f.Replication.SQLRunning,
-		LastIOError: f.Replication.LastIOError, LastSQLError: f.Replication.LastSQLError,
+		Reachable: st.Last.Facts.Reachable, Version: st.Known.Version,
+		LastIOError: st.Known.Replication.LastIOError, LastSQLError: st.Known.Replication.LastSQLError,
+		Health:    st.Health(a.mysqlPort()),
 		Published: a.Serf().LocalMember().Tags[tags.KeyHealth],
 	}
 	if st.Last.Duration > 0 {
 		h.LastDuration = st.Last.Duration
-	}
-	if f.Replication.LagKnown {
-		lag := f.Replication.LagSeconds
-		h.LagSeconds = &lag
 	}
 	return a.cfg.EffectiveRole(), h
 }

@@ -200,45 +200,31 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 var errTrailingData = errors.New("trailing data after the JSON body")
 
 // ToMember converts a serf member to the API type. The member is admitted
-// first (member.Admit): one that breaks the rules for gossiped names and tags
-// gets Invalid and escaped Name and Tags.
-func ToMember(m serf.Member) client.Member {
-	v := member.Admit(m.Name, m.Tags)
+// first (member.FromSerf): one that breaks the rules for gossiped names and
+// tags gets Invalid and escaped Name and Tags; a valid db member gets its
+// health tag as admission decoded it.
+func ToMember(sm serf.Member) client.Member {
+	v := member.FromSerf(sm)
 	tg := v.Tags
 	if tg == nil {
 		tg = map[string]string{}
 	}
 	out := client.Member{
-		Name: v.Name, Addr: m.Addr.String(), Port: m.Port, Status: m.Status.String(), Tags: tg,
-		Protocol: [3]uint8{m.ProtocolMin, m.ProtocolMax, m.ProtocolCur},
-		Delegate: [3]uint8{m.DelegateMin, m.DelegateMax, m.DelegateCur},
+		Name: v.Name, Addr: sm.Addr.String(), Port: sm.Port, Status: sm.Status.String(), Tags: tg,
+		Protocol: [3]uint8{sm.ProtocolMin, sm.ProtocolMax, sm.ProtocolCur},
+		Delegate: [3]uint8{sm.DelegateMin, sm.DelegateMax, sm.DelegateCur},
 	}
-	if !v.Problem.OK() {
+	switch {
+	case !v.Problem.OK():
 		out.Invalid = &client.MemberProblem{Reason: string(v.Problem.Reason), Detail: v.Problem.Detail}
-	} else if v.Tags[tags.KeyRole] == tags.RoleDB {
-		out.Health = memberHealth(v.Tags)
-	}
-	return out
-}
-
-// memberHealth decodes a valid db member's health tag for display.
-func memberHealth(t map[string]string) *client.MemberHealth {
-	raw, ok := t[tags.KeyHealth]
-	if !ok {
-		return &client.MemberHealth{Error: "no health tag published"}
-	}
-	h, err := tags.Decode(raw)
-	if err != nil {
-		return &client.MemberHealth{Error: err.Error()}
-	}
-	out := &client.MemberHealth{
-		State: h.State.String(), Reason: h.Reason, ReadOnly: h.ReadOnly, SuperReadOnly: h.SuperReadOnly,
-		Replica: h.Replica, IORunning: h.IORunning, SQLRunning: h.SQLRunning, ServerID: h.ServerID,
-		Galera: h.Galera, GaleraSynced: h.GaleraSynced, Port: h.Port,
-	}
-	if h.LagKnown {
-		lag := int64(h.LagSeconds)
-		out.LagSeconds = &lag
+	case v.Tags[tags.KeyRole] != tags.RoleDB:
+		// An app member has no server, so no health to show.
+	case v.Health != nil:
+		out.Health = memberHealth(*v.Health)
+	case v.HealthErr != "":
+		out.Health = &client.MemberHealth{Error: v.HealthErr}
+	default:
+		out.Health = &client.MemberHealth{Error: "no health tag published"}
 	}
 	return out
 }

@@ -1,10 +1,13 @@
 package api
 
 import (
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/shoaldb/shoal/internal/history"
 	"github.com/shoaldb/shoal/internal/hooks"
+	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/internal/view"
 	"github.com/shoaldb/shoal/pkg/client"
 )
@@ -114,18 +117,43 @@ func ToPool(p view.Pool) client.PoolResponse {
 	}
 }
 
+// showFacts sets the fields of dst (a *client.MemberHealth or
+// *client.LocalHealth) that the fact schema names (tags.Facts' JSON names)
+// to h's facts: the one mapping from the facts to the API, so that a fact
+// added to the schema and to the client types needs none here.
+// TestFactsReachTheAPI checks that every fact lands in both types; a fact
+// whose type does not fit its client field is a bug and panics.
+func showFacts(dst any, h tags.Health) {
+	b, err := json.Marshal(tags.Show(h))
+	if err == nil {
+		err = json.Unmarshal(b, dst)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("show health facts as %T: %v", dst, err))
+	}
+}
+
+// memberHealth is a valid db member's decoded health tag as the API shows it.
+func memberHealth(h tags.Health) *client.MemberHealth {
+	out := &client.MemberHealth{}
+	showFacts(out, h)
+	return out
+}
+
 // toLocalHealth converts the probe's state; nil (an app agent) stays nil.
+// Its facts are those it publishes; state and reason are the probe's (a
+// passing probe says why: ok).
 func toLocalHealth(h *view.LocalHealth) *client.LocalHealth {
 	if h == nil {
 		return nil
 	}
-	return &client.LocalHealth{
-		State: h.State, Reason: h.Reason, Message: h.Message, Since: h.Since, Target: h.Target,
-		LastCheck: h.LastCheck, LastDuration: durationText(h.LastDuration), Checks: h.Checks, Connects: h.Connects,
-		Reachable: h.Reachable, Version: h.Version, ServerID: h.ServerID, ReadOnly: h.ReadOnly,
-		Replica: h.Replica, IORunning: h.IORunning, SQLRunning: h.SQLRunning, LagSeconds: h.LagSeconds,
-		LastIOError: h.LastIOError, LastSQLError: h.LastSQLError, Published: h.Published,
-	}
+	out := &client.LocalHealth{}
+	showFacts(out, h.Health)
+	out.State, out.Reason, out.Message, out.Since, out.Target = h.State, h.Reason, h.Message, h.Since, h.Target
+	out.LastCheck, out.LastDuration, out.Checks, out.Connects = h.LastCheck, durationText(h.LastDuration), h.Checks, h.Connects
+	out.Reachable, out.Version, out.LastIOError, out.LastSQLError = h.Reachable, h.Version, h.LastIOError, h.LastSQLError
+	out.Published = h.Published
+	return out
 }
 
 func toMaint(m view.Maint) client.MaintStatus {

@@ -1,12 +1,14 @@
 package api
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/shoaldb/shoal/internal/history"
 	"github.com/shoaldb/shoal/internal/hooks"
+	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/internal/view"
 )
 
@@ -129,5 +131,35 @@ func TestConversionsKeepNilAndEmpty(t *testing.T) {
 	}
 	if d := toHookStats([]hooks.HandlerStats{{}})[0].LastDuration; d != "" {
 		t.Fatalf("no last run: duration %q, want none", d)
+	}
+}
+
+// TestFactsReachTheAPI: every fact of the schema (tags.Facts) goes from a
+// health, through its tag, to both client types' JSON under its name, set.
+// A fact added to the schema without its field in pkg/client fails here.
+func TestFactsReachTheAPI(t *testing.T) {
+	h := filled[tags.Health]()
+	decoded, err := tags.Decode(tags.Encode(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := filled[view.LocalHealth]()
+	local.Health = decoded
+	for name, v := range map[string]any{"MemberHealth": memberHealth(decoded), "LocalHealth": toLocalHealth(&local)} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range tags.Facts() {
+			for _, fl := range f.Fields {
+				if v, ok := got[fl.JSON]; !ok || v == nil || reflect.ValueOf(v).IsZero() {
+					t.Errorf("%s: fact %q (tag key %s) is %v in %s", name, fl.JSON, f.Key, v, b)
+				}
+			}
+		}
 	}
 }

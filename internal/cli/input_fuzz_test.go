@@ -32,7 +32,7 @@ var listFileRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}-(writers|readers)\.tx
 
 // FuzzHostileMembers drives a member list built from arbitrary names, tags,
 // cluster names and bytes (invalid UTF-8 included) through everything that
-// turns gossip into output: admission and the pool (member.PoolMember,
+// turns gossip into output: admission and the pool (member.FromSerf,
 // pool.Compute), the API's member view (api.ToMember), the metrics
 // collectors gathered on a fresh registry, the file sink writing into a
 // temp dir, and the CLI renderers of members and pool. It checks that
@@ -48,7 +48,7 @@ func FuzzHostileMembers(f *testing.F) {
 		members := hostileMembers(name1, cluster1, key, value, name2, cluster2, ntags, flags)
 		pms := make([]pool.Member, len(members))
 		for i, m := range members {
-			pms[i] = member.PoolMember(m)
+			pms[i] = member.FromSerf(m).Pool()
 		}
 		policy := pool.Policy{WriterServesReads: flags&0x80 != 0}
 		prev := pool.Compute(pms[:len(pms)/2], policy, nil)

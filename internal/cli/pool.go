@@ -208,6 +208,9 @@ func writeHealth(w io.Writer, h *client.HealthResponse) error {
 		}
 		row("target", m.Target)
 		row("server", serverText(m))
+		if f := factsText(m); f != "" {
+			row("facts", f)
+		}
 		if m.Replica {
 			lag := "unknown"
 			if m.LagSeconds != nil {

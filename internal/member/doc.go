@@ -25,9 +25,10 @@
 //     512 bytes ([MaxTagValueLen]);
 //   - shoal's reserved tags keep their own parsers: cluster must be 1 to 64
 //     bytes of [A-Za-z0-9._-] (tags.ValidCluster), as it becomes part of file
-//     names; sh (health) is decoded by tags.Decode in the pool, which puts an
-//     undecodable one out as bad-health-tag; role and maint follow the
-//     generic value rule.
+//     names; sh (health) is decoded by Admit (tags.Decode's rules), once, and
+//     the decoded health (Member.Health) is what the pool and the API read;
+//     the pool puts a member whose tag does not decode out as
+//     bad-health-tag; role and maint follow the generic value rule.
 //
 // # Members that break a rule
 //

@@ -41,17 +41,28 @@ type Member struct {
 	Name    string
 	Tags    map[string]string
 	Problem Problem
+	// Health is a valid member's health tag, decoded here once for every
+	// reader (the pool, the API): nil when it publishes none or the tag
+	// does not decode, and then HealthErr says why. An invalid member's is
+	// never decoded.
+	Health    *tags.Health
+	HealthErr string
 }
 
 // Admit checks a gossiped name and tag set against the rules and returns
-// the member as shoal may use it. It is pure and deterministic: every agent
-// admits the same member the same way.
+// the member as shoal may use it, its health tag decoded. It is pure and
+// deterministic: every agent admits the same member the same way.
 func Admit(name string, t map[string]string) Member {
 	p := Check(name, t)
-	if p.OK() {
-		return Member{Name: name, Tags: t}
+	if !p.OK() {
+		return Member{Name: Escape(name), Tags: escapeTags(t), Problem: p}
 	}
-	return Member{Name: Escape(name), Tags: escapeTags(t), Problem: p}
+	m := Member{Name: name, Tags: t}
+	var err error
+	if m.Health, err = tags.Published(t); err != nil {
+		m.HealthErr = err.Error()
+	}
+	return m
 }
 
 // Check returns the first rule name or t breaks: name rules first, then
@@ -103,7 +114,7 @@ func CheckTags(t map[string]string) string {
 			}
 			continue
 		case tags.KeyHealth:
-			continue // tags.Decode's own rules, applied by the pool
+			continue // tags.Decode's own rules, applied by Admit
 		}
 		if len(v) > MaxTagValueLen {
 			return fmt.Sprintf("tag %s: value is %d bytes, limit %d", k, len(v), MaxTagValueLen)

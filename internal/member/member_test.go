@@ -2,11 +2,15 @@ package member
 
 import (
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/hashicorp/serf/serf"
+
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/tags"
 )
 
 func TestCheckName(t *testing.T) {
@@ -187,5 +191,29 @@ func TestSafe(t *testing.T) {
 	}
 	if got := Safe(strings.Repeat("a", 1000)); len(got) > MaxEscapedLen {
 		t.Errorf("Safe(1000 bytes) is %d bytes", len(got))
+	}
+}
+
+// TestAdmitDecodesHealth: admission decodes a valid member's health tag
+// once, for the pool and the API; an invalid member's is never decoded.
+func TestAdmitDecodesHealth(t *testing.T) {
+	h := tags.Health{State: tags.Passing, ServerID: 4, Port: 3307}
+	m := Admit("db1", map[string]string{"role": "db", "sh": tags.Encode(h)})
+	if m.Health == nil || *m.Health != h || m.HealthErr != "" {
+		t.Errorf("valid tag: %+v %q", m.Health, m.HealthErr)
+	}
+	if m := Admit("db2", map[string]string{"role": "db", "sh": "v1;h=x"}); m.Health != nil || !strings.Contains(m.HealthErr, `field "h"`) {
+		t.Errorf("bad tag: %+v %q", m.Health, m.HealthErr)
+	}
+	if m := Admit("db3", map[string]string{"role": "db"}); m.Health != nil || m.HealthErr != "" {
+		t.Errorf("no tag: %+v %q", m.Health, m.HealthErr)
+	}
+	if m := Admit("db\xff", map[string]string{"role": "db", "sh": tags.Encode(h)}); m.Health != nil || m.HealthErr != "" {
+		t.Errorf("invalid member: %+v %q", m.Health, m.HealthErr)
+	}
+	g := FromSerf(serf.Member{Name: "db1", Addr: net.IPv4(10, 0, 0, 1), Status: serf.StatusAlive,
+		Tags: map[string]string{"role": "db", "sh": tags.Encode(h)}})
+	if p := g.Pool(); p.Addr != "10.0.0.1:3307" || p.Health == nil || *p.Health != h || p.Status != pool.StatusAlive {
+		t.Errorf("pool member %+v", p)
 	}
 }

@@ -31,7 +31,8 @@ func TestGossipNames(t *testing.T) {
 
 func TestStateCollector(t *testing.T) {
 	probe := func() (ProbeState, bool) {
-		return ProbeState{Reachable: true, State: "warning", LagKnown: true, LagSeconds: 3, ReadOnly: true, Checks: 10, Connects: 1}, true
+		return ProbeState{Reachable: true, State: "warning", LagKnown: true, LagSeconds: 3, ReadOnly: true, Checks: 10, Connects: 1,
+			Facts: map[string]float64{"read_only": 1, "source_server_id": 4294967295}}, true
 	}
 	hooks := func() []HookState {
 		return []HookState{{Handler: "user=/bin/true", QueueDepth: 2, DroppedByReason: map[string]uint64{"queue_full": 5},
@@ -44,6 +45,10 @@ func TestStateCollector(t *testing.T) {
 shoal_mysql_health{state="critical"} 0
 shoal_mysql_health{state="passing"} 0
 shoal_mysql_health{state="warning"} 1
+# HELP shoal_mysql_fact Each fact the agent publishes about the local server in its health tag, by its API name: the number, or 1/0 for yes/no (absent when unknown).
+# TYPE shoal_mysql_fact gauge
+shoal_mysql_fact{fact="read_only"} 1
+shoal_mysql_fact{fact="source_server_id"} 4.294967295e+09
 # HELP shoal_mysql_replication_lag_seconds Replication lag of the local server (absent when unknown or not a replica).
 # TYPE shoal_mysql_replication_lag_seconds gauge
 shoal_mysql_replication_lag_seconds 3
@@ -64,11 +69,11 @@ shoal_hook_dropped_total{class="query",handler="user=/bin/true",reason="queue_fu
 shoal_hook_dropped_total{class="query",handler="user=/bin/true",reason="handler_removed"} 0
 shoal_hook_dropped_total{class="query",handler="user=/bin/true",reason="runner_closed"} 0
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "shoal_mysql_health", "shoal_mysql_replication_lag_seconds", "shoal_hook_dropped_total"); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "shoal_mysql_health", "shoal_mysql_fact", "shoal_mysql_replication_lag_seconds", "shoal_hook_dropped_total"); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(c); n != 24 {
-		t.Errorf("%d series, want 24", n)
+	if n := testutil.CollectAndCount(c); n != 26 {
+		t.Errorf("%d series, want 26", n)
 	}
 	app := NewStateCollector(func() (ProbeState, bool) { return ProbeState{}, false }, func() []HookState { return nil })
 	if n := testutil.CollectAndCount(app); n != 0 {

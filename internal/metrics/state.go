@@ -12,6 +12,10 @@ type ProbeState struct {
 	LagKnown            bool
 	LagSeconds          float64
 	Checks, Connects    uint64
+	// Facts are the facts the agent publishes (the fact schema, package
+	// tags) that are numbers, by their API name: 1 or 0 for a yes/no fact;
+	// an unknown one is left out.
+	Facts map[string]float64
 }
 
 // HookState is one handler's queue as the hooks collector reads it.
@@ -28,7 +32,7 @@ type StateCollector struct {
 	probe func() (ProbeState, bool) // false on app agents
 	hooks func() []HookState
 
-	up, health, lag, readOnly, checks, connects, queue, dropped, coalesced *prometheus.Desc
+	up, health, lag, readOnly, fact, checks, connects, queue, dropped, coalesced *prometheus.Desc
 }
 
 // NewStateCollector reads probe and hooks when scraped.
@@ -42,6 +46,7 @@ func NewStateCollector(probe func() (ProbeState, bool), hooks func() []HookState
 		health:    d("mysql_health", "1 for the probe's current health state (passing, warning, critical), 0 for the others.", "state"),
 		lag:       d("mysql_replication_lag_seconds", "Replication lag of the local server (absent when unknown or not a replica)."),
 		readOnly:  d("mysql_read_only", "1 when the local server has read_only on."),
+		fact:      d("mysql_fact", "Each fact the agent publishes about the local server in its health tag, by its API name: the number, or 1/0 for yes/no (absent when unknown).", "fact"),
 		checks:    d("mysql_checks_total", "Probe checks run."),
 		connects:  d("mysql_connects_total", "Connections the probe opened (1 in steady state: it keeps one)."),
 		queue:     d("hook_queue_depth", "Events waiting in an event handler's queue.", "handler"),
@@ -52,7 +57,7 @@ func NewStateCollector(probe func() (ProbeState, bool), hooks func() []HookState
 
 // Describe implements prometheus.Collector.
 func (c *StateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.health, c.lag, c.readOnly, c.checks, c.connects, c.queue, c.dropped, c.coalesced} {
+	for _, d := range []*prometheus.Desc{c.up, c.health, c.lag, c.readOnly, c.fact, c.checks, c.connects, c.queue, c.dropped, c.coalesced} {
 		ch <- d
 	}
 }
@@ -74,6 +79,9 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, st.LagSeconds)
 		}
 		ch <- prometheus.MustNewConstMetric(c.readOnly, prometheus.GaugeValue, b2f(st.ReadOnly))
+		for name, v := range st.Facts {
+			ch <- prometheus.MustNewConstMetric(c.fact, prometheus.GaugeValue, v, name)
+		}
 		ch <- prometheus.MustNewConstMetric(c.checks, prometheus.CounterValue, float64(st.Checks))
 		ch <- prometheus.MustNewConstMetric(c.connects, prometheus.CounterValue, float64(st.Connects))
 	}

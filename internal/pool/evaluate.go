@@ -54,14 +54,13 @@ func evaluate(m Member, p Policy) eval {
 	default:
 		return out(ReasonAgentFailed, "serf status "+m.Status.String())
 	}
-	raw, ok := m.Tags[tags.KeyHealth]
-	if !ok {
+	switch {
+	case m.HealthErr != "":
+		return out(ReasonBadHealthTag, m.HealthErr)
+	case m.Health == nil:
 		return out(ReasonNoHealth, "")
 	}
-	h, err := tags.Decode(raw)
-	if err != nil {
-		return out(ReasonBadHealthTag, err.Error())
-	}
+	h := *m.Health
 	// A Galera node whose probe read wsrep status saying not synced (Galera
 	// set, GaleraSynced clear: the facts of a check that failed any other
 	// way carry no Galera status), or still critical from such checks while

@@ -71,7 +71,7 @@ func membersFromBytes(data []byte) ([]Member, Policy) {
 		default:
 			m.Tags[tags.KeyHealth] = tags.Encode(h)
 		}
-		members = append(members, m)
+		members = append(members, admitted(m))
 	}
 	return members, policy
 }

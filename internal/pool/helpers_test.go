@@ -19,6 +19,16 @@ func member(name string, role string, opts ...opt) Member {
 	for _, o := range opts {
 		o(&m)
 	}
+	return admitted(m)
+}
+
+// admitted decodes m's health tag as package member's admission does.
+func admitted(m Member) Member {
+	h, err := tags.Published(m.Tags)
+	m.Health, m.HealthErr = h, ""
+	if err != nil {
+		m.HealthErr = err.Error()
+	}
 	return m
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/setting"
+	"github.com/shoaldb/shoal/internal/tags"
 )
 
 // Status is a member's gossip status. The values and their order are those of
@@ -50,6 +51,12 @@ type Member struct {
 	// and Tags then hold escaped display forms, never the raw bytes.
 	Bad       Reason
 	BadDetail string
+	// Health is the member's health tag, decoded once where the member was
+	// admitted (package member; tags.Published): nil when it publishes none
+	// (reason no-health) or the tag does not decode, and then HealthErr
+	// says why (reason bad-health-tag).
+	Health    *tags.Health
+	HealthErr string
 }
 
 // Defaults and limits of the pool settings.

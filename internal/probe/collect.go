@@ -117,6 +117,10 @@ func parseReplication(cols []string, rows [][]sql.NullString) Replication {
 		r.IORunning = r.IORunning && strings.EqualFold(io, "Yes")
 		r.IOConnecting = r.IOConnecting || strings.EqualFold(io, "Connecting")
 		r.SQLRunning = r.SQLRunning && strings.EqualFold(get(row, "slave_sql_running", "replica_sql_running").String, "Yes")
+		if r.SourceServerID == 0 {
+			id, _ := strconv.ParseUint(get(row, "master_server_id", "source_server_id").String, 10, 32)
+			r.SourceServerID = uint32(id)
+		}
 
 		lag := get(row, "seconds_behind_master", "seconds_behind_source")
 		if n, err := strconv.ParseInt(lag.String, 10, 64); lag.Valid && err == nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -50,6 +51,17 @@ func TestParseReplication(t *testing.T) {
 		{"mysql names", mysqlCols, [][]sql.NullString{
 			{ns("Waiting"), ns("Yes"), ns("Yes"), ns("0"), ns(""), ns("0"), ns(""), ns("0"), ns("")},
 		}, Replication{Known: true, Channels: 1, IORunning: true, SQLRunning: true, LagKnown: true}},
+		{"source server_id", slices.Concat(mariaCols, []string{"Master_Server_Id"}), [][]sql.NullString{
+			{ns(""), ns("Waiting"), ns("Yes"), ns("Yes"), ns("0"), ns(""), ns("0"), ns(""), ns("3"), ns("4294967295")},
+		}, Replication{Known: true, Channels: 1, IORunning: true, SQLRunning: true, LagKnown: true, LagSeconds: 3, SourceServerID: 1<<32 - 1}},
+		{"source server_id, mysql names", slices.Concat(mysqlCols, []string{"Source_Server_Id"}), [][]sql.NullString{
+			{ns("Waiting"), ns("Yes"), ns("Yes"), ns("0"), ns(""), ns("0"), ns(""), ns("0"), ns(""), ns("12")},
+		}, Replication{Known: true, Channels: 1, IORunning: true, SQLRunning: true, LagKnown: true, SourceServerID: 12}},
+		{"source server_id of the first channel that knows it", slices.Concat(mariaCols, []string{"Master_Server_Id"}), [][]sql.NullString{
+			{ns("a"), ns(""), ns("Connecting"), ns("Yes"), ns("0"), ns(""), ns("0"), ns(""), null, ns("0")},
+			{ns("b"), ns(""), ns("Yes"), ns("Yes"), ns("0"), ns(""), ns("0"), ns(""), ns("1"), ns("7")},
+			{ns("c"), ns(""), ns("Yes"), ns("Yes"), ns("0"), ns(""), ns("0"), ns(""), ns("1"), ns("8")},
+		}, Replication{Known: true, Channels: 3, SQLRunning: true, IOConnecting: true, SourceServerID: 7}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -107,7 +107,10 @@
 // After every check the Notifier (if any) receives an Event with the new
 // Status, whether the state changed and whether the facts changed (the
 // agent republishes its gossip tags on either). Status is also available
-// at any time from Probe.Status.
+// at any time from Probe.Status. Status.Last.Facts is only what the latest
+// check read; Status.Known is the latest facts read, and Status.Health maps
+// them, with the state, to the fact schema (tags.Facts) that the agent
+// publishes and every view shows.
 //
 // # Grants
 //

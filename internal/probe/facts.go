@@ -1,5 +1,7 @@
 package probe
 
+import "github.com/shoaldb/shoal/internal/tags"
+
 // Facts is what one check learned about the server. Facts is comparable with
 // ==, which is how the probe decides that facts changed. When Reachable is
 // false every other field is zero and means nothing: a dead server has no
@@ -35,6 +37,10 @@ type Replication struct {
 	SQLRunning bool `json:"sql_running"`
 	// IOConnecting: some IO thread reports Connecting (source unreachable).
 	IOConnecting bool `json:"io_connecting"`
+	// SourceServerID is the server_id of the server the first channel
+	// replicates from (Master_Server_Id / Source_Server_Id); 0 when unknown
+	// (the IO thread never connected) or not a replica.
+	SourceServerID uint32 `json:"source_server_id,omitempty"`
 	// LagKnown is false when any channel's Seconds_Behind_Master/Source is
 	// NULL (SQL thread stopped, IO thread reconnecting); LagSeconds is then 0.
 	LagKnown   bool  `json:"lag_known"`
@@ -67,4 +73,39 @@ const GaleraSynced = 4
 // the Primary component. Always true when Galera is off.
 func (g Galera) Healthy() bool {
 	return !g.Enabled || (g.LocalState == GaleraSynced && g.ClusterStatus == "Primary")
+}
+
+// Health is what this status publishes in the fact schema (tags.Facts):
+// the state, the reason of a state that is not passing, and the facts of
+// Known, the latest ones read (a check that failed before reading any,
+// while the state has not yet moved, publishes the server as it was). It is
+// the one mapping from what the probe reads to what every agent sees: the
+// tag, the API, the CLI, the status page and the metrics all read its result.
+// port is the MySQL port routers send clients to (0: none published).
+func (s Status) Health(port uint16) tags.Health {
+	f := s.Known
+	r := f.Replication
+	h := tags.Health{
+		ReadOnly:       f.ReadOnly,
+		SuperReadOnly:  f.SuperReadOnly,
+		Replica:        r.IsReplica(),
+		IORunning:      r.IORunning,
+		SQLRunning:     r.SQLRunning,
+		LagKnown:       r.LagKnown,
+		LagSeconds:     uint32(min(max(r.LagSeconds, 0), tags.MaxLagSeconds)),
+		ServerID:       f.ServerID,
+		SourceServerID: r.SourceServerID,
+		Galera:         f.Galera.Enabled,
+		GaleraSynced:   f.Galera.Enabled && f.Galera.Healthy(),
+		Port:           port,
+	}
+	switch s.State {
+	case StatePassing:
+		h.State = tags.Passing
+	case StateWarning:
+		h.State, h.Reason = tags.Warning, string(s.Reason)
+	default:
+		h.State, h.Reason = tags.Critical, string(s.Reason)
+	}
+	return h
 }

@@ -10,6 +10,9 @@ type Status struct {
 	Since   time.Time `json:"since"` // when State was entered
 
 	// Last is the latest check: its outcome, facts, start and duration.
+	// Its facts are only what that check read (nothing but Reachable when
+	// it failed early): what the server is, is Known, and what it publishes
+	// is Health.
 	Last Result `json:"last"`
 	// Known is the latest facts read from the server (Result.FactsRead). A
 	// check that failed before reading any leaves them as they were: a
@@ -25,9 +28,6 @@ type Status struct {
 	Connects uint64 `json:"connects"` // connections opened
 	Attempts uint64 `json:"attempts"` // connection attempts, failed ones included
 }
-
-// Facts returns the facts of the latest check.
-func (s Status) Facts() Facts { return s.Last.Facts }
 
 // Event is delivered to the Notifier after every check.
 type Event struct {

@@ -18,7 +18,7 @@ func TestProbePrimary(t *testing.T) {
 
 	first := rec.await(t, 0, 10*time.Second, "state passing", isState(StatePassing))
 	t.Logf("start -> passing: %s (rise %d, interval %s)", first.at.Sub(t0).Round(time.Millisecond), p.cfg.Rise, p.cfg.Interval)
-	f := first.Status.Facts()
+	f := first.Status.Last.Facts
 	if !f.Reachable || f.Flavor != FlavorMariaDB || !strings.Contains(f.Version, "MariaDB") ||
 		f.ServerID != uint32(srv.ServerID()) || f.ReadOnly || f.HasSuperReadOnly ||
 		!f.Replication.Known || f.Replication.IsReplica() || f.Galera.Enabled {
@@ -37,7 +37,7 @@ func TestProbePrimary(t *testing.T) {
 				q = "SET GLOBAL read_only=ON"
 			}
 			srv.MustExec(q)
-			e := rec.await(t, m, 5*time.Second, q, func(e Event) bool { return e.Status.Facts().ReadOnly == ro })
+			e := rec.await(t, m, 5*time.Second, q, func(e Event) bool { return e.Status.Last.Facts.ReadOnly == ro })
 			if !e.FactsChanged || e.StateChanged || e.Status.State != StatePassing {
 				t.Errorf("%s: event %+v", q, e.Event)
 			}
@@ -95,8 +95,8 @@ func TestProbePrimary(t *testing.T) {
 		t0 := time.Now()
 		_, rec := startProbe(t, srv, func(c *Config) { c.Host, c.Port, c.Socket = "", 0, srv.Socket() })
 		e := rec.await(t, 0, 10*time.Second, "state passing", isState(StatePassing))
-		if e.Status.Facts().ServerID != uint32(srv.ServerID()) {
-			t.Errorf("facts over the socket: %+v", e.Status.Facts())
+		if e.Status.Last.Facts.ServerID != uint32(srv.ServerID()) {
+			t.Errorf("facts over the socket: %+v", e.Status.Last.Facts)
 		}
 		t.Logf("socket probe passing after %s", e.at.Sub(t0).Round(time.Millisecond))
 	})
@@ -142,23 +142,27 @@ func TestProbeReplica(t *testing.T) {
 
 	_, rec := startProbe(t, replica, nil)
 	e := rec.await(t, 0, 10*time.Second, "state passing", isState(StatePassing))
-	r := e.Status.Facts().Replication
-	if !e.Status.Facts().ReadOnly || !r.Known || r.Channels != 1 || !r.IORunning || !r.SQLRunning || !r.LagKnown || r.LagSeconds != 0 {
-		t.Errorf("replica facts: read_only=%v %+v", e.Status.Facts().ReadOnly, r)
+	r := e.Status.Last.Facts.Replication
+	if !e.Status.Last.Facts.ReadOnly || !r.Known || r.Channels != 1 || !r.IORunning || !r.SQLRunning || !r.LagKnown || r.LagSeconds != 0 {
+		t.Errorf("replica facts: read_only=%v %+v", e.Status.Last.Facts.ReadOnly, r)
+	}
+	// It publishes the server it replicates from (issue 25's wrong-source).
+	if h := e.Status.Health(0); r.SourceServerID != uint32(primary.ServerID()) || h.SourceServerID != r.SourceServerID {
+		t.Errorf("source server_id %d, published %d, want the primary's %d", r.SourceServerID, h.SourceServerID, primary.ServerID())
 	}
 
 	t.Run("SQL thread stopped", func(t *testing.T) {
 		m := rec.mark()
 		replica.MustExec("STOP SLAVE SQL_THREAD")
-		e := rec.await(t, m, 5*time.Second, "SQL thread not running", func(e Event) bool { return !e.Status.Facts().Replication.SQLRunning })
-		r := e.Status.Facts().Replication
+		e := rec.await(t, m, 5*time.Second, "SQL thread not running", func(e Event) bool { return !e.Status.Last.Facts.Replication.SQLRunning })
+		r := e.Status.Last.Facts.Replication
 		if !r.IORunning || r.LagKnown || e.Status.State != StatePassing || !e.FactsChanged {
 			t.Errorf("after STOP SLAVE SQL_THREAD: %+v state %s", r, e.Status.State)
 		}
 		m = rec.mark()
 		replica.MustExec("START SLAVE SQL_THREAD")
 		rec.await(t, m, 5*time.Second, "SQL thread running again", func(e Event) bool {
-			r := e.Status.Facts().Replication
+			r := e.Status.Last.Facts.Replication
 			return r.SQLRunning && r.LagKnown
 		})
 	})
@@ -174,17 +178,17 @@ func TestProbeReplica(t *testing.T) {
 		}()
 		m := rec.mark()
 		primary.MustExec("INSERT INTO d.t (v) VALUES (1)")
-		e := rec.await(t, m, 15*time.Second, "lag >= 1s", func(e Event) bool { return e.Status.Facts().Replication.LagSeconds >= 1 })
+		e := rec.await(t, m, 15*time.Second, "lag >= 1s", func(e Event) bool { return e.Status.Last.Facts.Replication.LagSeconds >= 1 })
 		if e.Status.State != StatePassing {
 			t.Errorf("lag changed the state: %s", e.Status.State)
 		}
 		e = rec.await(t, m, 15*time.Second, "lag back to 0", func(e Event) bool {
-			r := e.Status.Facts().Replication
+			r := e.Status.Last.Facts.Replication
 			return r.LagKnown && r.LagSeconds == 0 && e.FactsChanged
 		})
 		var maxLag int64
 		for _, e := range rec.since(m) {
-			maxLag = max(maxLag, e.Status.Facts().Replication.LagSeconds)
+			maxLag = max(maxLag, e.Status.Last.Facts.Replication.LagSeconds)
 		}
 		t.Logf("max lag seen: %ds", maxLag)
 	})
@@ -192,22 +196,22 @@ func TestProbeReplica(t *testing.T) {
 	t.Run("primary killed", func(t *testing.T) {
 		m := rec.mark()
 		primary.Kill()
-		e := rec.await(t, m, 10*time.Second, "IO thread not running", func(e Event) bool { return !e.Status.Facts().Replication.IORunning })
-		r := e.Status.Facts().Replication
+		e := rec.await(t, m, 10*time.Second, "IO thread not running", func(e Event) bool { return !e.Status.Last.Facts.Replication.IORunning })
+		r := e.Status.Last.Facts.Replication
 		if e.Status.State != StatePassing {
 			t.Errorf("replica state %s after its primary died; replication is a fact, not health", e.Status.State)
 		}
 		t.Logf("primary killed: replica facts %+v", r)
 		primary.Restart()
-		rec.await(t, rec.mark(), 15*time.Second, "IO thread running", func(e Event) bool { return e.Status.Facts().Replication.IORunning })
+		rec.await(t, rec.mark(), 15*time.Second, "IO thread running", func(e Event) bool { return e.Status.Last.Facts.Replication.IORunning })
 	})
 
 	t.Run("missing grant is a warning", func(t *testing.T) {
 		createProbeUser(t, replica, "nogrant", "")
 		_, rec := startProbe(t, replica, func(c *Config) { c.User = "nogrant" })
 		e := rec.await(t, 0, 10*time.Second, "state warning", isState(StateWarning))
-		if e.Status.Reason != ReasonReplStatus || e.Status.Facts().Replication.Known || !e.Status.Facts().ReadOnly {
-			t.Errorf("no SLAVE MONITOR: %s %s (%s) facts %+v", e.Status.State, e.Status.Reason, e.Status.Message, e.Status.Facts())
+		if e.Status.Reason != ReasonReplStatus || e.Status.Last.Facts.Replication.Known || !e.Status.Last.Facts.ReadOnly {
+			t.Errorf("no SLAVE MONITOR: %s %s (%s) facts %+v", e.Status.State, e.Status.Reason, e.Status.Message, e.Status.Last.Facts)
 		}
 		t.Logf("without SLAVE MONITOR: %s", e.Status.Message)
 	})

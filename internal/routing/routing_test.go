@@ -40,8 +40,12 @@ func member(name, role string, opts ...opt) pool.Member {
 	return m
 }
 
+// health publishes h, decoded as package member's admission does.
 func health(h tags.Health) opt {
-	return func(m *pool.Member) { m.Tags[tags.KeyHealth] = tags.Encode(h) }
+	return func(m *pool.Member) {
+		m.Tags[tags.KeyHealth] = tags.Encode(h)
+		m.Health, _ = tags.Published(m.Tags)
+	}
 }
 
 func inCluster(c string) opt {

@@ -22,6 +22,9 @@ func TestRoundTrip(t *testing.T) {
 			"v1;h=p;ro=0;sro=0;rep=0;io=0;sql=0;lag=0;sid=0;n=0"},
 		{"warning with reason", Health{State: Warning, ReadOnly: true, Replica: true, IORunning: true,
 			Reason: "sql-stopped", ServerID: 3}, "v1;h=w;ro=1;sro=0;rep=1;io=1;sql=0;sid=3;rs=sql-stopped;n=0"},
+		{"replica with its source", Health{State: Passing, ReadOnly: true, Replica: true, IORunning: true,
+			SQLRunning: true, LagKnown: true, ServerID: 2, SourceServerID: 1, Seq: 3},
+			"v1;h=p;ro=1;sro=0;rep=1;io=1;sql=1;lag=0;sid=2;src=1;n=3"},
 		{"galera synced", Health{State: Passing, Galera: true, GaleraSynced: true, ServerID: 9},
 			"v1;h=p;ro=0;sro=0;rep=0;io=0;sql=0;sid=9;g=1;n=0"},
 		{"galera donor", Health{State: Warning, Galera: true, Reason: "donor"},
@@ -153,6 +156,19 @@ func TestDecodeIgnoresUnknownField(t *testing.T) {
 	}
 	if got != h {
 		t.Fatalf("got %+v, want %+v", got, h)
+	}
+}
+
+// TestDecodeLongReason: a reason code as long as earlier releases wrote
+// (maxTokenLen) is read, cut to MaxReasonLen as Encode would.
+func TestDecodeLongReason(t *testing.T) {
+	long := strings.Repeat("r", maxTokenLen)
+	got, err := Decode("v1;h=w;ro=0;sro=0;rep=0;io=0;sql=0;sid=0;rs=" + long + ";n=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Health{State: Warning, Reason: long[:MaxReasonLen]}); got != want {
+		t.Fatalf("got %+v, want %+v", got, want)
 	}
 }
 

@@ -32,25 +32,6 @@ func (e *FieldError) Error() string {
 // Is makes errors.Is(err, ErrMalformed) true for a FieldError.
 func (e *FieldError) Is(target error) bool { return target == ErrMalformed }
 
-// field bits, in the order missing fields are reported.
-const (
-	fH = 1 << iota
-	fRO
-	fSRO
-	fRep
-	fIO
-	fSQL
-	fSID
-	fN
-	fLag
-	fG
-	fRS
-	fPort
-)
-
-// requiredNames are the required fields; the i-th has bit 1<<i.
-var requiredNames = []string{"h", "ro", "sro", "rep", "io", "sql", "sid", "n"}
-
 // Decode parses a health tag value. It never panics; every error says what is
 // wrong and, for a malformed field, which field (see FieldError).
 func Decode(s string) (Health, error) {
@@ -95,9 +76,9 @@ func decode(s string) (Health, error) {
 		}
 		seen |= bit
 	}
-	for i, name := range requiredNames {
-		if seen&(1<<i) == 0 {
-			return h, &FieldError{Field: name, Msg: "missing field"}
+	for i, f := range facts {
+		if f.Required && seen&(1<<i) == 0 {
+			return h, &FieldError{Field: f.Key, Msg: "missing field"}
 		}
 	}
 	if !h.LagKnown {
@@ -106,65 +87,13 @@ func decode(s string) (Health, error) {
 	return h, nil
 }
 
-// decodeField stores one field in h and returns its bit (0 for an unknown key).
+// decodeField stores one field in h and returns its bit, 1<<(its index in
+// facts), or 0 for an unknown key.
 func decodeField(h *Health, key, val string) (uint, error) {
-	var err error
-	switch key {
-	case "h":
-		switch val {
-		case "p":
-			h.State = Passing
-		case "w":
-			h.State = Warning
-		case "c":
-			h.State = Critical
-		default:
-			return 0, errors.New("want p, w or c")
+	for i, f := range facts {
+		if f.Key == key {
+			return 1 << i, f.dec(h, val)
 		}
-		return fH, nil
-	case "ro":
-		h.ReadOnly, err = parseBool(val)
-		return fRO, err
-	case "sro":
-		h.SuperReadOnly, err = parseBool(val)
-		return fSRO, err
-	case "rep":
-		h.Replica, err = parseBool(val)
-		return fRep, err
-	case "io":
-		h.IORunning, err = parseBool(val)
-		return fIO, err
-	case "sql":
-		h.SQLRunning, err = parseBool(val)
-		return fSQL, err
-	case "lag":
-		h.LagSeconds, err = parseUint(val, MaxLagSeconds)
-		h.LagKnown = true
-		return fLag, err
-	case "sid":
-		h.ServerID, err = parseUint(val, 1<<32-1)
-		return fSID, err
-	case "g":
-		h.Galera = true
-		h.GaleraSynced, err = parseBool(val)
-		return fG, err
-	case "rs":
-		if err := checkToken(val); err != nil {
-			return fRS, err
-		}
-		if val == "" {
-			return fRS, errors.New("empty reason")
-		}
-		h.Reason = val
-		return fRS, nil
-	case "n":
-		h.Seq, err = parseUint(val, 1<<32-1)
-		return fN, err
-	case "p":
-		var port uint32
-		port, err = parseUint(val, 65535)
-		h.Port = uint16(port)
-		return fPort, err
 	}
 	// An unknown key, ignored if well formed (see the package doc).
 	if key == "" || len(key) > 8 {
@@ -180,8 +109,8 @@ func decodeField(h *Health, key, val string) (uint, error) {
 
 // checkToken checks a reason code or the value of an unknown field.
 func checkToken(v string) error {
-	if len(v) > MaxReasonLen {
-		return fmt.Errorf("%d bytes, limit %d", len(v), MaxReasonLen)
+	if len(v) > maxTokenLen {
+		return fmt.Errorf("%d bytes, limit %d", len(v), maxTokenLen)
 	}
 	for i := 0; i < len(v); i++ {
 		if !isReasonByte(v[i]) {
@@ -228,4 +157,19 @@ func short(s string) string {
 		return s[:max] + "..."
 	}
 	return s
+}
+
+// Published decodes the health tag in a member's tags t, if any: nil and no
+// error when t has none. Package member calls it once per member, where the
+// member is admitted, and the decoded health flows on from there.
+func Published(t map[string]string) (*Health, error) {
+	raw, ok := t[KeyHealth]
+	if !ok {
+		return nil, nil
+	}
+	h, err := Decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	return &h, nil
 }

@@ -13,21 +13,9 @@
 //	v1;h=p;ro=1;sro=0;rep=1;io=1;sql=1;lag=3;sid=2;g=1;rs=io-stopped;n=17
 //
 // The first field is the format version. The others are key=value pairs
-// separated by ';':
-//
-//	key  required  value
-//	h    yes       health state: p (passing), w (warning), c (critical)
-//	ro   yes       @@read_only: 0 or 1
-//	sro  yes       @@super_read_only: 0 or 1
-//	rep  yes       a replication source is configured: 0 or 1
-//	io   yes       replication IO thread running: 0 or 1
-//	sql  yes       replication SQL thread running: 0 or 1
-//	lag  no        replication lag in whole seconds, 0..999999999; absent = unknown (NULL)
-//	sid  yes       @@server_id, 0..4294967295
-//	g    no        Galera: 1 = synced and in the primary component, 0 = not; absent = not Galera
-//	rs   no        short reason code, at most 32 bytes of [A-Za-z0-9._:/-]
-//	p    no        MySQL port routers send clients to on this host (1..65535)
-//	n    yes       health sequence number, 0..4294967295, bumped on every state change
+// separated by ';'; [Facts] lists them, with their keys, values and names in
+// the API, and is the one definition of each (Encode and Decode are loops over
+// it).
 //
 // Numbers are plain decimal without sign or leading zeros. The decoder is
 // strict because the value comes from other machines: an unknown version, a

@@ -11,28 +11,9 @@ func Encode(h Health) string {
 	h = h.Normalize()
 	b := make([]byte, 0, 128)
 	b = append(b, Version...)
-	b = append(b, ";h="...)
-	b = append(b, h.State.code())
-	b = appendBool(b, "ro", h.ReadOnly)
-	b = appendBool(b, "sro", h.SuperReadOnly)
-	b = appendBool(b, "rep", h.Replica)
-	b = appendBool(b, "io", h.IORunning)
-	b = appendBool(b, "sql", h.SQLRunning)
-	if h.LagKnown {
-		b = appendUint(b, "lag", h.LagSeconds)
+	for _, f := range facts {
+		b = f.enc(b, h)
 	}
-	b = appendUint(b, "sid", h.ServerID)
-	if h.Galera {
-		b = appendBool(b, "g", h.GaleraSynced)
-	}
-	if h.Reason != "" {
-		b = append(b, ";rs="...)
-		b = append(b, h.Reason...)
-	}
-	if h.Port != 0 {
-		b = appendUint(b, "p", uint32(h.Port))
-	}
-	b = appendUint(b, "n", h.Seq)
 	return string(b)
 }
 

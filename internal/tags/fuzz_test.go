@@ -26,19 +26,20 @@ func FuzzDecode(f *testing.F) {
 		}
 
 		h := Health{
-			State:         State(state),
-			ReadOnly:      flags&1 != 0,
-			SuperReadOnly: flags&2 != 0,
-			Replica:       flags&4 != 0,
-			IORunning:     flags&8 != 0,
-			SQLRunning:    flags&16 != 0,
-			LagKnown:      flags&32 != 0,
-			LagSeconds:    lag,
-			ServerID:      sid,
-			Galera:        flags&64 != 0,
-			GaleraSynced:  flags&128 != 0,
-			Reason:        reason,
-			Seq:           seq,
+			State:          State(state),
+			ReadOnly:       flags&1 != 0,
+			SuperReadOnly:  flags&2 != 0,
+			Replica:        flags&4 != 0,
+			IORunning:      flags&8 != 0,
+			SQLRunning:     flags&16 != 0,
+			LagKnown:       flags&32 != 0,
+			LagSeconds:     lag,
+			ServerID:       sid,
+			SourceServerID: sid ^ seq,
+			Galera:         flags&64 != 0,
+			GaleraSynced:   flags&128 != 0,
+			Reason:         reason,
+			Seq:            seq,
 		}
 		enc := Encode(h)
 		got, err := Decode(enc)

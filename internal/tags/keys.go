@@ -33,8 +33,15 @@ const (
 	MaxClusterLen = 64
 	// MaxMaintLen is the longest maintenance reason, in bytes.
 	MaxMaintLen = 128
-	// MaxReasonLen is the longest health reason code, in bytes; Encode truncates.
-	MaxReasonLen = 32
+	// MaxReasonLen is the longest health reason code Encode writes, in
+	// bytes; it truncates longer ones, and Decode truncates the longer ones
+	// (up to maxTokenLen) that earlier releases could write. Reason codes
+	// are short words (the longest is cannot-publish, 14 bytes); the 8 bytes
+	// this saves make room for a 32-bit optional fact.
+	MaxReasonLen = 24
+	// maxTokenLen is the longest reason code or unknown field value Decode
+	// accepts, in bytes (earlier releases wrote reason codes this long).
+	maxTokenLen = 32
 	// MaxLagSeconds is the largest lag that can be published; Encode clamps.
 	MaxLagSeconds = 999_999_999
 	// MaxHealthLen is the longest health tag value Decode accepts.
@@ -43,8 +50,10 @@ const (
 	// (see UserTagsSize) is at most this many bytes always fit, whatever
 	// the cluster name, maintenance reason and health state. Larger user tags
 	// may fit today and fail later, for example when a long maintenance reason
-	// is set. The worst case with this budget is 504 bytes (with the MySQL port field); the 8 spare bytes
-	// leave room for an optional health field added later.
+	// is set. The worst case with this budget, every optional health field
+	// at its longest, fits (TestWorstCaseFits, which logs the bytes to
+	// spare: 16 before the replication source's server_id took 15); a new
+	// optional health field must fit there too.
 	UserTagBudget = 150
 )
 

@@ -11,7 +11,7 @@ import (
 // worstHealth is the longest health tag Encode can produce.
 var worstHealth = Health{
 	State: Passing, ReadOnly: true, SuperReadOnly: true, Replica: true, IORunning: true, SQLRunning: true,
-	LagKnown: true, LagSeconds: MaxLagSeconds, ServerID: 1<<32 - 1, Galera: true, GaleraSynced: true,
+	LagKnown: true, LagSeconds: MaxLagSeconds, ServerID: 1<<32 - 1, SourceServerID: 1<<32 - 1, Galera: true, GaleraSynced: true,
 	Reason: strings.Repeat("r", MaxReasonLen), Seq: 1<<32 - 1, Port: 65535,
 }
 
@@ -64,8 +64,8 @@ func TestMergeTooLarge(t *testing.T) {
 	if !errors.As(err, &be) {
 		t.Fatalf("err %v is not a *BudgetError", err)
 	}
-	// 1 magic + 1 fixmap + 431 user + 8 role + 11 cluster + 130 health = 582.
-	want := `merge tags: tags encode to 582 bytes, 70 over the 512-byte memberlist metadata limit; ` +
+	// 1 magic + 1 fixmap + 431 user + 8 role + 11 cluster + 137 health = 589.
+	want := `merge tags: tags encode to 589 bytes, 77 over the 512-byte memberlist metadata limit; ` +
 		`largest user tags: "big" (307 bytes), "medium" (110 bytes), "small" (8 bytes)`
 	if err.Error() != want {
 		t.Fatalf("error\n got %s\nwant %s", err, want)

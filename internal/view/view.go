@@ -19,6 +19,7 @@ import (
 
 	"github.com/shoaldb/shoal/internal/history"
 	"github.com/shoaldb/shoal/internal/hooks"
+	"github.com/shoaldb/shoal/internal/tags"
 )
 
 // ErrNoSuchMember is wrapped by the agent's errors about a node that is not
@@ -195,17 +196,14 @@ type LocalHealth struct {
 	LastDuration time.Duration
 	Checks       uint64
 	Connects     uint64
-	Reachable    bool
+	Reachable    bool // the latest check reached the server
 	Version      string
-	ServerID     uint32
-	ReadOnly     bool
-	Replica      bool
-	IORunning    bool
-	SQLRunning   bool
-	LagSeconds   *int64 // nil when unknown
 	LastIOError  string
 	LastSQLError string
-	Published    string // the health tag as gossiped
+	// Health is the health the probe's status publishes (probe.Status.Health):
+	// the facts of the schema (tags.Facts), as every agent sees them.
+	Health    tags.Health
+	Published string // the health tag as gossiped
 }
 
 // Maint is a node's maintenance state, and whether this agent's pool holds

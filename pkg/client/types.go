@@ -36,9 +36,12 @@ type MemberHealth struct {
 	SQLRunning    bool   `json:"sql_running"`
 	LagSeconds    *int64 `json:"lag_seconds,omitempty"` // absent when unknown (NULL)
 	ServerID      uint32 `json:"server_id"`
-	Galera        bool   `json:"galera,omitempty"`
-	GaleraSynced  bool   `json:"galera_synced,omitempty"`
-	Port          uint16 `json:"port,omitempty"` // the MySQL port; 0: not published
+	// SourceServerID is the server_id of the server it replicates from;
+	// absent when unknown or not a replica.
+	SourceServerID uint32 `json:"source_server_id,omitempty"`
+	Galera         bool   `json:"galera,omitempty"`
+	GaleraSynced   bool   `json:"galera_synced,omitempty"`
+	Port           uint16 `json:"port,omitempty"` // the MySQL port; 0: not published
 	// Error says why the tag does not decode (the pool has the member out
 	// with reason no-health or bad-health-tag).
 	Error string `json:"error,omitempty"`
@@ -332,9 +335,16 @@ type LocalHealth struct {
 	IORunning    bool      `json:"io_running"`
 	SQLRunning   bool      `json:"sql_running"`
 	LagSeconds   *int64    `json:"lag_seconds,omitempty"`
-	LastIOError  string    `json:"last_io_error,omitempty"`
-	LastSQLError string    `json:"last_sql_error,omitempty"`
-	Published    string    `json:"published_tag"`
+	// The other facts the agent publishes, as in MemberHealth.
+	SuperReadOnly bool   `json:"super_read_only"`
+	Galera        bool   `json:"galera,omitempty"`
+	GaleraSynced  bool   `json:"galera_synced,omitempty"`
+	Port          uint16 `json:"port,omitempty"`
+	// SourceServerID: as in MemberHealth.
+	SourceServerID uint32 `json:"source_server_id,omitempty"`
+	LastIOError    string `json:"last_io_error,omitempty"`
+	LastSQLError   string `json:"last_sql_error,omitempty"`
+	Published      string `json:"published_tag"`
 }
 
 // MaintRequest enables or disables maintenance on the agent's node.

@@ -103,6 +103,13 @@ func TestStatusPageInBrowser(t *testing.T) {
 	pageWait(t, ctx, 10*time.Second, "both sinks shown at the pool's generation", func(p pageState) bool {
 		return atPool(p, "file") && atPool(p, "haproxy")
 	})
+	// A fact the page has no place of its own for is listed by its name:
+	// each replica's source server_id.
+	source := fmt.Sprintf("source server id %d", primary.ServerID())
+	pageWait(t, ctx, 10*time.Second, "replicas show their source server_id", func(p pageState) bool {
+		return strings.Contains(memberRow(p, "db2"), source) && strings.Contains(memberRow(p, "db3"), source) &&
+			!strings.Contains(memberRow(p, "db1"), "source server id")
+	})
 	screenshot(t, ctx, filepath.Join(shots, "healthy.png"))
 
 	// kill -9 a replica's mariadbd: out, with its reason, within 2 s.
@@ -163,7 +170,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	pageWait(t, ctx, 10*time.Second, "db2's page shows its local database", func(p pageState) bool {
 		return p.Local != "" && strings.Contains(p.Local, "server version 10.") && strings.Contains(p.Local, "MariaDB") &&
 			strings.Contains(p.Local, "read_only ON") && strings.Contains(p.Local, "state passing") &&
-			p.places() == "writer:db1 reader:db2 reader:db3"
+			strings.Contains(p.Local, source) && p.places() == "writer:db1 reader:db2 reader:db3"
 	})
 	screenshot(t, ctx, filepath.Join(shots, "db-agent.png"))
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/ui")); err != nil {

@@ -293,6 +293,23 @@
     return el('span', 'facts', text);
   }
 
+  // SHOWN_FACTS are the health fields this page renders in its own way;
+  // otherFacts lists every other one the API serves (the facts of the
+  // schema, internal/tags), by its name, when it is set: a fact added to the
+  // schema shows here with no change to the page.
+  const SHOWN_FACTS = ['state', 'reason', 'error', 'read_only', 'super_read_only', 'replica', 'io_running', 'sql_running',
+    'lag_seconds', 'galera', 'galera_synced', 'server_id', 'port'];
+  // LOCAL_FIELDS are the probe's own fields in /v1/health's mysql.
+  const LOCAL_FIELDS = ['message', 'since', 'target', 'last_check', 'last_duration', 'checks', 'connects', 'reachable',
+    'version', 'last_io_error', 'last_sql_error', 'published_tag'];
+
+  function otherFacts(h, skip) {
+    return Object.keys(h).filter(function (k) {
+      const v = h[k];
+      return SHOWN_FACTS.indexOf(k) < 0 && skip.indexOf(k) < 0 && v !== false && v !== 0 && v !== '' && v !== null && typeof v !== 'object';
+    }).map(function (k) { return [k.replace(/_/g, ' '), String(h[k])]; });
+  }
+
   function factParts(h) {
     const parts = [];
     parts.push(h.read_only ? (h.super_read_only ? 'super_read_only' : 'read_only') : 'writable');
@@ -305,6 +322,7 @@
     }
     if (h.galera) parts.push('galera ' + yesNo(h.galera_synced, 'synced', 'NOT synced'));
     parts.push('server_id ' + h.server_id);
+    otherFacts(h, []).forEach(function (f) { parts.push(f[0] + ' ' + f[1]); });
     return parts;
   }
 
@@ -368,10 +386,11 @@
       ['read_only', fact(yesNo(mysql.read_only, 'ON', 'OFF'))],
       ['replication', fact(mysql.replica ? 'io ' + yesNo(mysql.io_running, 'running', 'STOPPED') + ' · sql ' + yesNo(mysql.sql_running, 'running', 'STOPPED') : 'not a replica')],
       ['lag', fact(lag)],
+    ].concat(otherFacts(mysql, LOCAL_FIELDS).map(function (f) { return [f[0], fact(f[1])]; }), [
       ['last io / sql error', [mysql.last_io_error || '', mysql.last_sql_error ? ' ' + mysql.last_sql_error : ''].join('') || '—'],
       ['last check', (mysql.last_check ? clockMs(parseTime(mysql.last_check)) : '—') + (mysql.last_duration ? ' in ' + mysql.last_duration : '') + ' · ' + mysql.checks + ' checks, ' + mysql.connects + ' connects'],
       ['published tag', el('span', 'mono', mysql.published_tag || '—')],
-    ];
+    ]);
     setKids('local', el('dl', 'kv', rows.map(function (r) { return [el('dt', null, r[0]), el('dd', null, r[1])]; })));
   }
 

@@ -1,0 +1,29 @@
+package agent
+
+import (
+	"testing"
+
+	"github.com/shoaldb/shoal/internal/tags"
+)
+
+// TestEveryFactReachesTheMetrics: every fact of the schema that is not text
+// is a shoal_mysql_fact series, so a fact of a type factValues does not
+// handle fails here.
+func TestEveryFactReachesTheMetrics(t *testing.T) {
+	h := tags.Health{State: tags.Passing, LagKnown: true, Galera: true}
+	got := factValues(h)
+	for name, v := range tags.Show(h) {
+		if _, text := v.(string); text {
+			continue
+		}
+		if _, ok := got[name]; !ok {
+			t.Errorf("fact %q (%T) is not a metric", name, v)
+		}
+	}
+	if got["lag_seconds"] != 0 || got["read_only"] != 0 || got["galera"] != 1 {
+		t.Errorf("factValues = %v", got)
+	}
+	if _, ok := factValues(tags.Health{})["lag_seconds"]; ok {
+		t.Error("unknown lag is a metric")
+	}
+}
