@@ -162,6 +162,10 @@ func (r *Router) step() {
 	}
 	u := Update{At: now, Pool: next, Routed: next, Changes: changes, Isolated: iso.Isolated, Isolation: iso,
 		Generation: prev.Generation + 1}
+	// Every node of the previous pool held its role until now, however long
+	// ago that pool was computed: a steady pool is recomputed without an
+	// update, and a node this step drops was in its role until this step.
+	r.remember(now, prev.Pool)
 	switch {
 	case iso.Isolated && !prev.Isolated:
 		r.isoBase = r.inSince(iso.Since.Add(-r.window()))
@@ -227,8 +231,14 @@ func (r *Router) window() time.Duration {
 	return pool.DefaultIsolationWindow
 }
 
-// remember records when each node was last in a role.
+// remember records that each node of p was in its role at time at. The
+// router calls it with the previous pool before each update (the nodes it
+// held until now) and with the new one, so that a node's last time in a
+// role is never older than the update that took it out.
 func (r *Router) remember(at time.Time, p *pool.Pool) {
+	if p == nil {
+		return
+	}
 	if r.lastIn == nil {
 		r.lastIn = map[string]map[string]inRole{}
 	}

@@ -547,6 +547,43 @@ func TestIsolation(t *testing.T) {
 	}
 }
 
+// TestIsolationHoldsWhatASteadyPoolRouted: in a cluster whose pool has not
+// changed for longer than the isolation window, the node gossip drops
+// first (before isolation is recognised) is held with the rest, whether it
+// is a reader or the writer (issue 27, finding 1: the router remembered
+// roles only when the pool changed, so nothing was inside the window).
+func TestIsolationHoldsWhatASteadyPoolRouted(t *testing.T) {
+	for _, first := range []string{"b", "a"} {
+		t.Run("first dropped "+first, func(t *testing.T) {
+			view := func(failed ...string) []pool.Member {
+				ms := []pool.Member{app("me"), writer("a"), replica("b", 0), replica("c", 0), app("x"), app("y"), app("z")}
+				for i := range ms {
+					if slices.Contains(failed, ms[i].Name) {
+						ms[i].Status = pool.StatusFailed
+					}
+				}
+				return ms
+			}
+			w := newWorld()
+			r, rec := newTestRouter(Config{IsolationWindow: 10 * time.Second, NoDamping: true}, w.view, w, nil)
+			stepAt(r, w, 0, view()...)
+			stepAt(r, w, 60, view()...) // steady: recomputed, unchanged
+			stepAt(r, w, 100, view(first)...)
+			if u := rec.last(t); u.Isolated || placeOf(u.Routed, first) != "out:agent-failed" {
+				t.Fatalf("one of seven failed: isolated %v, %s is %s; want not isolated, out", u.Isolated, first, placeOf(u.Routed, first))
+			}
+			stepAt(r, w, 102, view("a", "b", "x", "y", "z")...)
+			u := rec.last(t)
+			if !u.Isolated {
+				t.Fatalf("five of seven failed within the window: not isolated (%+v)", u.Isolation)
+			}
+			if got := summary(u.Routed); got != "default{w[a] r[b c] o[]}" {
+				t.Errorf("routed while isolated: %s, want every node in its role from before the failures: default{w[a] r[b c] o[]}", got)
+			}
+		})
+	}
+}
+
 func TestIsolationAloneIsDelivered(t *testing.T) {
 	// Only app members fail: the pool stays the same, the isolation flag
 	// does not, and listeners must hear of it.
