@@ -69,16 +69,7 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 		}
 	}
 
-	everywhere := func(want string) func() bool {
-		return func() bool {
-			for _, n := range agents {
-				if poolOf(n.a) != want {
-					return false
-				}
-			}
-			return true
-		}
-	}
+	everywhere := func(want string) func() bool { return samePool(agents, want) }
 	haproxyIs := func(want string) func() bool {
 		return func() bool { return hx.States() == want }
 	}

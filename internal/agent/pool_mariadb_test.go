@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -49,28 +50,10 @@ func poolOf(a *Agent) string {
 // probing each, and an app agent: every agent computes the same pool, and a
 // replica's crash takes it out of the pool everywhere.
 func TestPoolWithRealServers(t *testing.T) {
-	primary, r1, r2 := replicatedServers(t)
-	dbCfg := func(name string, s *mariadbtest.Server, join ...string) *config.Config {
-		return dbConfig(t, name, s, join...)
-	}
-	db1 := startNode(t, dbCfg("db1", primary))
-	db2 := startNode(t, dbCfg("db2", r1, db1.cfg.Bind))
-	db3 := startNode(t, dbCfg("db3", r2, db1.cfg.Bind))
-	app := startNode(t, testConfig(t, "app1", "fast", "", db1.cfg.Bind))
-	agents := []*testNode{db1, db2, db3, app}
-
-	same := func(want string) func() bool {
-		return func() bool {
-			for _, n := range agents {
-				if poolOf(n.a) != want {
-					return false
-				}
-			}
-			return true
-		}
-	}
+	primary, r1, r2, agents := startRealCluster(t)
+	db2, app := agents[1], agents[3]
+	same := func(want string) func() bool { return samePool(agents, want) }
 	const healthy = "db1|db2,db3|"
-	testkit.WaitFor(t, 30*time.Second, "every agent: 1 writer, 2 readers", same(healthy))
 	v, _ := app.a.PoolView("")
 	if v.Writers[0].Addr != primary.Addr() {
 		t.Errorf("writer address %s, want the server's %s", v.Writers[0].Addr, primary.Addr())
@@ -132,6 +115,33 @@ func TestPoolWithRealServers(t *testing.T) {
 	}
 }
 
+// startRealCluster starts a primary and two GTID replicas, db agents db1
+// (the primary), db2 and db3 probing them and an app agent app1, and waits
+// until every agent sees db1 as the writer and db2 and db3 as readers.
+func startRealCluster(t *testing.T) (primary, r1, r2 *mariadbtest.Server, agents []*testNode) {
+	t.Helper()
+	primary, r1, r2 = replicatedServers(t)
+	db1 := startNode(t, dbConfig(t, "db1", primary))
+	db2 := startNode(t, dbConfig(t, "db2", r1, db1.cfg.Bind))
+	db3 := startNode(t, dbConfig(t, "db3", r2, db1.cfg.Bind))
+	app := startNode(t, testConfig(t, "app1", "fast", "", db1.cfg.Bind))
+	agents = []*testNode{db1, db2, db3, app}
+	testkit.WaitFor(t, 30*time.Second, "every agent: 1 writer, 2 readers", samePool(agents, "db1|db2,db3|"))
+	return primary, r1, r2, agents
+}
+
+// samePool reports whether every agent's pool is want (as poolOf writes it).
+func samePool(agents []*testNode, want string) func() bool {
+	return func() bool {
+		for _, n := range agents {
+			if poolOf(n.a) != want {
+				return false
+			}
+		}
+		return true
+	}
+}
+
 // replicatedServers starts a primary and two GTID replicas, each with the
 // probe user.
 func replicatedServers(t *testing.T) (primary, r1, r2 *mariadbtest.Server) {
@@ -154,4 +164,35 @@ func dbConfig(t *testing.T, name string, s *mariadbtest.Server, join ...string) 
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestPoolWrongSourceWithRealServers: a replica re-pointed at another
+// replica (chained, as after someone else's failover) is out of the readers
+// on every agent with reason wrong-source, and back in when re-pointed at
+// the writer.
+func TestPoolWrongSourceWithRealServers(t *testing.T) {
+	primary, r1, r2, agents := startRealCluster(t)
+	app := agents[3]
+	same := func(want string) func() bool { return samePool(agents, want) }
+	const healthy = "db1|db2,db3|"
+
+	// Re-point db3's server at db2's: it replicates from a replica.
+	r2.MustExec("STOP SLAVE")
+	r2.ReplicateFrom(r1)
+	start := time.Now()
+	testkit.WaitFor(t, 5*time.Second, "db3 out with wrong-source everywhere", same("db1|db2|db3(wrong-source)"))
+	t.Logf("replica re-pointed at another replica (threads running) → wrong-source on all 4 agents: %s",
+		time.Since(start).Round(time.Millisecond))
+	v, _ := app.a.PoolView("")
+	want := fmt.Sprintf("replicates from server_id %d, writer has %d", r1.ServerID(), primary.ServerID())
+	if len(v.Out) != 1 || v.Out[0].Detail != want {
+		t.Errorf("out %+v, want db3 with detail %q", v.Out, want)
+	}
+
+	// Back at the writer: back in everywhere.
+	r2.MustExec("STOP SLAVE")
+	r2.ReplicateFrom(primary)
+	start = time.Now()
+	testkit.WaitFor(t, 10*time.Second, "db3 back everywhere", same(healthy))
+	t.Logf("re-pointed at the writer → back in on all 4 agents: %s", time.Since(start).Round(time.Millisecond))
 }

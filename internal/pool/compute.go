@@ -33,10 +33,10 @@ func Compute(members []Member, policy Policy, prev *Pool) *Pool {
 }
 
 // buildCluster applies the cluster-wide rules: writer selection and conflict,
-// writer serving reads, and the floors.
+// the replicas' source, writer serving reads, and the floors.
 func buildCluster(name string, evals []eval, policy Policy, prevWriter string) Cluster {
 	c := Cluster{Name: name}
-	var writers, softWriters, softReaders []eval
+	var writers, softWriters, readers, softReaders []eval
 	for _, e := range evals {
 		switch e.kind {
 		case kindOut:
@@ -46,7 +46,7 @@ func buildCluster(name string, evals []eval, policy Policy, prevWriter string) C
 		case kindSoftWriter:
 			softWriters = append(softWriters, e)
 		case kindReader:
-			c.Readers = append(c.Readers, e.node)
+			readers = append(readers, e)
 		case kindSoftReader:
 			softReaders = append(softReaders, e)
 		}
@@ -61,6 +61,14 @@ func buildCluster(name string, evals []eval, policy Policy, prevWriter string) C
 		c.Out = append(c.Out, e.node)
 	}
 	softReaders = append(softReaders, pickWriter(&c, writers, floored, prevWriter)...)
+	if w := c.Writer(); w != "" {
+		writerID := writers[slices.IndexFunc(writers, func(e eval) bool { return e.node.Name == w })].serverID
+		readers = c.dropWrongSource(readers, writerID)
+		softReaders = c.dropWrongSource(softReaders, writerID)
+	}
+	for _, e := range readers {
+		c.Readers = append(c.Readers, e.node)
+	}
 	if policy.WriterServesReads && len(c.Writers) == 1 {
 		c.Readers = append(c.Readers, c.Writers[0])
 	}
@@ -126,6 +134,27 @@ func pickWriter(c *Cluster, writers []eval, floored bool, prevWriter string) (so
 		}
 	}
 	return softReaders
+}
+
+// dropWrongSource moves to c.Out, with reason wrong-source, every replica of
+// es whose source server_id is known and is not writerID, the server_id of
+// c's writer, and returns the others. A replica replicates the writer's
+// data or it does not: this is a hard reason, never floored (docs/pool.md).
+// A replica of a replica (chained replication) is wrong-source too: its
+// source is not the writer. An unknown source (0) or writer server_id keeps
+// today's rules.
+func (c *Cluster) dropWrongSource(es []eval, writerID uint32) []eval {
+	if writerID == 0 {
+		return es
+	}
+	return slices.DeleteFunc(es, func(e eval) bool {
+		if e.sourceID == 0 || e.sourceID == writerID {
+			return false
+		}
+		c.Out = append(c.Out, Node{Name: e.node.Name, Addr: e.node.Addr, Reason: ReasonWrongSource,
+			Detail: fmt.Sprintf("replicates from server_id %d, writer has %d", e.sourceID, writerID)})
+		return true
+	})
 }
 
 func writerNode(e eval, floored bool, detail string) Node {

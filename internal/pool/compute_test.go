@@ -15,8 +15,8 @@ func TestCompute(t *testing.T) {
 	galera := func(name string, synced, readOnly bool, opts ...opt) Member {
 		return dbh(name, tags.Health{State: tags.Passing, Galera: true, GaleraSynced: synced, ReadOnly: readOnly}, opts...)
 	}
-	warnWriter := func(name string) Member {
-		return dbh(name, tags.Health{State: tags.Warning, Reason: "slow"})
+	warnWriter := func(name string, opts ...opt) Member {
+		return dbh(name, tags.Health{State: tags.Warning, Reason: "slow"}, opts...)
 	}
 	prevWriter := func(cluster, name string) *Pool {
 		return &Pool{Clusters: []Cluster{{Name: cluster, Writers: []Node{{Name: name}}}}}
@@ -159,6 +159,53 @@ func TestCompute(t *testing.T) {
 			[]Member{dbh("g1", tags.Health{State: tags.Critical, Reason: "refused"}), galera("g2", true, false),
 				dbh("g3", tags.Health{State: tags.Critical, Reason: "timeout", Galera: true, GaleraSynced: true})}, Policy{}, nil,
 			"default{w[g2] r[] o[g1:critical g3:critical]}"},
+		{"wrong source: out, the writer's replica stays",
+			[]Member{writer("a", ids(1, 0)), replica("b", 0, ids(2, 1)), replica("c", 0, ids(3, 7))}, Policy{}, nil,
+			"default{w[a] r[b] o[c:wrong-source]}"},
+		{"wrong source is hard: the floor never keeps it",
+			[]Member{writer("a", ids(1, 0)), replica("c", 0, ids(3, 7))}, Policy{MinReaders: 2}, nil,
+			"default{w[a] r[] o[c:wrong-source]}"},
+		{"wrong source before lag: the floor keeps the writer's lagging replica",
+			[]Member{writer("a", ids(1, 0)), replica("b", 50, ids(2, 7)), replica("c", 60, ids(3, 1))}, Policy{MinReaders: 1}, nil,
+			"default{w[a] r[c:floor] o[b:wrong-source]}"},
+		{"wrong source with stopped threads (the last source known)",
+			[]Member{writer("a", ids(1, 0)), dbh("b", tags.Health{State: tags.Passing, ReadOnly: true, Replica: true, ServerID: 2, SourceServerID: 7})},
+			Policy{MinReaders: 1}, nil,
+			"default{w[a] r[] o[b:wrong-source]}"},
+		{"wrong source: unknown source keeps today's rules",
+			[]Member{writer("a", ids(1, 0)), replica("b", 0, ids(2, 0)), replica("c", 30, ids(3, 0))}, Policy{MinReaders: 2}, nil,
+			"default{w[a] r[b c:floor] o[]}"},
+		{"wrong source: not judged without a writer",
+			[]Member{writer("a", ids(1, 0), status(StatusFailed)), replica("b", 0, ids(2, 1)), replica("c", 0, ids(3, 7))}, Policy{}, nil,
+			"default{w[] r[b c] o[a:agent-failed]}"},
+		{"wrong source: not judged in a conflict with no writer",
+			[]Member{writer("a", ids(1, 0)), writer("d", ids(4, 0)), replica("c", 0, ids(3, 7))}, Policy{}, nil,
+			"default{w[] r[c] o[a:conflict d:conflict] c[a d]}"},
+		{"wrong source: the writer kept in a conflict is the one that counts",
+			[]Member{writer("a", ids(1, 0)), writer("d", ids(4, 0)), replica("b", 0, ids(2, 4)), replica("c", 0, ids(3, 1))}, Policy{}, prevWriter("default", "d"),
+			"default{w[d] r[b] o[a:conflict c:wrong-source] c[a d]}"},
+		{"wrong source: not judged when the writer's server_id is unknown",
+			[]Member{writer("a"), replica("c", 0, ids(3, 7))}, Policy{}, nil,
+			"default{w[a] r[c] o[]}"},
+		{"wrong source: a replica of a replica (chained) is out",
+			[]Member{writer("a", ids(1, 0)), replica("b", 0, ids(2, 1)), replica("c", 0, ids(3, 2))}, Policy{}, nil,
+			"default{w[a] r[b] o[c:wrong-source]}"},
+		{"wrong source: a writer that replicates (master-master) is still the writer",
+			[]Member{
+				dbh("a", tags.Health{State: tags.Passing, Replica: true, IORunning: true, SQLRunning: true, LagKnown: true, ServerID: 1, SourceServerID: 2}),
+				replica("b", 0, ids(2, 1)),
+			}, Policy{}, nil,
+			"default{w[a] r[b] o[]}"},
+		{"wrong source under the writer floor",
+			[]Member{warnWriter("a", ids(1, 0)), replica("b", 0, ids(2, 1)), replica("c", 0, ids(3, 9))}, Policy{}, nil,
+			"default{w[a:floor] r[b] o[c:wrong-source]}"},
+		{"wrong source with the writer serving reads",
+			[]Member{writer("a", ids(1, 0)), replica("c", 0, ids(3, 7))}, Policy{WriterServesReads: true, MinReaders: 1}, nil,
+			"default{w[a] r[a] o[c:wrong-source]}"},
+		{"wrong source per cluster",
+			[]Member{writer("a", ids(1, 0), cluster("x")), replica("b", 0, ids(2, 1), cluster("x")),
+				writer("d", ids(7, 0)), replica("c", 0, ids(3, 1))}, Policy{}, nil,
+			"default{w[d] r[] o[c:wrong-source]}; x{w[a] r[b] o[]}"},
 		{"galera mixed with async writer is a conflict",
 			[]Member{galera("g1", true, false), writer("a")}, Policy{}, nil,
 			"default{w[] r[] o[a:conflict g1:conflict] c[a g1]}"},
@@ -184,6 +231,10 @@ func TestComputeDetails(t *testing.T) {
 		dbh("g", tags.Health{State: tags.Passing, ReadOnly: true, Replica: true, IORunning: true}),
 	}
 	p := Compute(members, Policy{MinReaders: 2}, nil)
+	wrong := Compute([]Member{writer("w", ids(2, 0)), replica("r", 0, ids(3, 7))}, Policy{}, nil)
+	if got, want := wrong.Clusters[0].Out[0].Detail, "replicates from server_id 7, writer has 2"; got != want {
+		t.Errorf("wrong-source detail %q, want %q", got, want)
+	}
 	got := map[string]string{}
 	for _, n := range append(append(p.Clusters[0].Readers, p.Clusters[0].Out...), p.Clusters[0].Writers...) {
 		got[n.Name] = string(n.Reason) + " | " + n.Detail

@@ -37,6 +37,14 @@
 // threads run and whose lag is known and at most Policy.MaxLag (Galera nodes:
 // passing and synced is enough).
 //
+// Wrong source: while the cluster has a writer with a known server_id, a
+// read-only replica whose published source server_id is known and differs
+// from it is out with reason wrong-source, for example after someone
+// else's failover re-pointed it, or when it replicates from another replica
+// (chained replication is not followed). It serves data that is not the
+// writer's, possibly never will be, so the reason is hard: the floor never
+// keeps it. A source of 0 (unknown, an older agent) keeps the rules above.
+//
 // Floor: soft reasons (warning, replication-stopped, lag) never drain a role
 // below its minimum. If fewer than Policy.MinReaders readers remain, the
 // least-bad soft-out read-only nodes are kept in with reason floor: known lag
@@ -65,6 +73,7 @@
 //	warning              out     the probe says warning (soft)
 //	replication-stopped  out     read-only, but replication is not configured or a thread is stopped (soft)
 //	lag                  out     replication lag above max_lag or unknown (soft)
+//	wrong-source         out     read-only replica whose source server_id is known and is not the writer's (Detail names both)
 //	conflict             out     writable while another node of the cluster is writable too
 //	damped               out     flapping (health removals only): re-entry held by the Damper until Node.Until
 //

@@ -25,6 +25,10 @@ type eval struct {
 	galera   bool // synced Galera node (all of them are writable)
 	lagKnown bool
 	lag      uint32
+	// serverID is the server's @@server_id; sourceID, for a read-only
+	// replica, the server_id of its replication source (0: unknown, an
+	// older agent, or not a replica): see dropWrongSource.
+	serverID, sourceID uint32
 }
 
 // wsrepReason is the probe's reason code (probe.ReasonWsrep) for a Galera
@@ -75,6 +79,10 @@ func evaluate(m Member, p Policy) eval {
 	}
 	e.galera = h.Galera
 	e.lagKnown, e.lag = h.LagKnown, h.LagSeconds
+	e.serverID = h.ServerID
+	if h.ReadOnly && h.Replica && !h.Galera {
+		e.sourceID = h.SourceServerID
+	}
 	soft := func(k kind, r Reason, detail string) eval {
 		e.kind, e.node.Reason, e.node.Detail = k, r, detail
 		return e

@@ -62,6 +62,9 @@ func membersFromBytes(data []byte) ([]Member, Policy) {
 			Galera:       b[3]&32 != 0,
 			GaleraSynced: b[3]&64 != 0,
 			LagSeconds:   uint32(b[4] % 16),
+			// server_id 0..3, source 0..3: the writer's, another's or unknown
+			ServerID:       uint32(b[4] >> 4 & 3),
+			SourceServerID: uint32(b[4] >> 6),
 		}
 		switch b[2] >> 2 % 8 {
 		case 0:

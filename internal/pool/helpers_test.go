@@ -38,6 +38,18 @@ func status(s Status) opt      { return func(m *Member) { m.Status = s } }
 func maint(r string) opt       { return func(m *Member) { m.Tags[tags.KeyMaint] = r } }
 func tag(k, v string) opt      { return func(m *Member) { m.Tags[k] = v } }
 
+// ids sets the server_id and the source server_id in the member's health tag.
+func ids(serverID, sourceID uint32) opt {
+	return func(m *Member) {
+		h, err := tags.Published(m.Tags)
+		if err != nil || h == nil {
+			panic(fmt.Sprintf("ids: %s has no health tag: %v", m.Name, err))
+		}
+		h.ServerID, h.SourceServerID = serverID, sourceID
+		m.Tags[tags.KeyHealth] = tags.Encode(*h)
+	}
+}
+
 // writer is a passing writable server.
 func writer(name string, opts ...opt) Member {
 	return member(name, tags.RoleDB, append([]opt{health(tags.Health{State: tags.Passing})}, opts...)...)

@@ -21,6 +21,7 @@ const (
 	ReasonWarning            Reason = "warning"
 	ReasonReplicationStopped Reason = "replication-stopped"
 	ReasonLag                Reason = "lag"
+	ReasonWrongSource        Reason = "wrong-source"
 	ReasonConflict           Reason = "conflict"
 	ReasonDamped             Reason = "damped"
 )
@@ -31,7 +32,7 @@ func Reasons() []Reason {
 	return []Reason{
 		ReasonFloor, ReasonBadName, ReasonBadTags, ReasonMaintenance, ReasonLeaving, ReasonLeft, ReasonAgentFailed,
 		ReasonNoHealth, ReasonBadHealthTag, ReasonCritical, ReasonGaleraNotSynced,
-		ReasonWarning, ReasonReplicationStopped, ReasonLag, ReasonConflict, ReasonDamped,
+		ReasonWarning, ReasonReplicationStopped, ReasonLag, ReasonWrongSource, ReasonConflict, ReasonDamped,
 	}
 }
 
@@ -48,8 +49,9 @@ func (r Reason) Soft() bool {
 // is failing by itself (the agent failed, the health tag is missing or bad,
 // the probe says critical or warning, Galera is not synced, replication is
 // stopped or lags). Only removals for a health reason count as flaps
-// (Damper); maintenance, a graceful leave, bad names or tags and writer
-// conflicts are what an operator did, not what the node suffered.
+// (Damper); maintenance, a graceful leave, bad names or tags, writer
+// conflicts and a replica re-pointed at another source (wrong-source) are
+// what an operator or a failover tool did, not what the node suffered.
 func (r Reason) Health() bool {
 	switch r {
 	case ReasonAgentFailed, ReasonNoHealth, ReasonBadHealthTag, ReasonCritical, ReasonGaleraNotSynced,
