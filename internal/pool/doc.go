@@ -14,7 +14,8 @@
 // role and stock serf agents are ignored and not listed. Each db member lands
 // in the cluster named by its cluster tag ("default" when absent) and appears
 // there exactly once: as the writer, as a reader, or out with a [Reason]. With
-// Policy.WriterServesReads the writer is also listed as a reader.
+// Policy.WriterServesReads the writer is also listed as a reader, and so it is
+// with reason fallback in place of stale readers (see Read fallback).
 //
 // A member is out, whatever else its tags say, if its name or tags break the
 // rules for what other machines may send (Member.Bad, set by package member

@@ -182,8 +182,9 @@ type Pool struct {
 
 // Cluster is the pool of one cluster. Every db member of the cluster is in
 // exactly one of Writers, Readers and Out, except that the writer is also in
-// Readers when the policy says the writer serves reads. Each list is sorted by
-// name.
+// Readers when the policy says the writer serves reads, or with reason
+// fallback in place of stale readers (Policy.ReadFallback). Each list is
+// sorted by name.
 type Cluster struct {
 	Name     string
 	Writers  []Node   // at most one
