@@ -23,7 +23,7 @@ import (
 
 // TestPoolFaultsAndSinks drives real servers through the faults the pool
 // must handle — a hung server (SIGSTOP), replication lag beyond max_lag, the
-// reader floor, maintenance — and checks that every agent agrees and that a
+// the writer serving reads instead of stale readers, maintenance — and checks that every agent agrees and that a
 // real HAProxy, driven by the app agent's sink, follows.
 func TestPoolFaultsAndSinks(t *testing.T) {
 	primary, r1, r2 := replicatedServers(t)
@@ -176,7 +176,7 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 		testkit.WaitFor(t, 10*time.Second, "haproxy: db3 ready again", haproxyIs(hxHealthy))
 	})
 
-	stage("lag, then the reader floor", func(t *testing.T) {
+	stage("lag, then the writer instead of the reader floor", func(t *testing.T) {
 		// Lag: hold a lock on db2's copy of the table so its SQL thread waits
 		// while the primary keeps writing.
 		lockConn, err := r1.DB().Conn(context.Background())
@@ -202,12 +202,15 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 		}()
 		testkit.WaitFor(t, 20*time.Second, "lagging db2 out everywhere", everywhere("db1|db3|db2(lag)"))
 
-		// Floor: stop db3's SQL thread too. No reader qualifies; the least bad
-		// (known lag before stopped replication) stays in with reason floor.
+		// Floor: stop db3's SQL thread too. No reader qualifies and every
+		// floor candidate is stale: the writer serves reads instead
+		// (pool.read_fallback: writer, the default), both replicas are out,
+		// and HAProxy's read backend has only the writer's server ready.
 		r2.MustExec("STOP SLAVE SQL_THREAD")
-		testkit.WaitFor(t, 10*time.Second, "floor keeps db2", everywhere("db1|db2(floor)|db3(replication-stopped)"))
-		testkit.WaitFor(t, 10*time.Second, "haproxy: floor reader ready, stopped one maint",
-			haproxyIs(strings.Replace(hxHealthy, "db_ro/db3=ready", "db_ro/db3=maint", 1)))
+		testkit.WaitFor(t, 10*time.Second, "the writer serves reads",
+			everywhere("db1|db1(fallback)|db2(lag),db3(replication-stopped)"))
+		testkit.WaitFor(t, 10*time.Second, "haproxy: the writer ready for reads, the stale replicas maint",
+			haproxyIs("db_rw/db1=ready db_rw/db2=maint db_rw/db3=maint db_ro/db1=ready db_ro/db2=maint db_ro/db3=maint"))
 
 		close(stopWriter)
 		<-writerDone

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/shoaldb/shoal/internal/gossip"
+	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/sink/haproxy"
 )
 
@@ -304,6 +305,7 @@ func TestValidateSinksAndHistory(t *testing.T) {
 		{"damp half life zero", func(c *Config) { c.Pool.DampHalfLife = 0 }, `pool.damp_half_life (--damp-half-life) "0s": must be from 1s to 1h`},
 		{"damp half life too long", func(c *Config) { c.Pool.DampHalfLife = 2 * time.Hour }, `pool.damp_half_life (--damp-half-life) "2h0m0s"`},
 		{"isolation window", func(c *Config) { c.Pool.IsolationWindow = 100 * time.Millisecond }, `pool.isolation_window (--isolation-window) "100ms"`},
+		{"read fallback", func(c *Config) { c.Pool.ReadFallback = "primary" }, `pool.read_fallback (--read-fallback) "primary": must be writer, none or stale-reader`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validBase()
@@ -374,6 +376,7 @@ insecure_no_encryption: true
 pool:
   damping: false
   damp_half_life: 30s
+  read_fallback: none
 sinks:
   file:
     path: `+filepath.Join(dir, "pool.json")+`
@@ -390,7 +393,7 @@ history:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Pool.Damping || c.Pool.DampHalfLife != 30*time.Second || c.Sinks.File.ListsDir != dir ||
+	if c.Pool.Damping || c.Pool.DampHalfLife != 30*time.Second || c.Pool.ReadFallback != pool.ReadFallbackNone || c.Sinks.File.ListsDir != dir ||
 		len(c.Sinks.HAProxy.Backends) != 1 || c.Sinks.HAProxy.Backends[0].Backend != "be_w" ||
 		c.History.Size != 50 || c.History.File != filepath.Join(dir, "h.jsonl") {
 		t.Fatalf("loaded pool %+v sinks %+v history %+v", c.Pool, c.Sinks, c.History)
@@ -401,7 +404,7 @@ func TestSinkAndHistoryFlags(t *testing.T) {
 	dir := t.TempDir()
 	poolFile, histFile := filepath.Join(dir, "pool.json"), filepath.Join(dir, "history.jsonl")
 	c, err := load(t, []string{"--insecure-no-encryption", "--pool-file", poolFile, "--pool-lists-dir", dir,
-		"--history-file", histFile, "--history-size", "42", "--damping=false", "--damp-half-life", "2m"}, nil)
+		"--history-file", histFile, "--history-size", "42", "--damping=false", "--damp-half-life", "2m", "--read-fallback", "stale-reader"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,6 +418,7 @@ func TestSinkAndHistoryFlags(t *testing.T) {
 		{"history.size", c.History.Size, 42},
 		{"pool.damping", c.Pool.Damping, false},
 		{"pool.damp_half_life", c.Pool.DampHalfLife, 2 * time.Minute},
+		{"pool.read_fallback", c.Pool.ReadFallback, pool.ReadFallbackStaleReader},
 	}
 	for _, ch := range checks {
 		if ch.got != ch.want {
@@ -427,8 +431,8 @@ func TestSinkAndHistoryFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.Pool.Damping || c.Sinks.FileEnabled() || c.History.File != "" || c.History.WithDefaults().Size != 1000 {
-		t.Fatalf("defaults: damping %v file sink %v history %+v", c.Pool.Damping, c.Sinks.FileEnabled(), c.History)
+	if !c.Pool.Damping || c.Pool.ReadFallback != pool.ReadFallbackWriter || c.Sinks.FileEnabled() || c.History.File != "" || c.History.WithDefaults().Size != 1000 {
+		t.Fatalf("defaults: damping %v read fallback %q file sink %v history %+v", c.Pool.Damping, c.Pool.ReadFallback, c.Sinks.FileEnabled(), c.History)
 	}
 
 	// The environment sets the pool and history files too; flags win.

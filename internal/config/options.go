@@ -156,6 +156,7 @@ var options = []option{
 	durOpt("pool.max_lag", "max-lag", "", "most replication lag a reader may have", func(c *Config) *time.Duration { return &c.Pool.MaxLag }),
 	intOpt("pool.min_readers", "min-readers", "", "reader floor: soft reasons never drain readers below this", func(c *Config) *int { return &c.Pool.MinReaders }),
 	boolOpt("pool.writer_serves_reads", "writer-serves-reads", "", "list the writer among the readers too", func(c *Config) *bool { return &c.Pool.WriterServesReads }),
+	strOpt("pool.read_fallback", "read-fallback", "", "what the reader floor keeps instead of a stale reader: writer, none or stale-reader", func(c *Config) *string { return (*string)(&c.Pool.ReadFallback) }),
 	boolOpt("pool.damping", "damping", "", "hold flapping readers out until they settle (route-flap damping)", func(c *Config) *bool { return &c.Pool.Damping }),
 	durOpt("pool.damp_half_life", "damp-half-life", "", "how fast a flapping reader's penalty decays", func(c *Config) *time.Duration { return &c.Pool.DampHalfLife }),
 	strOpt("sinks.file.path", "pool-file", "SHOAL_POOL_FILE", "write the pool as JSON to this file (atomically, on change)", func(c *Config) *string { return &c.Sinks.File.Path }),

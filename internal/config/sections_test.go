@@ -198,6 +198,7 @@ func TestSectionErrorsNameKeyAndLine(t *testing.T) {
 		{"mysql:\n  fall: 101\n", `line 2: mysql.fall (--mysql-fall) "101": must be from 1 to 100`},
 		{"pool:\n  min_readers: -1\n", `line 2: pool.min_readers (--min-readers) "-1": must be 0 or more`},
 		{"pool:\n  max_lag: 10ms\n", `line 2: pool.max_lag (--max-lag) "10ms": must be at least 1s`},
+		{"pool:\n  read_fallback: writers\n", `line 2: pool.read_fallback (--read-fallback) "writers": must be writer, none or stale-reader`},
 		{"gossip:\n  push_pull_interval: 1ms\n", `line 2: gossip.push_pull_interval (--push-pull-interval) "1ms": must be at least 1s`},
 		{"hooks:\n  queue_size: 2000000\n", `line 2: hooks.queue_size "2000000": must be from 1 to 1000000`},
 		{"history:\n  keep: 1000\n", `line 2: history.keep "1000": must be within 1-100`},

@@ -73,17 +73,7 @@ func buildCluster(name string, evals []eval, policy Policy, prevWriter string) C
 		c.Readers = append(c.Readers, c.Writers[0])
 	}
 
-	// Reader floor: keep the least-bad soft-out readers.
-	slices.SortFunc(softReaders, leastBad)
-	need := policy.minReaders() - len(c.Readers)
-	for _, e := range softReaders {
-		if need > 0 {
-			need--
-			c.Readers = append(c.Readers, floorNode(e))
-			continue
-		}
-		c.Out = append(c.Out, e.node)
-	}
+	c.readerFloor(softReaders, policy)
 
 	sortNodes(c.Readers)
 	sortNodes(c.Out)
@@ -155,6 +145,51 @@ func (c *Cluster) dropWrongSource(es []eval, writerID uint32) []eval {
 			Detail: fmt.Sprintf("replicates from server_id %d, writer has %d", e.sourceID, writerID)})
 		return true
 	})
+}
+
+// readerFloor keeps soft-out readers in, the least bad first (leastBad),
+// while fewer readers than the policy's minimum remain. A stale candidate
+// (lag, replication-stopped) is kept only as policy.ReadFallback says: with
+// stale-reader (or the zero value) like any other; with none never; with
+// writer never while the cluster has a passing writer, which serves reads
+// instead (reason fallback) if the floor lacked readers that only stale
+// candidates could give, and like stale-reader while it has none.
+func (c *Cluster) readerFloor(soft []eval, policy Policy) {
+	fallback := policy.ReadFallback
+	if fallback == "" || fallback == ReadFallbackWriter && !c.passingWriter() {
+		fallback = ReadFallbackStaleReader
+	}
+	slices.SortFunc(soft, leastBad)
+	need := policy.minReaders() - len(c.Readers)
+	var stale []eval
+	for _, e := range soft {
+		switch {
+		case fallback != ReadFallbackStaleReader && (e.node.Reason == ReasonLag || e.node.Reason == ReasonReplicationStopped):
+			stale = append(stale, e)
+		case need > 0:
+			need--
+			c.Readers = append(c.Readers, floorNode(e))
+		default:
+			c.Out = append(c.Out, e.node)
+		}
+	}
+	w := c.Writer()
+	if need > 0 && len(stale) > 0 && fallback == ReadFallbackWriter && !slices.ContainsFunc(c.Readers, func(n Node) bool { return n.Name == w }) {
+		var names []string
+		for _, e := range stale {
+			names = append(names, fmt.Sprintf("%s (%s)", e.node.Name, e.node.Reason))
+		}
+		c.Readers = append(c.Readers, Node{Name: w, Addr: c.Writers[0].Addr, Reason: ReasonFallback,
+			Detail: "the writer serves reads instead of stale readers: " + strings.Join(names, ", ")})
+	}
+	for _, e := range stale {
+		c.Out = append(c.Out, e.node)
+	}
+}
+
+// passingWriter reports whether c has a writer that is not kept by the floor.
+func (c *Cluster) passingWriter() bool {
+	return len(c.Writers) == 1 && c.Writers[0].Reason == ReasonNone
 }
 
 func writerNode(e eval, floored bool, detail string) Node {

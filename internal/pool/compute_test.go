@@ -206,6 +206,46 @@ func TestCompute(t *testing.T) {
 			[]Member{writer("a", ids(1, 0), cluster("x")), replica("b", 0, ids(2, 1), cluster("x")),
 				writer("d", ids(7, 0)), replica("c", 0, ids(3, 1))}, Policy{}, nil,
 			"default{w[d] r[] o[c:wrong-source]}; x{w[a] r[b] o[]}"},
+		{"fallback: the writer instead of a lagging reader",
+			[]Member{writer("a"), replica("b", 50), replica("c", 20)}, Policy{MinReaders: 1, ReadFallback: ReadFallbackWriter}, nil,
+			"default{w[a] r[a:fallback] o[b:lag c:lag]}"},
+		{"fallback: the writer instead of stopped replication",
+			[]Member{writer("a"), dbh("b", tags.Health{State: tags.Passing, ReadOnly: true, Replica: true, IORunning: true})},
+			Policy{MinReaders: 2, ReadFallback: ReadFallbackWriter}, nil,
+			"default{w[a] r[a:fallback] o[b:replication-stopped]}"},
+		{"fallback: not needed when fresh readers meet the floor",
+			[]Member{writer("a"), replica("b", 0), replica("c", 50)}, Policy{MinReaders: 1, ReadFallback: ReadFallbackWriter}, nil,
+			"default{w[a] r[b] o[c:lag]}"},
+		{"fallback: a fresh reader tops up the floor, stale ones stay out",
+			[]Member{writer("a"), replica("b", 0), replica("c", 1), replica("d", 50)}, Policy{MinReaders: 3, ReadFallback: ReadFallbackWriter}, nil,
+			"default{w[a] r[a:fallback b c] o[d:lag]}"},
+		{"fallback: a warning reader is not stale and is floored first",
+			[]Member{writer("a"), replica("b", 50),
+				dbh("c", tags.Health{State: tags.Warning, ReadOnly: true, Replica: true, IORunning: true, SQLRunning: true, LagKnown: true, LagSeconds: 90})},
+			Policy{MinReaders: 1, ReadFallback: ReadFallbackWriter}, nil,
+			"default{w[a] r[c:floor] o[b:lag]}"},
+		{"fallback: the writer already serving reads is enough",
+			[]Member{writer("a"), replica("b", 50)}, Policy{MinReaders: 2, ReadFallback: ReadFallbackWriter, WriterServesReads: true}, nil,
+			"default{w[a] r[a] o[b:lag]}"},
+		{"fallback: no passing writer keeps the stale reader",
+			[]Member{warnWriter("a"), replica("b", 50)}, Policy{MinReaders: 1, ReadFallback: ReadFallbackWriter}, nil,
+			"default{w[a:floor] r[b:floor] o[]}"},
+		{"fallback: no writer keeps the stale reader",
+			[]Member{replica("b", 50)}, Policy{MinReaders: 1, ReadFallback: ReadFallbackWriter}, nil,
+			"default{w[] r[b:floor] o[]}"},
+		{"fallback: dead replicas are not stale ones",
+			[]Member{writer("a"), replica("b", 0, status(StatusFailed))}, Policy{MinReaders: 1, ReadFallback: ReadFallbackWriter}, nil,
+			"default{w[a] r[] o[b:agent-failed]}"},
+		{"fallback none: no floor for stale readers",
+			[]Member{writer("a"), replica("b", 50), dbh("c", tags.Health{State: tags.Warning, ReadOnly: true})},
+			Policy{MinReaders: 2, ReadFallback: ReadFallbackNone}, nil,
+			"default{w[a] r[c:floor] o[b:lag]}"},
+		{"fallback none without a writer",
+			[]Member{replica("b", 50)}, Policy{MinReaders: 1, ReadFallback: ReadFallbackNone}, nil,
+			"default{w[] r[] o[b:lag]}"},
+		{"fallback stale-reader is the floor of old",
+			[]Member{writer("a"), replica("b", 50), replica("c", 20)}, Policy{MinReaders: 1, ReadFallback: ReadFallbackStaleReader}, nil,
+			"default{w[a] r[c:floor] o[b:lag]}"},
 		{"galera mixed with async writer is a conflict",
 			[]Member{galera("g1", true, false), writer("a")}, Policy{}, nil,
 			"default{w[] r[] o[a:conflict g1:conflict] c[a g1]}"},
@@ -231,6 +271,11 @@ func TestComputeDetails(t *testing.T) {
 		dbh("g", tags.Health{State: tags.Passing, ReadOnly: true, Replica: true, IORunning: true}),
 	}
 	p := Compute(members, Policy{MinReaders: 2}, nil)
+	fb := Compute([]Member{writer("w"), replica("r", 50), replica("s", 20)}, Policy{MinReaders: 1, ReadFallback: ReadFallbackWriter}, nil)
+	if got, want := fb.Clusters[0].Readers[0], (Node{Name: "w", Addr: "w:3306", Reason: ReasonFallback,
+		Detail: "the writer serves reads instead of stale readers: s (lag), r (lag)"}); got != want {
+		t.Errorf("fallback reader %+v, want %+v", got, want)
+	}
 	wrong := Compute([]Member{writer("w", ids(2, 0)), replica("r", 0, ids(3, 7))}, Policy{}, nil)
 	if got, want := wrong.Clusters[0].Out[0].Detail, "replicates from server_id 7, writer has 2"; got != want {
 		t.Errorf("wrong-source detail %q, want %q", got, want)

@@ -87,8 +87,11 @@ func places(p *Pool) map[placeKey]place {
 		for _, n := range c.Writers {
 			k := placeKey{c.Name, n.Name}
 			role := RoleWriter
-			if m[k].role == RoleReader {
+			if r := m[k]; r.role == RoleReader {
 				role = RoleWriterReader
+				if r.node.Reason == ReasonFallback { // why the writer reads
+					n.Reason, n.Detail = r.node.Reason, r.node.Detail
+				}
 			}
 			m[k] = place{role, n}
 		}

@@ -35,6 +35,21 @@ func TestDiff(t *testing.T) {
 	if d := Diff(next, next); d != nil {
 		t.Fatalf("Diff of a pool with itself = %+v", d)
 	}
+	// The writer reading in place of stale readers says why.
+	fb := Policy{MinReaders: 1, ReadFallback: ReadFallbackWriter}
+	healthy := Compute([]Member{writer("a"), replica("b", 0)}, fb, nil)
+	stale := Compute([]Member{writer("a"), replica("b", 50)}, fb, healthy)
+	wantFB := []Change{
+		{Cluster: "default", Node: "a", Addr: "a:3306", From: RoleWriter, To: RoleWriterReader, Reason: ReasonFallback,
+			Detail: "the writer serves reads instead of stale readers: b (lag)"},
+		{Cluster: "default", Node: "b", Addr: "b:3306", From: RoleReader, To: RoleOut, Reason: ReasonLag, Detail: "lag 50s > max 10s"},
+	}
+	if got := Diff(healthy, stale); !reflect.DeepEqual(got, wantFB) {
+		t.Fatalf("fallback:\n got %+v\nwant %+v", got, wantFB)
+	}
+	if got := Diff(stale, healthy); len(got) != 2 || got[0].To != RoleWriter || got[0].Reason != ReasonNone {
+		t.Fatalf("fallback ends: %+v", got)
+	}
 	if d := Diff(nil, nil); d != nil {
 		t.Fatalf("Diff(nil, nil) = %+v", d)
 	}

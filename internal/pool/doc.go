@@ -14,7 +14,8 @@
 // role and stock serf agents are ignored and not listed. Each db member lands
 // in the cluster named by its cluster tag ("default" when absent) and appears
 // there exactly once: as the writer, as a reader, or out with a [Reason]. With
-// Policy.WriterServesReads the writer is also listed as a reader.
+// Policy.WriterServesReads the writer is also listed as a reader, and so it is
+// with reason fallback in place of stale readers (see Read fallback).
 //
 // A member is out, whatever else its tags say, if its name or tags break the
 // rules for what other machines may send (Member.Bad, set by package member
@@ -54,12 +55,23 @@
 // conflict rule still applies among such nodes). Nothing else is floored: a
 // lagging writer is not a thing and a read-only server is not a writer.
 //
+// Read fallback: Policy.ReadFallback says what the reader floor does with a
+// stale candidate (reason lag or replication-stopped; a warning is not
+// stale). stale-reader (and the zero value) keeps it as above. none never
+// keeps it. writer (DefaultSettings) never keeps it while the cluster has
+// a passing writer (not one kept by the floor): if the floor still lacks
+// readers that only stale candidates could give, the writer is listed among
+// the readers with reason fallback (unless it already serves reads), and
+// every stale candidate is out; without a passing writer it acts as
+// stale-reader.
+//
 // # Reasons
 //
 // Reasons are a closed set, shown to operators; Node.Detail adds specifics.
 //
 //	reason               in/out  meaning
 //	floor                in      kept in despite a soft reason so the role is not drained below its minimum
+//	fallback             in      the writer, listed among the readers instead of stale ones the floor would keep (read_fallback writer)
 //	bad-name             out     the gossiped name breaks the name rules (package member); Detail says which; Name is escaped
 //	bad-tags             out     the gossiped tags break the tag rules (package member); Detail says which
 //	maintenance          out     the node has the maint tag (shoal maint); Detail is the operator's reason

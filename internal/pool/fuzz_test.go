@@ -24,6 +24,7 @@ func membersFromBytes(data []byte) ([]Member, Policy) {
 		policy.WriterServesReads = b&1 != 0
 		policy.MinReaders = int(b>>1&3) - 1                 // -1..2
 		policy.MaxLag = time.Duration(b>>3&7) * time.Second // 0 (default)..7s
+		policy.ReadFallback = []ReadFallback{"", ReadFallbackWriter, ReadFallbackNone, ReadFallbackStaleReader}[b>>6]
 		data = data[1:]
 	}
 	var members []Member

@@ -134,17 +134,24 @@ func checkInvariants(t testing.TB, members []Member, policy Policy, p *Pool) {
 				if n.Reason != "" && !known[n.Reason] {
 					t.Fatalf("%q has unknown reason %q", n.Name, n.Reason)
 				}
-				if list.out == (n.Reason == "" || n.Reason == ReasonFloor) {
+				if list.out == (n.Reason == "" || n.Reason == ReasonFloor || n.Reason == ReasonFallback) {
 					t.Fatalf("%q in %s with reason %q", n.Name, list.name, n.Reason)
 				}
 				seen[n.Name]++
 			}
 		}
-		if w := c.Writer(); w != "" && policy.WriterServesReads {
-			if !slices.ContainsFunc(c.Readers, func(n Node) bool { return n.Name == w }) {
-				t.Fatalf("writer %q does not serve reads: %s", w, summary(p))
-			}
+		w := c.Writer()
+		readsToo := slices.ContainsFunc(c.Readers, func(n Node) bool { return n.Name == w })
+		if w != "" && policy.WriterServesReads && !readsToo {
+			t.Fatalf("writer %q does not serve reads: %s", w, summary(p))
+		}
+		if w != "" && readsToo {
 			seen[w]--
+		}
+		for _, n := range c.Readers {
+			if n.Reason == ReasonFallback && (n.Name != w || policy.WriterServesReads) {
+				t.Fatalf("%q in the readers as fallback: %s", n.Name, summary(p))
+			}
 		}
 	}
 	for name := range want {

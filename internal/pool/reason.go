@@ -8,6 +8,7 @@ type Reason string
 const (
 	ReasonNone               Reason = ""
 	ReasonFloor              Reason = "floor"
+	ReasonFallback           Reason = "fallback"
 	ReasonBadName            Reason = "bad-name"
 	ReasonBadTags            Reason = "bad-tags"
 	ReasonMaintenance        Reason = "maintenance"
@@ -30,7 +31,7 @@ const (
 // table (for example to pre-create metric series).
 func Reasons() []Reason {
 	return []Reason{
-		ReasonFloor, ReasonBadName, ReasonBadTags, ReasonMaintenance, ReasonLeaving, ReasonLeft, ReasonAgentFailed,
+		ReasonFloor, ReasonFallback, ReasonBadName, ReasonBadTags, ReasonMaintenance, ReasonLeaving, ReasonLeft, ReasonAgentFailed,
 		ReasonNoHealth, ReasonBadHealthTag, ReasonCritical, ReasonGaleraNotSynced,
 		ReasonWarning, ReasonReplicationStopped, ReasonLag, ReasonWrongSource, ReasonConflict, ReasonDamped,
 	}

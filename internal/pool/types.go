@@ -2,6 +2,7 @@ package pool
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,6 +82,32 @@ type Policy struct {
 	MinReaders int
 	// WriterServesReads lists the writer among the readers too.
 	WriterServesReads bool
+	// ReadFallback says what the reader floor does with a stale reader
+	// (lag, replication-stopped). The zero value is ReadFallbackStaleReader,
+	// the floor of old; DefaultSettings has ReadFallbackWriter.
+	ReadFallback ReadFallback
+}
+
+// ReadFallback is what serves reads when too few readers are fresh: the
+// value of pool.read_fallback.
+type ReadFallback string
+
+// Read fallbacks.
+const (
+	// ReadFallbackWriter: when the reader floor would keep a stale reader
+	// and the cluster has a passing writer, the writer serves reads instead
+	// (listed among the readers with reason fallback) and every stale
+	// reader is out. Without a passing writer, as ReadFallbackStaleReader.
+	ReadFallbackWriter ReadFallback = "writer"
+	// ReadFallbackNone: the floor never keeps a stale reader.
+	ReadFallbackNone ReadFallback = "none"
+	// ReadFallbackStaleReader: the floor keeps the least-stale readers.
+	ReadFallbackStaleReader ReadFallback = "stale-reader"
+)
+
+// ReadFallbacks lists the valid values of pool.read_fallback.
+func ReadFallbacks() []ReadFallback {
+	return []ReadFallback{ReadFallbackWriter, ReadFallbackNone, ReadFallbackStaleReader}
 }
 
 func (p Policy) maxLag() time.Duration {
@@ -98,6 +125,8 @@ type Settings struct {
 	MaxLag            time.Duration `yaml:"max_lag"`
 	MinReaders        int           `yaml:"min_readers"` // 0: no reader floor
 	WriterServesReads bool          `yaml:"writer_serves_reads"`
+	// ReadFallback is what the reader floor does with stale readers.
+	ReadFallback ReadFallback `yaml:"read_fallback"`
 	// IsolationWindow is the window in which losing most members means
 	// this agent is the one cut off (see IsolationDetector).
 	IsolationWindow time.Duration `yaml:"isolation_window"`
@@ -108,8 +137,8 @@ type Settings struct {
 
 // DefaultSettings returns the settings the agent starts from.
 func DefaultSettings() Settings {
-	return Settings{MaxLag: DefaultMaxLag, MinReaders: DefaultMinReaders, IsolationWindow: DefaultIsolationWindow,
-		Damping: DefaultDamping, DampHalfLife: DefaultHalfLife}
+	return Settings{MaxLag: DefaultMaxLag, MinReaders: DefaultMinReaders, ReadFallback: ReadFallbackWriter,
+		IsolationWindow: DefaultIsolationWindow, Damping: DefaultDamping, DampHalfLife: DefaultHalfLife}
 }
 
 // Check checks the settings as given: every problem is a *setting.Error
@@ -121,6 +150,9 @@ func (s Settings) Check() error {
 	}
 	if s.MinReaders < 0 {
 		errs.Addf("min_readers", s.MinReaders, "must be 0 or more")
+	}
+	if !slices.Contains(ReadFallbacks(), s.ReadFallback) {
+		errs.Addf("read_fallback", s.ReadFallback, "must be writer, none or stale-reader")
 	}
 	if s.DampHalfLife < MinDampHalfLife || s.DampHalfLife > MaxDampHalfLife {
 		errs.Addf("damp_half_life", s.DampHalfLife, "must be from %s to %s", MinDampHalfLife, shortHours(MaxDampHalfLife))
@@ -136,7 +168,8 @@ func shortHours(d time.Duration) string { return strings.TrimSuffix(d.String(), 
 
 // Policy is the policy Compute applies.
 func (s Settings) Policy() Policy {
-	return Policy{MaxLag: s.MaxLag, MinReaders: s.MinReaders, WriterServesReads: s.WriterServesReads}
+	return Policy{MaxLag: s.MaxLag, MinReaders: s.MinReaders, WriterServesReads: s.WriterServesReads,
+		ReadFallback: s.ReadFallback}
 }
 
 // Damp is the damping configuration.
@@ -149,8 +182,9 @@ type Pool struct {
 
 // Cluster is the pool of one cluster. Every db member of the cluster is in
 // exactly one of Writers, Readers and Out, except that the writer is also in
-// Readers when the policy says the writer serves reads. Each list is sorted by
-// name.
+// Readers when the policy says the writer serves reads, or with reason
+// fallback in place of stale readers (Policy.ReadFallback). Each list is
+// sorted by name.
 type Cluster struct {
 	Name     string
 	Writers  []Node   // at most one

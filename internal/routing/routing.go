@@ -254,6 +254,11 @@ func (r *Router) remember(at time.Time, p *pool.Pool) {
 			m[n.Name] = e
 		}
 		for _, n := range c.Readers {
+			if n.Reason == pool.ReasonFallback {
+				// The writer reads only in place of stale readers: not a
+				// reader role an isolated agent should hold.
+				continue
+			}
 			e := m[n.Name]
 			e.readerAt = at
 			m[n.Name] = e

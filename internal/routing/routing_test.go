@@ -826,3 +826,24 @@ func TestListenerPanicStarvesLaterListeners(t *testing.T) {
 		t.Fatalf("the sink never received the pool %s, though Current has it", summary(r.Current().Pool))
 	}
 }
+
+// The writer in the readers as a read fallback is not a reader role an
+// isolated agent holds: when everything fails at once, the replicas that
+// were fresh within the window come back as readers, the writer as writer
+// only.
+func TestIsolationDoesNotHoldTheFallbackReader(t *testing.T) {
+	w := newWorld()
+	r, rec := newTestRouter(Config{Policy: pool.Policy{MinReaders: 1, ReadFallback: pool.ReadFallbackWriter}}, w.view, w, nil)
+	failed := func(m *pool.Member) { m.Status = pool.StatusFailed }
+	stepAt(r, w, 0, app("me"), writer("a"), replica("b", 0), replica("c", 0))
+	stepAt(r, w, 1, app("me"), writer("a"), replica("b", 60), replica("c", 60))
+	if got := placeOf(r.Current().Pool, "a"); got != "writer:" || summary(r.Current().Pool) != "default{w[a] r[a:fallback] o[b:lag c:lag]}" {
+		t.Fatalf("stale replicas: pool %s", summary(r.Current().Pool))
+	}
+	stepAt(r, w, 2, app("me"), writer("a"), replica("b", 0), replica("c", 0))
+	stepAt(r, w, 3, app("me"), writer("a", failed), replica("b", 0, failed), replica("c", 0, failed))
+	u := rec.last(t)
+	if !u.Isolated || summary(u.Routed) != "default{w[a] r[b c] o[]}" {
+		t.Fatalf("isolated %v, routed %s; want isolated, default{w[a] r[b c] o[]}", u.Isolated, summary(u.Routed))
+	}
+}

@@ -132,7 +132,7 @@ type PoolNode struct {
 	Cluster string // set in Pool's flat lists
 	Name    string
 	Addr    string
-	Reason  string // why it is out (or "floor" when kept in)
+	Reason  string // why it is out (or "floor" or "fallback" when kept in)
 	Detail  string
 	Until   time.Time // for reason damped: when the hold ends if it stays healthy
 }

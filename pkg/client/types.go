@@ -261,7 +261,7 @@ type PoolNode struct {
 	Cluster string `json:"cluster,omitempty"` // in PoolResponse's flat lists
 	Name    string `json:"name"`
 	Addr    string `json:"addr"`
-	Reason  string `json:"reason,omitempty"` // why it is out (or "floor" when kept in)
+	Reason  string `json:"reason,omitempty"` // why it is out (or "floor" or "fallback" when kept in)
 	Detail  string `json:"detail,omitempty"`
 	// Until is, for a node out with reason damped, when the hold ends if
 	// the node stays healthy.

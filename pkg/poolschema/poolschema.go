@@ -49,7 +49,9 @@ type Node struct {
 	// Addr is the MySQL address routers send traffic to, "host:port".
 	Addr string `json:"addr"`
 	// Reason says why a node is out (critical, lag, maintenance, ...; see
-	// docs/pool.md), or "floor" for a reader kept in only by the reader floor.
+	// docs/pool.md), "floor" for a reader kept in only by the reader floor,
+	// or "fallback" for the writer listed among the readers in place of
+	// stale readers (pool.read_fallback: writer).
 	Reason string `json:"reason,omitempty"`
 	// Detail is free text that explains the reason (the probe's message,
 	// the maintenance reason); remote text: escape it when you show it.

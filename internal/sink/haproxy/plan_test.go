@@ -132,6 +132,17 @@ func TestPlan(t *testing.T) {
 			commands: maint("db_ro/db3"),
 		},
 		{
+			// pool.read_fallback writer: the writer is among the readers
+			// (reason fallback) in place of stale ones, so its server in
+			// the read backend is put in before the stale ones go out.
+			name:    "writer reads in place of stale readers",
+			cfg:     testConfig(),
+			servers: steady,
+			pool:    cluster("db1", []string{"db1"}, []string{"db2", "db3"}),
+			commands: cmds("set server db_ro/db1 state ready",
+				maint("db_ro/db2"), maint("db_ro/db3")),
+		},
+		{
 			name:    "failover: writer backend takes out before putting in",
 			cfg:     testConfig(),
 			servers: steady,

@@ -232,6 +232,7 @@
 
   function placeChip(place, reason) {
     if (place === 'reader' && reason === 'floor') return chip('reader (floor)', 'warn');
+    if (place === 'reader' && reason === 'fallback') return chip('reader (fallback)', 'warn');
     return chip(place, toneOf(place));
   }
 
