@@ -487,10 +487,10 @@ func TestCurrentReturnsTheLatest(t *testing.T) {
 	}
 }
 
-func TestIsolation(t *testing.T) {
-	// This agent (me) and four db members: five alive members at the start.
-	view := func(failed ...string) []pool.Member {
-		ms := []pool.Member{app("me"), writer("a"), replica("b", 0), replica("c", 0), replica("d", 0)}
+// fleet returns a view of members: called with names, those are failed.
+func fleet(members ...pool.Member) func(failed ...string) []pool.Member {
+	return func(failed ...string) []pool.Member {
+		ms := slices.Clone(members)
 		for i := range ms {
 			if slices.Contains(failed, ms[i].Name) {
 				ms[i].Status = pool.StatusFailed
@@ -498,6 +498,11 @@ func TestIsolation(t *testing.T) {
 		}
 		return ms
 	}
+}
+
+func TestIsolation(t *testing.T) {
+	// This agent (me) and four db members: five alive members at the start.
+	view := fleet(app("me"), writer("a"), replica("b", 0), replica("c", 0), replica("d", 0))
 	w := newWorld()
 	r, rec := newTestRouter(Config{IsolationWindow: 10 * time.Second, NoDamping: true}, w.view, w, nil)
 	stepAt(r, w, 0, view()...)
@@ -555,15 +560,7 @@ func TestIsolation(t *testing.T) {
 func TestIsolationHoldsWhatASteadyPoolRouted(t *testing.T) {
 	for _, first := range []string{"b", "a"} {
 		t.Run("first dropped "+first, func(t *testing.T) {
-			view := func(failed ...string) []pool.Member {
-				ms := []pool.Member{app("me"), writer("a"), replica("b", 0), replica("c", 0), app("x"), app("y"), app("z")}
-				for i := range ms {
-					if slices.Contains(failed, ms[i].Name) {
-						ms[i].Status = pool.StatusFailed
-					}
-				}
-				return ms
-			}
+			view := fleet(app("me"), writer("a"), replica("b", 0), replica("c", 0), app("x"), app("y"), app("z"))
 			w := newWorld()
 			r, rec := newTestRouter(Config{IsolationWindow: 10 * time.Second, NoDamping: true}, w.view, w, nil)
 			stepAt(r, w, 0, view()...)
