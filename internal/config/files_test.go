@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // checkEnv is an environment with nothing set.
@@ -17,16 +19,7 @@ func checkEnv(string) string { return "" }
 // so Validate alone (all --config-check did before) accepts it.
 func TestCheckFiles(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string, mode os.FileMode) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), mode); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(p, mode); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, body string, mode os.FileMode) string { return testkit.WriteFile(t, dir, name, body, mode) }
 	pw644 := write("pw644", "secret\n", 0o644)
 	tagsBad := write("tags-bad.json", `{"dc":`, 0o600)
 	tagsRole := write("tags-role.json", `{"role":"web","dc":"east"}`, 0o600)

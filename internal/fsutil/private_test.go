@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // TestReadPrivateFile: a regular file no group or other may access is
@@ -15,14 +17,7 @@ import (
 func TestReadPrivateFile(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, data []byte, mode os.FileMode) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, data, mode); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(p, mode); err != nil {
-			t.Fatal(err)
-		}
-		return p
+		return testkit.WriteFile(t, dir, name, string(data), mode)
 	}
 	for _, mode := range []os.FileMode{0o600, 0o400, 0o700} {
 		p := write(fmt.Sprintf("ok%o", mode), []byte("s3cret\n"), mode)

@@ -5,21 +5,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 func TestPasswordFromFile(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string, mode os.FileMode) string {
-		t.Helper()
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(p, mode); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, body string, mode os.FileMode) string { return testkit.WriteFile(t, dir, name, body, mode) }
 	tests := []struct {
 		name, body string
 		mode       os.FileMode

@@ -8,20 +8,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // writeConfig writes body to dir/name with exactly mode (the umask does
 // not apply).
 func writeConfig(t *testing.T, dir, name, body string, mode os.FileMode) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(body), mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, mode); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testkit.WriteFile(t, dir, name, body, mode)
 }
 
 // startArgs are the arguments of an agent that must refuse to start before

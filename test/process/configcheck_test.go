@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // TestConfigCheckChecksWhatStartChecks runs the real binary: for each of the
@@ -14,14 +16,7 @@ import (
 func TestConfigCheckChecksWhatStartChecks(t *testing.T) {
 	key := newKey(t)
 	dir := t.TempDir()
-	write := func(name, body string, mode os.FileMode) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), mode); err != nil {
-			t.Fatal(err)
-		}
-		os.Chmod(p, mode)
-		return p
-	}
+	write := func(name, body string, mode os.FileMode) string { return testkit.WriteFile(t, dir, name, body, mode) }
 	pw := write("pw", "secret\n", 0o644)
 	missing := filepath.Join(dir, "missing")
 	head := "encrypt: " + key + "\napi_token_file: " + filepath.Join(dir, "api-token") + "\n"
