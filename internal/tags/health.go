@@ -70,11 +70,14 @@ type Health struct {
 	// SourceServerID is the server_id of the server it replicates from; 0
 	// when unknown or not a replica.
 	SourceServerID uint32
-	Galera         bool   // the server is a Galera node
-	GaleraSynced   bool   // Galera: Synced and in the primary component
-	Reason         string // short reason code for a non-passing state
-	Seq            uint32 // bumped by the agent on every state change
-	Port           uint16 // the MySQL port clients use on this host; 0 = not published
+	// Position is the server's GTID position (gtid_current_pos, or MySQL's
+	// gtid_executed); unknown without GTID or with more than MaxDomains.
+	Position     Position
+	Galera       bool   // the server is a Galera node
+	GaleraSynced bool   // Galera: Synced and in the primary component
+	Reason       string // short reason code for a non-passing state
+	Seq          uint32 // bumped by the agent on every state change
+	Port         uint16 // the MySQL port clients use on this host; 0 = not published
 }
 
 // facts is the one definition of every field of the health tag: its key on
@@ -98,6 +101,7 @@ type Health struct {
 //	lag  no        replication lag in whole seconds, 0..999999999; absent = unknown (NULL)
 //	sid  yes       @@server_id, 0..4294967295
 //	src  no        server_id of the replication source, 1..4294967295; absent = unknown or not a replica
+//	gp   no        GTID position, domain:seq[,domain:seq] (at most MaxDomains, sorted); absent = unknown
 //	g    no        Galera: 1 = synced and in the primary component, 0 = not; absent = not Galera
 //	rs   no        short reason code, at most 32 bytes of [A-Za-z0-9._:/-] (written: at most 24)
 //	p    no        MySQL port routers send clients to on this host (1..65535)
@@ -130,6 +134,22 @@ var facts = []Fact{
 		}},
 	uintFact("sid", "server_id", "server_id", true, 1<<32-1, func(h *Health) *uint32 { return &h.ServerID }),
 	uintFact("src", "source_server_id", "source server_id", false, 1<<32-1, func(h *Health) *uint32 { return &h.SourceServerID }),
+	{Key: "gp", Fields: []Field{{"gtid_position", "gtid position", func(h Health) any {
+		if !h.Position.Known() {
+			return nil
+		}
+		return h.Position.String()
+	}}},
+		enc: func(b []byte, h Health) []byte {
+			if !h.Position.Known() {
+				return b
+			}
+			return append(append(b, ";gp="...), h.Position.String()...)
+		},
+		dec: func(h *Health, v string) (err error) {
+			h.Position, err = ParsePosition(v)
+			return err
+		}},
 	{Key: "g", Fields: []Field{
 		{"galera", "galera", func(h Health) any { return h.Galera }},
 		{"galera_synced", "galera synced", func(h Health) any { return h.GaleraSynced }},

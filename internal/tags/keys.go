@@ -31,8 +31,9 @@ const (
 	MetaMaxSize = 512
 	// MaxClusterLen is the longest cluster name, in bytes.
 	MaxClusterLen = 64
-	// MaxMaintLen is the longest maintenance reason, in bytes.
-	MaxMaintLen = 128
+	// MaxMaintLen is the longest maintenance reason, in bytes. It was 128
+	// until the GTID position took 67 bytes of the worst case.
+	MaxMaintLen = 64
 	// MaxReasonLen is the longest health reason code Encode writes, in
 	// bytes; it truncates longer ones, and Decode truncates the longer ones
 	// (up to maxTokenLen) that earlier releases could write. Reason codes
@@ -52,9 +53,11 @@ const (
 	// may fit today and fail later, for example when a long maintenance reason
 	// is set. The worst case with this budget, every optional health field
 	// at its longest, fits (TestWorstCaseFits, which logs the bytes to
-	// spare: 16 before the replication source's server_id took 15); a new
-	// optional health field must fit there too.
-	UserTagBudget = 150
+	// spare: 16 before the replication source's server_id took 15, and the
+	// GTID position's 67 came from the maintenance reason, 128 bytes before,
+	// and this budget, 150 before); a new optional health field must fit
+	// there too.
+	UserTagBudget = 140
 )
 
 // IsReserved reports whether key is a tag key reserved by shoal.

@@ -11,7 +11,8 @@ import (
 // worstHealth is the longest health tag Encode can produce.
 var worstHealth = Health{
 	State: Passing, ReadOnly: true, SuperReadOnly: true, Replica: true, IORunning: true, SQLRunning: true,
-	LagKnown: true, LagSeconds: MaxLagSeconds, ServerID: 1<<32 - 1, SourceServerID: 1<<32 - 1, Galera: true, GaleraSynced: true,
+	LagKnown: true, LagSeconds: MaxLagSeconds, ServerID: 1<<32 - 1, SourceServerID: 1<<32 - 1,
+	Position: Position{N: MaxDomains, Domains: [MaxDomains]Domain{{1<<32 - 2, 1<<64 - 1}, {1<<32 - 1, 1<<64 - 1}}}, Galera: true, GaleraSynced: true,
 	Reason: strings.Repeat("r", MaxReasonLen), Seq: 1<<32 - 1, Port: 65535,
 }
 
@@ -26,6 +27,9 @@ func TestWorstCaseFits(t *testing.T) {
 	many := map[string]string{}
 	for i := 0; UserTagsSize(many)+3 <= UserTagBudget; i++ {
 		many[fmt.Sprintf("%c", 'A'+i)] = ""
+	}
+	for UserTagsSize(many) < UserTagBudget {
+		many["A"] += "x"
 	}
 	one := map[string]string{"k": strings.Repeat("u", UserTagBudget-2-3)}
 	for name, user := range map[string]map[string]string{"many small": many, "one large": one} {
@@ -64,8 +68,8 @@ func TestMergeTooLarge(t *testing.T) {
 	if !errors.As(err, &be) {
 		t.Fatalf("err %v is not a *BudgetError", err)
 	}
-	// 1 magic + 1 fixmap + 431 user + 8 role + 11 cluster + 137 health = 589.
-	want := `merge tags: tags encode to 589 bytes, 77 over the 512-byte memberlist metadata limit; ` +
+	// 1 magic + 1 fixmap + 431 user + 8 role + 11 cluster + 204 health = 656.
+	want := `merge tags: tags encode to 656 bytes, 144 over the 512-byte memberlist metadata limit; ` +
 		`largest user tags: "big" (307 bytes), "medium" (110 bytes), "small" (8 bytes)`
 	if err.Error() != want {
 		t.Fatalf("error\n got %s\nwant %s", err, want)
@@ -121,7 +125,7 @@ func TestMergeErrors(t *testing.T) {
 		{"unknown state", nil, RoleDB, "", &Health{State: 9}, "", "unknown state 9"},
 		{"cluster too long", nil, RoleDB, strings.Repeat("c", MaxClusterLen+1), ok, "", "want 1 to 64 bytes"},
 		{"cluster bad char", nil, RoleDB, "a b", ok, "", `cluster "a b": want 1 to 64 bytes of [A-Za-z0-9._-]`},
-		{"maint too long", nil, RoleDB, "", ok, strings.Repeat("m", MaxMaintLen+1), "129 bytes, limit 128"},
+		{"maint too long", nil, RoleDB, "", ok, strings.Repeat("m", MaxMaintLen+1), "65 bytes, limit 64"},
 		{"maint control", nil, RoleDB, "", ok, "a\nb", "want printable UTF-8"},
 		{"maint invalid utf8", nil, RoleDB, "", ok, "a\xffb", "want printable UTF-8"},
 	}

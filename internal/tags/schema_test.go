@@ -10,7 +10,8 @@ import (
 // (TestFullHealthSetsEveryField).
 var fullHealth = Health{
 	State: Passing, ReadOnly: true, SuperReadOnly: true, Replica: true, IORunning: true, SQLRunning: true,
-	LagKnown: true, LagSeconds: 7, ServerID: 2, SourceServerID: 1, Galera: true, GaleraSynced: true,
+	LagKnown: true, LagSeconds: 7, ServerID: 2, SourceServerID: 1,
+	Position: Position{N: 1, Domains: [MaxDomains]Domain{{0, 1234}}}, Galera: true, GaleraSynced: true,
 	Reason: "slow", Seq: 9, Port: 3307,
 }
 
