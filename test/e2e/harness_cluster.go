@@ -20,6 +20,9 @@ type Options struct {
 	// AppConfig is appended to each app agent's YAML config (e.g.
 	// event_handlers).
 	AppConfig string
+	// AgentFlags are more flags for every agent, db and app (e.g. the
+	// pool settings, which every agent of a cluster must share).
+	AgentFlags []string
 	// FormTimeout bounds the wait for the healthy pool (default 60 s).
 	FormTimeout time.Duration
 	// ROBalance is the `balance` algorithm of the read-only listener of
@@ -100,7 +103,7 @@ func NewCluster(t testing.TB, opts Options) *Cluster {
 	}
 	c.Obs = NewObserver(t)
 	for _, d := range c.DBs {
-		d.Agent = NewAgent(t, d.Host, c.Dir, AgentSpec{Name: d.Name, Role: "db", Key: c.Key, Join: without(seeds, d.Host.IP)})
+		d.Agent = NewAgent(t, d.Host, c.Dir, AgentSpec{Name: d.Name, Role: "db", Key: c.Key, Join: without(seeds, d.Host.IP), Extra: opts.AgentFlags})
 	}
 	for _, a := range c.Apps {
 		a.HAProxy = StartHAProxyBalance(t, a.Host, c.Dir, c.DBs, opts.ROBalance)
@@ -111,7 +114,7 @@ func NewCluster(t testing.TB, opts Options) *Cluster {
       - {cluster: main, role: writer, backend: %s}
       - {cluster: main, role: reader, backend: %s}
 `, a.HAProxy.Sock, RWBackend, ROBackend) + opts.AppConfig
-		a.Agent = NewAgent(t, a.Host, c.Dir, AgentSpec{Name: a.Name, Role: "app", Key: c.Key, Join: seeds, Config: cfg})
+		a.Agent = NewAgent(t, a.Host, c.Dir, AgentSpec{Name: a.Name, Role: "app", Key: c.Key, Join: seeds, Config: cfg, Extra: opts.AgentFlags})
 		c.Obs.WatchHAProxy(a.Name, a.HAProxy)
 	}
 	t.Cleanup(c.stopAgents)

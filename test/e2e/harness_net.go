@@ -199,6 +199,39 @@ func (h *Host) DropFrom(others ...*Host) error {
 	return nil
 }
 
+// tcpCutRules are the two INPUT rules of CutTCP: in client's namespace
+// what comes from server's port, in server's what goes to it from client.
+func tcpCutRules(client, server *Host, port int) [2][]string {
+	return [2][]string{
+		{"INPUT", "-s", server.IP, "-p", "tcp", "--sport", fmt.Sprint(port), "-j", "DROP"},
+		{"INPUT", "-s", client.IP, "-p", "tcp", "--dport", fmt.Sprint(port), "-j", "DROP"},
+	}
+}
+
+// CutTCP freezes the TCP connections from client to server's port, both
+// ways, without a reset: each side drops on INPUT what the other sends, as
+// a silently failed link or firewall does (no RST, no ICMP, the sockets stay
+// established). Every other traffic between the two hosts (gossip, the API)
+// still flows.
+func CutTCP(client, server *Host, port int) error {
+	r := tcpCutRules(client, server, port)
+	if err := client.IPTables(append([]string{"-A"}, r[0]...)...); err != nil {
+		return err
+	}
+	return server.IPTables(append([]string{"-A"}, r[1]...)...)
+}
+
+// HealTCP removes CutTCP's rules.
+func HealTCP(client, server *Host, port int) error {
+	r := tcpCutRules(client, server, port)
+	err1 := client.IPTables(append([]string{"-D"}, r[0]...)...)
+	err2 := server.IPTables(append([]string{"-D"}, r[1]...)...)
+	if err1 != nil {
+		return err1
+	}
+	return err2
+}
+
 // ClearRules removes every INPUT rule of the host.
 func (h *Host) ClearRules() error { return h.IPTables("-F", "INPUT") }
 

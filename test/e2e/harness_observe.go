@@ -30,6 +30,7 @@ type Snap struct {
 	Writers  []string          // sorted names
 	Readers  []string          // sorted names
 	Floor    []string          // readers kept in with reason floor
+	Fallback []string          // readers with reason fallback (the writer serving reads)
 	Out      map[string]string // name → reason
 	Isolated bool
 	Members  map[string]string // name → status
@@ -216,8 +217,11 @@ func pollAgent(ctx context.Context, hc *http.Client, a *Agent) Snap {
 	}
 	for _, n := range pool.Readers {
 		s.Readers = append(s.Readers, n.Name)
-		if n.Reason == "floor" {
+		switch n.Reason {
+		case "floor":
 			s.Floor = append(s.Floor, n.Name)
+		case "fallback":
+			s.Fallback = append(s.Fallback, n.Name)
 		}
 	}
 	for _, n := range pool.Out {
