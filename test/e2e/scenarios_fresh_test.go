@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/testutil/mariadbtest"
-	"github.com/shoaldb/shoal/pkg/client"
 )
 
 // Issue 25, fresh readers: a replica whose link to the primary is silently
@@ -336,22 +336,24 @@ func (r *freshRig) alwaysReader(s *S, what string, from, to time.Time) {
 	s.Note("%s: db2 a reader on every agent for %s", what, to.Sub(from).Round(time.Millisecond))
 }
 
-// noteLag notes how each agent's /v1/pool lists node (reason and detail).
+// noteLag notes how each agent's /v1/pool lists node: its entry as the
+// API gives it (reason, detail, lag), JSON as received.
 func (r *freshRig) noteLag(s *S, node string) {
 	s.Helper()
 	for _, a := range r.c.Agents() {
-		var pool client.PoolResponse
+		var pool struct {
+			Readers []json.RawMessage `json:"readers"`
+			Out     []json.RawMessage `json:"out"`
+		}
 		if err := r.c.Get(a, "/v1/pool", &pool); err != nil {
 			s.Note("%s /v1/pool: %v", a.Name, err)
 			continue
 		}
-		for _, list := range []struct {
-			role  string
-			nodes []client.PoolNode
-		}{{"reader", pool.Readers}, {"out", pool.Out}} {
-			for _, n := range list.nodes {
-				if n.Name == node {
-					s.Note("%s lists %s %s reason=%q detail=%q", a.Name, node, list.role, n.Reason, n.Detail)
+		for role, list := range map[string][]json.RawMessage{"reader": pool.Readers, "out": pool.Out} {
+			for _, raw := range list {
+				var n struct{ Name string }
+				if json.Unmarshal(raw, &n) == nil && n.Name == node {
+					s.Note("%s lists %s as %s: %s", a.Name, node, role, raw)
 				}
 			}
 		}
