@@ -19,7 +19,11 @@ import (
 // since MySQL 5.6.5.
 func (si serverInfo) hasGTID() bool {
 	if si.flavor == FlavorMariaDB {
-		return si.atLeast(10, 0, 2)
+		// A version may carry the "5.5.5-" prefix MariaDB 10 sends old
+		// clients.
+		mv := si
+		mv.major, mv.minor, mv.patch = parseVersion(strings.TrimPrefix(si.version, "5.5.5-"))
+		return mv.atLeast(10, 0, 2)
 	}
 	return si.atLeast(5, 6, 5)
 }
