@@ -19,7 +19,7 @@ func TestHealthMapsEveryFact(t *testing.T) {
 			Replication: Replication{Known: true, Channels: 1, IORunning: true, SQLRunning: true,
 				LagKnown: true, LagSeconds: 3, SourceServerID: 1},
 			Position: tags.Position{N: 1, Domains: [tags.MaxDomains]tags.Domain{{ID: 0, Seq: 9}}},
-			Galera: Galera{Enabled: true, LocalState: GaleraSynced, ClusterStatus: "Primary"},
+			Galera:   Galera{Enabled: true, LocalState: GaleraSynced, ClusterStatus: "Primary"},
 		},
 	}
 	h := st.Health(3307)
