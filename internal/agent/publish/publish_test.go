@@ -220,3 +220,19 @@ func TestPositionCadence(t *testing.T) {
 		t.Fatal("the writer's cadence must be the finer one")
 	}
 }
+
+// TestLoadKeepsLegacyMaint: a tags file written by an older release, with a
+// maintenance reason over tags.MaxMaintLen, still starts the node in
+// maintenance, with the reason cut.
+func TestLoadKeepsLegacyMaint(t *testing.T) {
+	maint := ""
+	p := dbPublisher(t, &maint)
+	long := strings.Repeat("r", 128)
+	if err := os.WriteFile(p.cfg.TagsFile, []byte(`{"dc":"eu","maint":"`+long+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := p.Load(nil)
+	if err != nil || !saved.InMaint || saved.Maint != long[:tags.MaxMaintLen] || saved.User["dc"] != "eu" {
+		t.Fatalf("Load = %+v, %v; want the node in maintenance, the reason cut to %d bytes", saved, err, tags.MaxMaintLen)
+	}
+}
