@@ -129,6 +129,12 @@ func (c *Config) checkKeyring() (keys []string, warning string, err error) {
 // position took room in the tags). Their tags files may hold one.
 const LegacyMaxMaintLen = 128
 
+// LegacyUserTagBudget is the user tag budget of releases before issue 25
+// (tags.UserTagBudget was 150 bytes). Their tags files may hold user tags
+// up to it: they are kept, and published whenever they fit beside the
+// health tag (package publish withholds them, never the health, when not).
+const LegacyUserTagBudget = 150
+
 // ReadTagsFile reads a tags file and checks it against the rules the agent
 // applies to tags set at runtime: a JSON object of string values, user tags
 // that pass tags.CheckUserTags, and of the reserved keys only
@@ -172,7 +178,13 @@ func ReadTagsFile(path string) (fileTags map[string]string, warning string, err 
 		user[k] = v
 	}
 	if err := tags.CheckUserTags(user); err != nil {
-		return nil, "", fmt.Errorf("%w (fix or delete the file; it holds the tags set at runtime)", err)
+		var be *tags.UserBudgetError
+		if !errors.As(err, &be) || be.Size > LegacyUserTagBudget {
+			return nil, "", fmt.Errorf("%w (fix or delete the file; it holds the tags set at runtime)", err)
+		}
+		w := fmt.Sprintf("the user tags in the tags file take %d bytes, over the %d this release guarantees room for (an older release allowed %d): they are kept, and withheld from gossip whenever they do not fit beside the health tag (shoal info says so); remove some with shoal tags",
+			be.Size, tags.UserTagBudget, LegacyUserTagBudget)
+		warning = strings.TrimPrefix(warning+"; "+w, "; ")
 	}
 	return fileTags, warning, nil
 }

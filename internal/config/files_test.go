@@ -191,3 +191,41 @@ func TestTagsFileLegacyMaintReason(t *testing.T) {
 		}
 	}
 }
+
+// TestTagsFileLegacyUserTags: user tags over this release's budget but
+// within the older release's, which its tags file may hold, are kept with a
+// warning (the agent must start with them); over that, refused.
+func TestTagsFileLegacyUserTags(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		size      int // UserTagsSize of the file's user tags
+		warn, err string
+	}{
+		{tags.UserTagBudget, "", ""},
+		{LegacyUserTagBudget, "150 bytes, over the 140 this release guarantees", ""},
+		{LegacyUserTagBudget + 1, "", "151 bytes"},
+	} {
+		user := map[string]string{"k": strings.Repeat("v", tc.size-5)} // fixstr key (2) + str8 value (3 + n)
+		if got := tags.UserTagsSize(user); got != tc.size {
+			t.Fatalf("test tags take %d bytes, want %d", got, tc.size)
+		}
+		path := filepath.Join(dir, "tags.json")
+		data, _ := json.Marshal(user)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, warn, err := ReadTagsFile(path)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%d bytes: error %v, want %q", tc.size, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got["k"] != user["k"] {
+			t.Fatalf("%d bytes: %v, %v", tc.size, got, err)
+		}
+		if (tc.warn == "") != (warn == "") || !strings.Contains(warn, tc.warn) {
+			t.Errorf("%d bytes: warning %q, want %q", tc.size, warn, tc.warn)
+		}
+	}
+}

@@ -128,18 +128,25 @@ func New(cfg Config) *Publisher {
 }
 
 // Init sets the user tags to start with and returns the full tag set serf
-// starts with; it is recorded as published.
+// starts with; it is recorded as published. User tags that do not fit
+// beside the agent's own (a tags file of an older release, whose budget
+// was larger) are withheld as Publish withholds them, and kept as wanted:
+// the agent starts, and its health reaches the cluster.
 func (p *Publisher) Init(user map[string]string) (map[string]string, error) {
 	user = UserTags(user)
-	full, err := p.fullTags(user)
-	if err != nil {
-		return nil, fmt.Errorf("tags: %w", err)
+	full, withheld, minimal, degraded := p.publishable(user)
+	if degraded != nil {
+		if _, err := p.fullTags(nil); err != nil {
+			// Not even the agent's own tags fit: a configuration error.
+			return nil, fmt.Errorf("tags: %w", degraded)
+		}
+		p.cfg.Log.Error("user tags withheld from gossip: they do not fit beside the health tag", "withheld", withheld, "err", degraded)
 	}
 	p.setWanted(user)
 	p.pubMu.Lock()
 	p.published = full
 	p.pubMu.Unlock()
-	p.record(nil, nil, false)
+	p.record(degraded, withheld, minimal)
 	return full, nil
 }
 

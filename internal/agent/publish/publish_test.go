@@ -236,3 +236,25 @@ func TestLoadKeepsLegacyMaint(t *testing.T) {
 		t.Fatalf("Load = %+v, %v; want the node in maintenance, the reason cut to %d bytes", saved, err, tags.MaxMaintLen)
 	}
 }
+
+// TestInitWithholdsWhatDoesNotFit: user tags that do not fit beside the
+// health (an older release's tags file) do not stop the agent: Init
+// withholds them, keeps them wanted, and says so in the status.
+func TestInitWithholdsWhatDoesNotFit(t *testing.T) {
+	maint := ""
+	p := dbPublisher(t, &maint)
+	user := map[string]string{"pad": strings.Repeat("x", 450)}
+	full, err := p.Init(user)
+	if err != nil {
+		t.Fatalf("Init: %v", err)
+	}
+	if full["pad"] != "" || full[tags.KeyHealth] == "" {
+		t.Fatalf("Init published %v: want the health without the pad", full)
+	}
+	if st := p.Status(); st.OK || len(st.WithheldTags) != 1 || st.WithheldTags[0] != "pad" {
+		t.Fatalf("status %+v: want the pad withheld", st)
+	}
+	if p.Wanted()["pad"] == "" {
+		t.Fatal("the withheld tag is no longer wanted")
+	}
+}
