@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -352,9 +353,15 @@ func (r *freshRig) noteLag(s *S, node string) {
 		for role, list := range map[string][]json.RawMessage{"reader": pool.Readers, "out": pool.Out} {
 			for _, raw := range list {
 				var n struct{ Name string }
-				if json.Unmarshal(raw, &n) == nil && n.Name == node {
-					s.Note("%s lists %s as %s: %s", a.Name, node, role, raw)
+				if json.Unmarshal(raw, &n) != nil || n.Name != node {
+					continue
 				}
+				var b bytes.Buffer
+				if json.Compact(&b, raw) != nil {
+					b.Reset()
+					b.Write(raw)
+				}
+				s.Note("%s lists %s as %s: %s", a.Name, node, role, b.String())
 			}
 		}
 	}
