@@ -1,6 +1,7 @@
 package soakcheck
 
 import (
+	"slices"
 	"sort"
 	"time"
 )
@@ -86,4 +87,35 @@ func CheckReads(reads []Read, acks map[string][]Ack, bound time.Duration) ReadSt
 	st.P50, st.P99, st.Max = quantile(all, 0.5), quantile(all, 0.99), quantile(all, 1)
 	sort.SliceStable(st.Stale, func(i, j int) bool { return st.Stale[i].Start.Before(st.Stale[j].Start) })
 	return st
+}
+
+// StaleEpisode is a run of stale reads served by one node, none more than
+// a few seconds after the previous one.
+type StaleEpisode struct {
+	Node     string
+	From, To time.Time // the first and the last stale read's start
+	Reads    int
+	Max      time.Duration
+	Clients  []string
+}
+
+// Episodes groups the stale reads by node into runs with gaps of at most
+// gap between them.
+func (st ReadStats) Episodes(gap time.Duration) []StaleEpisode {
+	var out []StaleEpisode
+	open := map[string]int{} // node → index in out of its last episode
+	for _, r := range st.Stale {
+		i, ok := open[r.Node]
+		if !ok || r.Start.Sub(out[i].To) > gap {
+			out = append(out, StaleEpisode{Node: r.Node, From: r.Start})
+			i = len(out) - 1
+			open[r.Node] = i
+		}
+		e := &out[i]
+		e.To, e.Reads, e.Max = r.Start, e.Reads+1, max(e.Max, r.Stale)
+		if !slices.Contains(e.Clients, r.Client) {
+			e.Clients = append(e.Clients, r.Client)
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package soakcheck
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -58,5 +59,33 @@ func TestCheckReads(t *testing.T) {
 	r := Result{Reads: st}
 	if f := r.Failures(); len(f) != 1 || f[0] != "1 stale reads (staler than 8s)" {
 		t.Errorf("Failures() = %q, want the stale read", f)
+	}
+	md := r.Markdown("")
+	for _, want := range []string{"1 stale reads (staler than 8s)", "| 1 of 5 answered: staleness p50 0.10 s, p99 8.90 s, max 8.90 s | **FAIL** |",
+		"## Stale reads", "| db3 | 1 | 8.90 s | app1 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the report lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestEpisodes(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	st := ReadStats{Stale: []Read{
+		{Client: "app1", Node: "db2", Start: at(10), Stale: 11 * time.Second},
+		{Client: "app2", Node: "db3", Start: at(10.5), Stale: 12 * time.Second},
+		{Client: "app2", Node: "db2", Start: at(12), Stale: 13 * time.Second},
+		{Client: "app1", Node: "db2", Start: at(30), Stale: 12 * time.Second}, // 18 s later: a new episode
+	}}
+	got := st.Episodes(5 * time.Second)
+	if len(got) != 3 {
+		t.Fatalf("Episodes = %+v, want 3", got)
+	}
+	if e := got[0]; e.Node != "db2" || e.Reads != 2 || !e.To.Equal(at(12)) || e.Max != 13*time.Second || len(e.Clients) != 2 {
+		t.Errorf("first episode %+v, want db2, 2 reads to +12s, max 13s, both clients", e)
+	}
+	if e := got[2]; e.Node != "db2" || e.Reads != 1 || !e.From.Equal(at(30)) {
+		t.Errorf("third episode %+v, want db2 from +30s, 1 read", e)
 	}
 }

@@ -236,14 +236,19 @@ func (r Result) staleReads(b *strings.Builder) {
 	if len(r.Reads.Stale) == 0 {
 		return
 	}
-	b.WriteString("## Stale reads\n\n| at | client | served by | staleness | newest row seen |\n|---|---|---|---|---|\n")
+	b.WriteString("## Stale reads\n\nGrouped by the node that served them, a new group after a gap of more than 5 s.\n\n| from | to | served by | stale reads | max staleness | clients |\n|---|---|---|---|---|---|\n")
+	eps := r.Reads.Episodes(5 * time.Second)
+	for _, e := range eps[:min(len(eps), 50)] {
+		fmt.Fprintf(b, "| %s | %s | %s | %d | %s | %s |\n", r.at(e.From), r.at(e.To), e.Node, e.Reads, secs(e.Max), strings.Join(e.Clients, " "))
+	}
+	if n := len(eps); n > 50 {
+		fmt.Fprintf(b, "\n… and %d more groups.\n", n-50)
+	}
+	b.WriteString("\n<details><summary>the first stale reads</summary>\n\n| at | client | served by | staleness | newest row seen |\n|---|---|---|---|---|\n")
 	for _, x := range r.Reads.Stale[:min(len(r.Reads.Stale), 50)] {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %d |\n", r.at(x.Start), x.Client, x.Node, secs(x.Stale), x.MaxSeq)
 	}
-	if n := len(r.Reads.Stale); n > 50 {
-		fmt.Fprintf(b, "\n… and %d more.\n", n-50)
-	}
-	b.WriteString("\n")
+	b.WriteString("\n</details>\n\n")
 }
 
 func (r Result) resources(b *strings.Builder, svg string) {
