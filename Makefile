@@ -45,14 +45,16 @@ e2e-clean:
 ## soak: the soak test (root, like e2e): 3 db hosts and 2 app hosts in network namespaces, one
 ## random fault every 20-40 s for SOAK (default 1h), every invariant checked on every sample.
 ## SOAK_SEED replays a run (the seed is printed); SOAK_TIMEOUT is go test's -timeout (default
-## SOAK + 15m). The report goes to build/soak/; a run of 1h or more also writes docs/soak.md.
+## SOAK + 15m). SOAK_FAULTS=silent-cut,link-cut draws only these fault kinds (default all).
+## The report goes to build/soak/; a run of 1h or more also writes docs/soak.md.
 SOAK         ?= 1h
 SOAK_SEED    ?=
+SOAK_FAULTS  ?=
 SOAK_TIMEOUT ?= $(SOAK)15m
 soak: SHELL := /bin/bash
 soak:
 	mkdir -p build/soak
-	set -o pipefail; SOAK='$(SOAK)' SOAK_SEED='$(SOAK_SEED)' $(GO) test -count=1 -tags e2e -v -run '^TestSoak$$' -timeout '$(SOAK_TIMEOUT)' ./test/e2e/ 2>&1 | tee build/soak/soak.log
+	set -o pipefail; SOAK='$(SOAK)' SOAK_SEED='$(SOAK_SEED)' SOAK_FAULTS='$(SOAK_FAULTS)' $(GO) test -count=1 -tags e2e -v -run '^TestSoak$$' -timeout '$(SOAK_TIMEOUT)' ./test/e2e/ 2>&1 | tee build/soak/soak.log
 
 ## bench: the benchmark suites (root: network namespaces, MariaDB, HAProxy) and
 ## docs/benchmarks.md. Never fails on a timing. BENCH_QUICK=1: a few minutes.

@@ -32,6 +32,27 @@ var soakFaults = []soakFault{
 	{"maintenance", (*soakRun).maintenance},
 	{"agent-sighup", (*soakRun).sighup},
 	{"haproxy-restart", (*soakRun).haproxyRestart},
+	{"silent-cut", (*soakRun).silentCut},
+}
+
+// soakKinds are the fault kinds named in spec (SOAK_FAULTS: comma-separated
+// names), or every kind for "".
+func soakKinds(spec string) ([]soakFault, error) {
+	if spec == "" {
+		return soakFaults, nil
+	}
+	var out, names = []soakFault(nil), []string(nil)
+	for _, f := range soakFaults {
+		names = append(names, f.name)
+	}
+	for _, n := range strings.Split(spec, ",") {
+		i := slices.Index(names, strings.TrimSpace(n))
+		if i < 0 {
+			return nil, fmt.Errorf("SOAK_FAULTS=%q: no fault kind %q (kinds: %s)", spec, n, strings.Join(names, ", "))
+		}
+		out = append(out, soakFaults[i])
+	}
+	return out, nil
 }
 
 // soakHost is a host of the cluster by agent name: a db host or an app host.
@@ -293,5 +314,43 @@ func (r *soakRun) haproxyRestart() soakcheck.Fault {
 	f := soakcheck.Fault{Target: a.Name, Start: time.Now(), Observers: []string{"hx:" + a.Name}}
 	a.HAProxy.Restart(r.t)
 	f.Heal = time.Now()
+	return f
+}
+
+// silentCut: a replica's replication link to the primary frozen for
+// 20-40 s while the writes go on: every packet of the connection between
+// the replica and the primary's MySQL port dropped on arrival, on both
+// hosts, so that neither side sees a reset or an ICMP error. The replica's
+// IO thread stays connected and its SQL thread idle, so it reports
+// Slave_IO_Running Yes and Seconds_Behind_Master 0 until slave_net_timeout
+// (MariaDB's default, 60 s: the harness does not lower it) while it falls
+// behind. Gossip and the clients' connections are untouched. The replica
+// may be out meanwhile (stale) and until it has caught up after the heal.
+func (r *soakRun) silentCut() soakcheck.Fault {
+	reps := r.c.Replicas()
+	d := reps[r.rng.IntN(len(reps))]
+	p := r.c.Primary()
+	hold := r.between(20*time.Second, 40*time.Second)
+	f := soakcheck.Fault{Target: heldFor(d.Name+" ⇸ "+p.Name, hold), Nodes: []string{d.Name}}
+	port := fmt.Sprint(MySQLPort)
+	rules := func(op string) func() error {
+		return func() error {
+			// On the replica: what the primary's MySQL port sends; on the
+			// primary: what the replica sends to it.
+			if err := d.Host.IPTables(op, "INPUT", "-s", p.Host.IP, "-p", "tcp", "--sport", port, "-j", "DROP"); err != nil {
+				return err
+			}
+			return p.Host.IPTables(op, "INPUT", "-s", d.Host.IP, "-p", "tcp", "--dport", port, "-j", "DROP")
+		}
+	}
+	caught := ""
+	f = r.hold(f, rules("-A"), hold, func() error {
+		if err := rules("-D")(); err != nil {
+			return err
+		}
+		caught = r.catchUp(f.Target)
+		return nil
+	})
+	f.Target += caught
 	return f
 }

@@ -26,11 +26,16 @@ import (
 //	make soak                  # one hour
 //	SOAK=3m make soak          # what CI runs
 //	SOAK=1h SOAK_SEED=42 make soak
+//	SOAK=4m SOAK_FAULTS=silent-cut make soak   # only these fault kinds
 const (
 	soakConverge  = 3 * time.Second  // every pool healthy again within this of a heal
 	soakAllowance = 10 * time.Second // a faulted node may stay out this long after its heal
 	soakWriteTick = 200 * time.Millisecond
-	soakFullRun   = time.Hour // runs at least this long write docs/soak.md
+	soakFreshTick = 100 * time.Millisecond // the freshness clients' write and read pace
+	// soakMaxLag is the agents' pool.max_lag (the default: the harness
+	// sets none); a read staler than it plus a second is a stale read.
+	soakMaxLag  = 10 * time.Second
+	soakFullRun = time.Hour // runs at least this long write docs/soak.md
 )
 
 // soakRun is one run's state: the cluster, the random source and what it
@@ -41,6 +46,7 @@ type soakRun struct {
 	rng   *rand.Rand
 	start time.Time
 
+	kinds       []soakFault // the fault kinds drawn from
 	faults      []soakcheck.Fault
 	primaries   []soakcheck.Primary
 	switchovers []soakcheck.Window
@@ -62,11 +68,18 @@ func TestSoak(t *testing.T) {
 			t.Fatalf("SOAK_SEED=%q: %v", s, err)
 		}
 	}
+	kinds, err := soakKinds(os.Getenv("SOAK_FAULTS"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	replay := fmt.Sprintf("SOAK=%s SOAK_SEED=%d make soak", spec, seed)
+	if s := os.Getenv("SOAK_FAULTS"); s != "" {
+		replay = fmt.Sprintf("SOAK=%s SOAK_SEED=%d SOAK_FAULTS=%s make soak", spec, seed, s)
+	}
 	t.Logf("soak: %s, seed %d (replay: %s)", dur, seed, replay)
 
 	c := NewCluster(t, Options{AppHosts: 2})
-	r := &soakRun{t: t, c: c, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed)), start: time.Now()}
+	r := &soakRun{t: t, c: c, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed)), start: time.Now(), kinds: kinds}
 	r.primaries = []soakcheck.Primary{{At: r.start, Name: c.Primary().Name}}
 	t.Logf("soak: cluster formed in %s; faults start in 10 s", c.Formed.Round(time.Millisecond))
 
@@ -80,6 +93,22 @@ func TestSoak(t *testing.T) {
 		defer cl.Stop()
 		clients = append(clients, cl)
 	}
+	// The freshness clients: each app host writes numbered rows through its
+	// write port and reads the newest back through its read port.
+	c.Primary().Server.MustExec(FreshSchema)
+	pos := gtidPos(t, c.Primary().Server)
+	for _, d := range c.Replicas() {
+		waitGTID(t, d.Server, pos, 30*time.Second)
+	}
+	var fresh []*FreshClient
+	for i, a := range c.Apps {
+		fc, err := StartFreshClient(a.Host, RWPort, ROPort, seed, int64(i+1), soakFreshTick)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fc.Stop()
+		fresh = append(fresh, fc)
+	}
 	res := startResources(t, c, resourceEvery(dur))
 	end := r.start.Add(dur)
 	// The report is written even when a fault's harness call ends the test
@@ -91,12 +120,15 @@ func TestSoak(t *testing.T) {
 		if !completed {
 			stop = time.Now()
 		}
-		result := r.judge(stop, clients, res)
+		result := r.judge(stop, clients, fresh, res)
 		result.Seed, result.Replay, result.Duration = seed, replay, stop.Sub(r.start)
 		if !completed {
 			result.Notes = append(result.Notes, fmt.Sprintf("**The run stopped early**, after %s of %s: see the test log.", stop.Sub(r.start).Round(time.Second), dur))
 		}
 		r.write(result, completed && dur >= soakFullRun)
+		for _, x := range result.Reads.Stale[:min(len(result.Reads.Stale), 20)] {
+			t.Logf("soak: stale read at +%s by %s's client, served by %s: %s stale", x.Start.Sub(r.start).Round(100*time.Millisecond), x.Client, x.Node, x.Stale.Round(10*time.Millisecond))
+		}
 		for _, f := range result.Failures() {
 			t.Errorf("soak: %s", f)
 		}
@@ -129,7 +161,7 @@ func (r *soakRun) faultLoop(end time.Time) {
 	next := r.start.Add(10 * time.Second)
 	for next.Add(20 * time.Second).Before(end) {
 		time.Sleep(time.Until(next))
-		kind := soakFaults[r.rng.IntN(len(soakFaults))]
+		kind := r.kinds[r.rng.IntN(len(r.kinds))]
 		f := kind.run(r)
 		f.Kind = kind.name
 		r.faults = append(r.faults, f)
@@ -147,7 +179,7 @@ func (r *soakRun) between(lo, hi time.Duration) time.Duration {
 }
 
 // judge collects every sample taken since the start and runs the checks.
-func (r *soakRun) judge(end time.Time, clients []*Client, res *resources) soakcheck.Result {
+func (r *soakRun) judge(end time.Time, clients []*Client, fresh []*FreshClient, res *resources) soakcheck.Result {
 	c := r.c
 	var samples []soakcheck.Sample
 	var observers []string
@@ -185,10 +217,26 @@ func (r *soakRun) judge(end time.Time, clients []*Client, res *resources) soakch
 			writes = append(writes, w)
 		}
 	}
+	var reads []soakcheck.Read
+	acks := map[string][]soakcheck.Ack{}
+	for i, fc := range fresh {
+		name := c.Apps[i].Name
+		acks[name] = fc.Acks()
+		for _, x := range fc.Reads(r.start, end) {
+			rd := soakcheck.Read{Client: name, Start: x.Start, End: x.End, MaxSeq: x.MaxSeq, Err: x.Err}
+			if x.Err == "" {
+				rd.Node = byID[x.ServerID]
+				if rd.Node == "" {
+					rd.Node = fmt.Sprintf("server_id %d", x.ServerID)
+				}
+			}
+			reads = append(reads, rd)
+		}
+	}
 	lim := soakcheck.Limits{Warmup: min(5*time.Minute, (end.Sub(r.start))/4), MaxRSSGrowth: 0.10, MaxGoroutineRise: 5, MaxFDRise: 3, MinSamples: 6}
 	return soakcheck.Result{
 		Start:       r.start,
-		Hosts:       "Hosts: db1-db3 (MariaDB 10.11, GTID replication, a shoal agent each, profile fast), app1 and app2 (a shoal agent driving HAProxy, and a client writing through HAProxy's write port every 200 ms, a new connection each).",
+		Hosts:       "Hosts: db1-db3 (MariaDB 10.11, GTID replication, a shoal agent each, profile fast), app1 and app2 (a shoal agent driving HAProxy, and a client writing through HAProxy's write port every 200 ms, a new connection each; a freshness client writing a numbered row through the write port and reading the newest back through the read port, each every 100 ms).",
 		Samples:     len(samples),
 		Faults:      r.faults,
 		TwoWriters:  soakcheck.TwoWriters(samples),
@@ -197,6 +245,7 @@ func (r *soakRun) judge(end time.Time, clients []*Client, res *resources) soakch
 		Bound:       soakConverge,
 		Convergence: soakcheck.Converge(samples, observers, r.faults, expect, end),
 		Writes:      soakcheck.CheckWrites(writes, expect, r.switchovers),
+		Reads:       soakcheck.CheckReads(reads, acks, soakMaxLag+time.Second),
 		Limits:      lim,
 		Lifetimes:   soakcheck.Lifetimes(res.Samples(), lim),
 		Load:        res.Load(),

@@ -1,7 +1,7 @@
 // Package soakcheck holds the soak test's invariant checks (make soak,
 // test/e2e/soak_test.go) as pure functions over what the test observed:
 // every agent's and HAProxy's pool samples, the fault schedule with each
-// fault's window, the clients' writes and the resource samples. The e2e
+// fault's window, the clients' writes and reads, and the resource samples. The e2e
 // test collects; this package judges and writes the report, so that the
 // judging is unit-tested on synthetic samples in `make test`.
 package soakcheck

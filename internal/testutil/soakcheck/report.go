@@ -35,6 +35,7 @@ type Result struct {
 	Convergence []Convergence
 
 	Writes WriteStats
+	Reads  ReadStats
 
 	Limits    Limits
 	Lifetimes []Lifetime
@@ -59,6 +60,9 @@ func (r Result) Failures() []string {
 	}
 	if n := len(r.Writes.WrongServer); n > 0 {
 		out = append(out, fmt.Sprintf("%d writes accepted by a server that was not the primary", n))
+	}
+	if n := len(r.Reads.Stale); n > 0 {
+		out = append(out, fmt.Sprintf("%d stale reads (staler than %s)", n, r.Reads.Bound))
 	}
 	for _, l := range r.Lifetimes {
 		if !l.OK {
@@ -120,6 +124,7 @@ func (r Result) Markdown(svg string) string {
 	r.summary(&b)
 	r.faultTable(&b)
 	r.removals(&b)
+	r.staleReads(&b)
 	r.resources(&b, svg)
 	r.load(&b)
 	r.faultList(&b)
@@ -140,6 +145,9 @@ func (r Result) summary(b *strings.Builder) {
 	fmt.Fprintf(b, "| client writes refused by a read-only server (error 1290), outside switchovers | 0 | %d (and %d inside switchover windows) | %s |\n",
 		w.ReadOnlyOutside, w.ReadOnlyInSwitchover, verdict(w.ReadOnlyOutside == 0))
 	fmt.Fprintf(b, "| client writes accepted by a server that was not the primary | 0 | %d of %d accepted | %s |\n", len(w.WrongServer), w.OK, verdict(len(w.WrongServer) == 0))
+	rd := r.Reads
+	fmt.Fprintf(b, "| client reads through the read ports staler than max_lag + 1 s (stale reads) | 0 (over %s) | %d of %d answered: staleness p50 %s, p99 %s, max %s | %s |\n",
+		rd.Bound, len(rd.Stale), rd.OK, secs(rd.P50), secs(rd.P99), secs(rd.Max), verdict(len(rd.Stale) == 0))
 	judged, bad := 0, 0
 	for _, l := range r.Lifetimes {
 		if l.Judged {
@@ -153,6 +161,8 @@ func (r Result) summary(b *strings.Builder) {
 		r.Limits.Warmup, 100*r.Limits.MaxRSSGrowth, r.Limits.MaxGoroutineRise, r.Limits.MaxFDRise, judged, len(r.Lifetimes), bad, verdict(bad == 0))
 	fmt.Fprintf(b, "Client writes: %d through the HAProxies' write ports, %d accepted, %d failed (%d refused as read-only; the others found no writer, e.g. while the primary's mysqld was down, hung or in maintenance).\n\n",
 		w.Total, w.OK, w.Failed, w.ReadOnly)
+	fmt.Fprintf(b, "Client reads: %d through the HAProxies' read ports, %d answered, %d failed (not judged); %d answered reads missed at least one acknowledged write. A read's staleness: its start minus the acknowledgement of the oldest write of the same app host's client, acknowledged before the read started, that the read did not see (0 when it saw them all).\n\n",
+		rd.Total, rd.OK, rd.Failed, rd.Late)
 	if to, st := ProbeTimeouts(r.Lifetimes); to > 0 || st > 0 {
 		fmt.Fprintf(b, "MySQL probe check timeouts (the db agents' counters, read at each resource sample, so at least): %d, %d of them while the host itself was stalled (Linux PSI: counted as one failure, not as a hung server).\n\n", to, st)
 	}
@@ -220,6 +230,25 @@ func (r Result) removals(b *strings.Builder) {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %d |\n", r.at(x.From), x.Observer, x.Node, secs(x.Duration()), x.Samples)
 	}
 	b.WriteString("\n")
+}
+
+func (r Result) staleReads(b *strings.Builder) {
+	if len(r.Reads.Stale) == 0 {
+		return
+	}
+	b.WriteString("## Stale reads\n\nGrouped by the node that served them, a new group after a gap of more than 5 s.\n\n| from | to | served by | stale reads | max staleness | clients |\n|---|---|---|---|---|---|\n")
+	eps := r.Reads.Episodes(5 * time.Second)
+	for _, e := range eps[:min(len(eps), 50)] {
+		fmt.Fprintf(b, "| %s | %s | %s | %d | %s | %s |\n", r.at(e.From), r.at(e.To), e.Node, e.Reads, secs(e.Max), strings.Join(e.Clients, " "))
+	}
+	if n := len(eps); n > 50 {
+		fmt.Fprintf(b, "\n… and %d more groups.\n", n-50)
+	}
+	b.WriteString("\n<details><summary>the first stale reads</summary>\n\n| at | client | served by | staleness | newest row seen |\n|---|---|---|---|---|\n")
+	for _, x := range r.Reads.Stale[:min(len(r.Reads.Stale), 50)] {
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %d |\n", r.at(x.Start), x.Client, x.Node, secs(x.Stale), x.MaxSeq)
+	}
+	b.WriteString("\n</details>\n\n")
 }
 
 func (r Result) resources(b *strings.Builder, svg string) {
