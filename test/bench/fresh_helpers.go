@@ -363,31 +363,36 @@ func addGossipCounters(h *e2e.Host) error {
 	return nil
 }
 
-// gossipBytes is what the counting rules have seen so far: bytes in and out
-// (IP packets, without the Ethernet header).
-func gossipBytes(h *e2e.Host) (in, out uint64, err error) {
+// gossipCount is gossip bytes (IP packets, without the Ethernet header)
+// in and out of a host, by protocol: UDP carries memberlist's probes and
+// broadcasts (tag updates among them), TCP its push-pull state exchanges.
+type gossipCount struct{ InUDP, InTCP, OutUDP, OutTCP uint64 }
+
+// gossipBytes is what the counting rules have seen so far.
+func gossipBytes(h *e2e.Host) (gossipCount, error) {
+	var g gossipCount
 	for _, c := range gossipChains {
 		raw, err := exec.Command("ip", "netns", "exec", h.NS, "iptables-legacy", "-w", "-L", c.chain, "-v", "-x", "-n").CombinedOutput()
 		if err != nil {
-			return 0, 0, fmt.Errorf("iptables -L %s in %s: %w: %s", c.chain, h.NS, err, raw)
+			return g, fmt.Errorf("iptables -L %s in %s: %w: %s", c.chain, h.NS, err, raw)
 		}
-		n, err := parseGossipCounters(string(raw))
+		udp, tcp, err := parseGossipCounters(string(raw))
 		if err != nil {
-			return 0, 0, fmt.Errorf("%s in %s: %w", c.chain, h.NS, err)
+			return g, fmt.Errorf("%s in %s: %w", c.chain, h.NS, err)
 		}
 		if c.chain == "INPUT" {
-			in = n
+			g.InUDP, g.InTCP = udp, tcp
 		} else {
-			out = n
+			g.OutUDP, g.OutTCP = udp, tcp
 		}
 	}
-	return in, out, nil
+	return g, nil
 }
 
-// parseGossipCounters sums the bytes column of the gossip counting rules in
-// `iptables -L CHAIN -v -x -n` output.
-func parseGossipCounters(out string) (uint64, error) {
-	var total uint64
+// parseGossipCounters reads the bytes of the UDP and the TCP gossip
+// counting rules from `iptables -L CHAIN -v -x -n` output (columns pkts,
+// bytes, then the protocol's number: the rules have no target).
+func parseGossipCounters(out string) (udp, tcp uint64, err error) {
 	found := 0
 	port := "ports " + strconv.Itoa(e2e.GossipPort)
 	for _, line := range strings.Split(out, "\n") {
@@ -395,20 +400,27 @@ func parseGossipCounters(out string) (uint64, error) {
 			continue
 		}
 		f := strings.Fields(line)
-		if len(f) < 2 {
+		if len(f) < 3 {
 			continue
 		}
 		n, err := strconv.ParseUint(f[1], 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("bytes column %q: %w", f[1], err)
+			return 0, 0, fmt.Errorf("bytes column %q: %w", f[1], err)
 		}
-		total += n
+		switch f[2] {
+		case "17", "udp":
+			udp += n
+		case "6", "tcp":
+			tcp += n
+		default:
+			return 0, 0, fmt.Errorf("gossip counting rule with protocol %q", f[2])
+		}
 		found++
 	}
 	if found != 2 {
-		return 0, fmt.Errorf("%d gossip counting rules, want 2 (udp, tcp)", found)
+		return 0, 0, fmt.Errorf("%d gossip counting rules, want 2 (udp, tcp)", found)
 	}
-	return total, nil
+	return udp, tcp, nil
 }
 
 // freshRunDir is a directory for the suite's logs, removed at the end

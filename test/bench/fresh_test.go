@@ -496,33 +496,41 @@ func (b *freshBench) ptCheckString() string {
 // ---------------------------------------------------------------------------
 // cost of positions
 
-// freshCostState is one measured window: per agent, gossip bytes in and
-// out per second and CPU in % of a core.
+// freshCostState is one measured window: per agent, gossip bytes per
+// second (sent in total, sent over UDP and over TCP, received) and CPU in
+// % of a core.
 type freshCostState struct {
-	In, Out, CPU map[string]float64
-	Secs         float64
+	Out, OutUDP, OutTCP, In, CPU map[string]float64
+	Secs                         float64
+}
+
+func newFreshCostState() freshCostState {
+	return freshCostState{Out: map[string]float64{}, OutUDP: map[string]float64{}, OutTCP: map[string]float64{},
+		In: map[string]float64{}, CPU: map[string]float64{}}
+}
+
+// maps lists the state's per-agent maps, for arithmetic over all of them.
+func (s freshCostState) maps() []map[string]float64 {
+	return []map[string]float64{s.Out, s.OutUDP, s.OutTCP, s.In, s.CPU}
 }
 
 // Pacing of the cost measurement.
 var (
-	freshCostSettle = Pick(60*time.Second, 30*time.Second) // after every agent sees every other alive
+	freshCostSettle = Pick(60*time.Second, 45*time.Second) // after every agent sees every other alive
 	freshCostRounds = Pick(3, 2)                           // idle and write windows, alternated
 	freshCostSwitch = 5 * time.Second                      // after a state change, before its window
 )
 
 // freshMeanState averages states (per agent, then each agent's mean).
 func freshMeanState(xs []freshCostState) freshCostState {
-	out := freshCostState{In: map[string]float64{}, Out: map[string]float64{}, CPU: map[string]float64{}}
+	out := newFreshCostState()
 	for _, x := range xs {
 		out.Secs += x.Secs
-		for k, v := range x.In {
-			out.In[k] += v / float64(len(xs))
-		}
-		for k, v := range x.Out {
-			out.Out[k] += v / float64(len(xs))
-		}
-		for k, v := range x.CPU {
-			out.CPU[k] += v / float64(len(xs))
+		dst, src := out.maps(), x.maps()
+		for i := range src {
+			for k, v := range src[i] {
+				dst[i][k] += v / float64(len(xs))
+			}
 		}
 	}
 	return out
@@ -547,8 +555,8 @@ type freshNode struct {
 func measureCost(t *testing.T, nodes []freshNode, window time.Duration) freshCostState {
 	t.Helper()
 	type snap struct {
-		in, out uint64
-		cpu     time.Duration
+		g   gossipCount
+		cpu time.Duration
 	}
 	read := func() (map[string]snap, time.Time) {
 		out := map[string]snap{}
@@ -559,7 +567,7 @@ func measureCost(t *testing.T, nodes []freshNode, window time.Duration) freshCos
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				in, o, err := gossipBytes(n.agent.Host)
+				g, err := gossipBytes(n.agent.Host)
 				if err != nil {
 					errs <- err
 					return
@@ -570,7 +578,7 @@ func measureCost(t *testing.T, nodes []freshNode, window time.Duration) freshCos
 					return
 				}
 				mu.Lock()
-				out[n.agent.Name] = snap{in, o, u.CPU}
+				out[n.agent.Name] = snap{g, u.CPU}
 				mu.Unlock()
 			}()
 		}
@@ -585,11 +593,15 @@ func measureCost(t *testing.T, nodes []freshNode, window time.Duration) freshCos
 	time.Sleep(window)
 	z, t1 := read()
 	wall := t1.Sub(t0).Seconds()
-	st := freshCostState{In: map[string]float64{}, Out: map[string]float64{}, CPU: map[string]float64{}, Secs: wall}
+	st := newFreshCostState()
+	st.Secs = wall
+	rate := func(x, y uint64) float64 { return float64(x-y) / wall }
 	for name, x := range z {
 		y := a[name]
-		st.In[name] = float64(x.in-y.in) / wall
-		st.Out[name] = float64(x.out-y.out) / wall
+		st.OutUDP[name] = rate(x.g.OutUDP, y.g.OutUDP)
+		st.OutTCP[name] = rate(x.g.OutTCP, y.g.OutTCP)
+		st.Out[name] = st.OutUDP[name] + st.OutTCP[name]
+		st.In[name] = rate(x.g.InUDP+x.g.InTCP, y.g.InUDP+y.g.InTCP)
 		st.CPU[name] = 100 * (x.cpu - y.cpu).Seconds() / wall
 	}
 	return st
@@ -653,11 +665,11 @@ func freshCostRun(t *testing.T, n int, window time.Duration) *freshCostCell {
 	// Joins leave gossip busy for a while (their broadcasts, push-pulls):
 	// settle, then alternate the states so that a drift shows as a spread
 	// between rounds rather than as a difference between states.
-	time.Sleep(freshCostSettle)
 	p := c.Primary().Server
 	for _, q := range freshSchema {
 		p.MustExec(q)
 	}
+	time.Sleep(freshCostSettle)
 	for r := range freshCostRounds {
 		cell.Idle = append(cell.Idle, measureCost(t, nodes, window))
 		w := startFreshWriter(p.DB(), freshWriteEvery)
@@ -727,9 +739,9 @@ func freshIsDB(name string) bool { return strings.HasPrefix(name, "db") }
 
 func (s freshCostState) summary() string {
 	all := func(string) bool { return true }
-	return fmt.Sprintf("gossip out %.0f B/s, in %.0f B/s, CPU %.2f %% per agent (db agents: out %.0f B/s, CPU %.2f %%)",
-		freshMean(s.Out, all), freshMean(s.In, all), freshMean(s.CPU, all),
-		freshMean(s.Out, freshIsDB), freshMean(s.CPU, freshIsDB))
+	return fmt.Sprintf("gossip out %.0f B/s (UDP %.0f, TCP %.0f), in %.0f B/s, CPU %.2f %% per agent (db agents: out UDP %.0f B/s, CPU %.2f %%)",
+		freshMean(s.Out, all), freshMean(s.OutUDP, all), freshMean(s.OutTCP, all), freshMean(s.In, all), freshMean(s.CPU, all),
+		freshMean(s.OutUDP, freshIsDB), freshMean(s.CPU, freshIsDB))
 }
 
 func freshCostSection(cells []*freshCostCell, window time.Duration) string {
@@ -759,8 +771,11 @@ func freshCostSection(cells []*freshCostCell, window time.Duration) string {
 	}
 	metrics := []metric{
 		{"gossip sent per agent (B/s)", func(x freshCostState) float64 { return freshMean(x.Out, all) }, "B"},
+		{"… of which UDP: probes, broadcasts (B/s)", func(x freshCostState) float64 { return freshMean(x.OutUDP, all) }, "B"},
+		{"… of which TCP: push-pull (B/s)", func(x freshCostState) float64 { return freshMean(x.OutTCP, all) }, "B"},
 		{"gossip received per agent (B/s)", func(x freshCostState) float64 { return freshMean(x.In, all) }, "B"},
 		{"gossip sent per db agent (B/s)", func(x freshCostState) float64 { return freshMean(x.Out, freshIsDB) }, "B"},
+		{"… of which UDP (B/s)", func(x freshCostState) float64 { return freshMean(x.OutUDP, freshIsDB) }, "B"},
 		{"CPU per agent (% of a core)", func(x freshCostState) float64 { return freshMean(x.CPU, all) }, "%"},
 		{"CPU per db agent (% of a core)", func(x freshCostState) float64 { return freshMean(x.CPU, freshIsDB) }, "%"},
 		{"CPU per app agent (% of a core)", func(x freshCostState) float64 { return freshMean(x.CPU, app) }, "%"},
@@ -784,14 +799,17 @@ func freshCostSection(cells []*freshCostCell, window time.Duration) string {
 		}
 	}
 	s.WriteString(Table([]string{"agents", "measure", "db servers idle", "writes on the primary", "difference"}, rows))
-	s.WriteString("\n")
+	s.WriteString("\nPosition updates travel as memberlist broadcasts (UDP), so the UDP rows carry their cost. TCP is " +
+		"memberlist's periodic push-pull of the full member state; each agent runs one every tens of seconds, so a " +
+		"window holds zero or one per agent depending on its phase, and the TCP rows swing by hundreds of B/s between " +
+		"windows whatever the state (see the rounds below); the positions add only their few bytes to each push-pull.\n\n")
 	for _, c := range cells {
 		var idle, write []string
 		for r := range c.Idle {
-			idle = append(idle, fmt.Sprintf("%.0f", freshMean(c.Idle[r].Out, all)))
-			write = append(write, fmt.Sprintf("%.0f", freshMean(c.Write[r].Out, all)))
+			idle = append(idle, fmt.Sprintf("%.0f+%.0f", freshMean(c.Idle[r].OutUDP, all), freshMean(c.Idle[r].OutTCP, all)))
+			write = append(write, fmt.Sprintf("%.0f+%.0f", freshMean(c.Write[r].OutUDP, all), freshMean(c.Write[r].OutTCP, all)))
 		}
-		fmt.Fprintf(&s, "- N=%d: formed in %s; gossip sent per agent in each round (B/s), idle %s, writes %s; rows written per write window %v.\n",
+		fmt.Fprintf(&s, "- N=%d: formed in %s; gossip sent per agent in each round (UDP+TCP B/s), idle %s, writes %s; rows written per write window %v.\n",
 			c.N, c.Formed.Round(time.Second), strings.Join(idle, " / "), strings.Join(write, " / "), c.Rows)
 	}
 	return s.String()
