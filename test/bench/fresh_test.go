@@ -355,8 +355,15 @@ func TestFreshnessWindow(t *testing.T) {
 				line = append(line, fmt.Sprintf("%s=never within %s", m.key, freshCap))
 			}
 		}
-		t.Logf("trial %d/%d on %s: first missing write %+.3fs after the cut; windows: %s; shoal reason %q; back in %.1fs (IO thread restarted: %v)",
-			i+1, trials, tr.Victim, tr.FirstMissing.Sub(tr.Cut).Seconds(), strings.Join(line, " "), tr.Reason, tr.Back.Seconds(), tr.Kicked)
+		var agents []string
+		for _, a := range b.c.AgentNames() {
+			if at, ok := tr.PerAgent[a]; ok {
+				agents = append(agents, fmt.Sprintf("%s %+.2fs", a, at.Sub(tr.StaleAt()).Seconds()))
+			}
+		}
+		t.Logf("trial %d/%d on %s: first missing write %+.3fs after the cut; windows: %s (shoal per agent: %s); shoal reason %q; back in %.1fs (IO thread restarted: %v)",
+			i+1, trials, tr.Victim, tr.FirstMissing.Sub(tr.Cut).Seconds(), strings.Join(line, " "), strings.Join(agents, ", "),
+			tr.Reason, tr.Back.Seconds(), tr.Kicked)
 	}
 	rows, errs, lastErr := b.writer.stats()
 	if errs > 0 {
