@@ -74,7 +74,7 @@ bench:
 	$(BENCH_GO) -run 'TestFalseFailures' ./test/bench/ > build/bench/falsefail.log 2>&1; echo $$? > build/bench/falsefail.rc
 	@echo "== suites 5, 6 (up to 14 min; BENCH_QUICK=1: about 2)"
 	$(BENCH_GO) -run 'TestScale|TestMembersLatency' ./test/bench/ > build/bench/scale.log 2>&1; echo $$? > build/bench/scale.rc
-	@echo "== suite 7 (about 25 min; BENCH_QUICK=1: about 6)"
+	@echo "== suite 7 (about 35 min; BENCH_QUICK=1: about 8)"
 	$(BENCH_GO) -run '^TestFreshness' ./test/bench/ > build/bench/freshness.log 2>&1; echo $$? > build/bench/freshness.rc
 	$(GO) run ./test/bench/report
 	@for f in build/bench/*.rc; do echo "$$f: exit $$(cat $$f)"; done; ! grep -qv '^0$$' build/bench/*.rc

@@ -48,7 +48,7 @@ func main() {
 		fmt.Fprintf(&b, "- **%s:** %s\n", kv[0], kv[1])
 	}
 	b.WriteString("\nThe machine is shared and virtualized: expect run-to-run noise of tens of milliseconds; compare rows of one run, not runs.\n\n")
-	b.WriteString("Reproduce everything: `sudo make bench` (about 70 minutes; `BENCH_QUICK=1 sudo make bench` runs every suite with few trials in minutes). " +
+	b.WriteString("Reproduce everything: `sudo make bench` (about 80 minutes; `BENCH_QUICK=1 sudo make bench` runs every suite with few trials in minutes). " +
 		"Suites 1, 3 and 4 run at the same time (they leave the CPUs mostly idle; the comparisons inside each suite share the same conditions); " +
 		"suite 2 (CPUs saturated on purpose), suite 5 (hundreds of agents) and suite 7 (freshness: silent cuts of a replica's replication link " +
 		"against a Seconds_Behind_Master rule and pt-heartbeat, then the gossip and CPU cost of GTID positions) each run alone. " +
