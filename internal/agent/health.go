@@ -15,11 +15,12 @@ func probeConfig(c *config.Config, getenv func(string) string) (probe.Config, er
 }
 
 // onProbe runs on the probe goroutine: record, and wake the publisher.
+// The publisher sees every check, not only the changed ones: a change of
+// the GTID position alone is held back to its cadence (publish.SetHealth),
+// and the next check publishes it once the interval is over, even when the
+// position has stopped changing by then.
 func (a *Agent) onProbe(e probe.Event) {
 	a.countCheck(e)
-	if !e.StateChanged && !e.FactsChanged {
-		return
-	}
 	if e.StateChanged {
 		a.recordHealth(e)
 		a.hookHealth(e)

@@ -71,8 +71,9 @@ func (a *Agent) LocalHealth() (string, *view.LocalHealth) {
 		Target: a.probe.Config().Target(), LastCheck: st.Last.Start, Checks: st.Checks, Connects: st.Connects,
 		Reachable: st.Last.Facts.Reachable, Version: st.Known.Version,
 		LastIOError: st.Known.Replication.LastIOError, LastSQLError: st.Known.Replication.LastSQLError,
-		Health:    st.Health(a.mysqlPort()),
-		Published: a.Serf().LocalMember().Tags[tags.KeyHealth],
+		PositionNote: st.Known.PositionNote,
+		Health:       st.Health(a.mysqlPort()),
+		Published:    a.Serf().LocalMember().Tags[tags.KeyHealth],
 	}
 	if st.Last.Duration > 0 {
 		h.LastDuration = st.Last.Duration

@@ -152,7 +152,7 @@ func toLocalHealth(h *view.LocalHealth) *client.LocalHealth {
 	out.State, out.Reason, out.Message, out.Since, out.Target = h.State, h.Reason, h.Message, h.Since, h.Target
 	out.LastCheck, out.LastDuration, out.Checks, out.Connects = h.LastCheck, durationText(h.LastDuration), h.Checks, h.Connects
 	out.Reachable, out.Version, out.LastIOError, out.LastSQLError = h.Reachable, h.Version, h.LastIOError, h.LastSQLError
-	out.Published = h.Published
+	out.Published, out.GTIDPositionNote = h.Published, h.PositionNote
 	return out
 }
 

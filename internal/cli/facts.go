@@ -14,6 +14,7 @@ import (
 var shownFacts = map[string]bool{
 	"state": true, "reason": true, "server_id": true, "read_only": true,
 	"replica": true, "io_running": true, "sql_running": true, "lag_seconds": true,
+	"gtid_position": true,
 }
 
 // factsText lists the facts of v (a client.LocalHealth or MemberHealth)

@@ -369,6 +369,37 @@ func TestMaintSanitizesHostileText(t *testing.T) {
 // TestHealthServerUnknown: a server the probe never reached has no
 // version, server_id or read_only; issue 14 showed "server , server_id 0,
 // read_only false".
+// TestHealthGTIDPosition: shoal health shows the GTID position, or why it
+// is unknown and what judges freshness then, escaped like every value.
+func TestHealthGTIDPosition(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		m    client.LocalHealth
+		want string
+	}{
+		{"known", client.LocalHealth{State: "passing", Reachable: true, GTIDPosition: "0:1234,7:1"},
+			"gtid position  0:1234,7:1\n"},
+		{"too many domains", client.LocalHealth{State: "passing", Reachable: true, GTIDPositionNote: "3 GTID domains; shoal compares at most 2"},
+			"gtid position  unknown (3 GTID domains; shoal compares at most 2): freshness judged by Seconds_Behind_Master\n"},
+		{"hostile note", client.LocalHealth{State: "passing", Reachable: true, GTIDPositionNote: "bad\x1b[31m"},
+			`gtid position  unknown (bad\x1b[31m)`},
+		{"nothing known", client.LocalHealth{State: "critical"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := writeHealth(&b, &client.HealthResponse{Status: "ok", Node: "db1", Role: "db", Gossip: "alive", MySQL: &tc.m}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" && strings.Contains(b.String(), "gtid") || !strings.Contains(b.String(), tc.want) {
+				t.Fatalf("want the line %q in:\n%s", tc.want, b.String())
+			}
+			if strings.Contains(b.String(), "facts") {
+				t.Fatalf("the position shown as a fact too:\n%s", b.String())
+			}
+		})
+	}
+}
+
 func TestHealthServerUnknown(t *testing.T) {
 	checked := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
@@ -429,6 +460,9 @@ func TestUsageErrorsNeedNoAgent(t *testing.T) {
 		{[]string{"history", "--format", "yaml"}, ExitUsage, `--format "yaml": want table or json`},
 		{[]string{"history", "db1"}, ExitUsage, "shoal history: want no arguments, got 1 argument(s)"},
 		{[]string{"maint", "enable", "extra-arg"}, ExitUsage, "shoal maint enable: want no arguments (the reason goes in --reason), got 1 argument(s)"},
+		{[]string{"maint", "enable", "--reason", strings.Repeat("r", 65)}, ExitUsage, "maint enable: --reason: maintenance reason is 65 bytes; the most is 64"},
+		{[]string{"maint", "enable", "--reason", "bell\a"}, ExitUsage, "maint enable: --reason: maintenance reason has the non-printable character"},
+		{[]string{"maint", "enable", "--reason", strings.Repeat("r", 64)}, ExitError, "no shoal agent reachable at 127.0.0.1:1"},
 		{[]string{"maint", "disable", "now"}, ExitUsage, "shoal maint disable: want no arguments, got 1 argument(s)"},
 		{[]string{"maint", "on"}, ExitUsage, "want no arguments (or a subcommand: enable, disable)"},
 		{[]string{"maint", "--format", "yaml"}, ExitUsage, `--format "yaml": want table or json`},

@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/pkg/client"
 )
 
@@ -43,6 +45,11 @@ damping (after repeated health removals), this command says so and until when.
 		Short: "Drain this node from the pool everywhere",
 		Args:  exactArgs(0, "no arguments (the reason goes in --reason)"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// The agent refuses it too; refusing here is a usage error
+			// (exit 2) that needs no agent.
+			if err := config.CheckMaintReason(reason); err != nil {
+				return usagef("maint enable: --reason: %v", err)
+			}
 			st, err := g.client().SetMaint(cmd.Context(), true, reason)
 			if err != nil {
 				return err
@@ -50,7 +57,7 @@ damping (after repeated health removals), this command says so and until when.
 			return writeMaint(g, "table", st)
 		},
 	}
-	enable.Flags().StringVar(&reason, "reason", "", "why, shown in every agent's pool (at most 128 bytes)")
+	enable.Flags().StringVar(&reason, "reason", "", fmt.Sprintf("why, shown in every agent's pool (at most %d bytes)", tags.MaxMaintLen))
 	disable := &cobra.Command{
 		Use:   "disable",
 		Short: "End maintenance: the node returns to the pool when healthy",

@@ -211,6 +211,9 @@ func writeHealth(w io.Writer, h *client.HealthResponse) error {
 		if f := factsText(m); f != "" {
 			row("facts", f)
 		}
+		if g := positionText(m); g != "" {
+			row("gtid position", g)
+		}
 		if m.Replica {
 			lag := "unknown"
 			if m.LagSeconds != nil {
@@ -247,6 +250,18 @@ func serverText(m *client.LocalHealth) string {
 		return "unknown (not checked yet)"
 	}
 	return "unknown (not reached in the last check)"
+}
+
+// positionText describes the server's GTID position, or why it has none
+// and what judges its freshness then; "" when nothing is known.
+func positionText(m *client.LocalHealth) string {
+	switch {
+	case m.GTIDPosition != "":
+		return m.GTIDPosition
+	case m.GTIDPositionNote != "":
+		return "unknown (" + m.GTIDPositionNote + "): freshness judged by Seconds_Behind_Master"
+	}
+	return ""
 }
 
 // publishText describes whether the agent's tags reach the cluster.

@@ -62,8 +62,11 @@ func (c *Config) CheckFiles(getenv func(string) string, euid int) (*Files, error
 	if warn != "" {
 		f.Warnings = append(f.Warnings, warn)
 	}
-	f.Tags, err = c.checkTagsFile()
+	f.Tags, warn, err = c.checkTagsFile()
 	add(err)
+	if warn != "" {
+		f.Warnings = append(f.Warnings, warn)
+	}
 	f.APITokenFile, err = c.checkAPITokenFile(getenv, euid)
 	add(err)
 	if c.EffectiveRole() == tags.RoleDB {
@@ -121,56 +124,90 @@ func (c *Config) checkKeyring() (keys []string, warning string, err error) {
 	return nil, "", fieldErr("keyring_file", c.KeyringFile, "%v", err)
 }
 
+// LegacyMaxMaintLen is the longest maintenance reason releases before
+// issue 25 accepted (tags.MaxMaintLen was 128 bytes before the GTID
+// position took room in the tags). Their tags files may hold one.
+const LegacyMaxMaintLen = 128
+
 // ReadTagsFile reads a tags file and checks it against the rules the agent
 // applies to tags set at runtime: a JSON object of string values, user tags
 // that pass tags.CheckUserTags, and of the reserved keys only
 // tags.KeyMaint, with a valid maintenance reason. A missing file is an
 // error wrapping fs.ErrNotExist; the other errors do not name the file.
-func ReadTagsFile(path string) (map[string]string, error) {
+//
+// A maintenance reason of tags.MaxMaintLen to LegacyMaxMaintLen bytes,
+// which an older release wrote, is no error: refusing the file would stop
+// the agent, and dropping the reason would end a drain. It is cut to
+// tags.MaxMaintLen bytes on a character boundary, and warning says so.
+func ReadTagsFile(path string) (fileTags map[string]string, warning string, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	fileTags, err := tags.DecodeFile(data)
+	fileTags, err = tags.DecodeFile(data)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if reason, ok := fileTags[tags.KeyMaint]; ok {
-		if err := CheckMaintReason(reason); err != nil {
-			return nil, fmt.Errorf("%q: %w", tags.KeyMaint, err)
+		err := CheckMaintReason(reason)
+		if len(reason) > tags.MaxMaintLen && len(reason) <= LegacyMaxMaintLen {
+			if err = checkReasonText(reason); err == nil {
+				fileTags[tags.KeyMaint] = cutReason(reason)
+				warning = fmt.Sprintf("the maintenance reason in the tags file is %d bytes, over the %d this release allows (an older release wrote it): it is kept, cut to %q",
+					len(reason), tags.MaxMaintLen, fileTags[tags.KeyMaint])
+			}
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("%q: %w", tags.KeyMaint, err)
 		}
 	}
 	user := make(map[string]string, len(fileTags))
 	for k, v := range fileTags {
 		if tags.IsReserved(k) {
 			if k != tags.KeyMaint {
-				return nil, fmt.Errorf("tag %q is reserved by shoal; only %q may appear in the file", k, tags.KeyMaint)
+				return nil, "", fmt.Errorf("tag %q is reserved by shoal; only %q may appear in the file", k, tags.KeyMaint)
 			}
 			continue
 		}
 		user[k] = v
 	}
 	if err := tags.CheckUserTags(user); err != nil {
-		return nil, fmt.Errorf("%w (fix or delete the file; it holds the tags set at runtime)", err)
+		return nil, "", fmt.Errorf("%w (fix or delete the file; it holds the tags set at runtime)", err)
 	}
-	return fileTags, nil
+	return fileTags, warning, nil
 }
 
-func (c *Config) checkTagsFile() (map[string]string, error) {
-	if c.TagsFile == "" {
-		return nil, nil
+// cutReason cuts a maintenance reason to tags.MaxMaintLen bytes, on a
+// character boundary.
+func cutReason(r string) string {
+	if len(r) <= tags.MaxMaintLen {
+		return r
 	}
-	t, err := ReadTagsFile(c.TagsFile)
+	n := tags.MaxMaintLen
+	for n > 0 && !utf8.RuneStart(r[n]) {
+		n--
+	}
+	return r[:n]
+}
+
+func (c *Config) checkTagsFile() (map[string]string, string, error) {
+	if c.TagsFile == "" {
+		return nil, "", nil
+	}
+	t, warn, err := ReadTagsFile(c.TagsFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := dirExists(c.TagsFile); err != nil {
-			return nil, fieldErr("tags_file", c.TagsFile, "cannot be created: %v", err)
+			return nil, "", fieldErr("tags_file", c.TagsFile, "cannot be created: %v", err)
 		}
-		return nil, nil
+		return nil, "", nil
 	}
 	if err != nil {
-		return nil, fieldErr("tags_file", c.TagsFile, "%v", err)
+		return nil, "", fieldErr("tags_file", c.TagsFile, "%v", err)
 	}
-	return t, nil
+	if warn != "" {
+		warn = fmt.Sprintf("tags_file %s: %s", c.TagsFile, warn)
+	}
+	return t, warn, nil
 }
 
 // CheckMaintReason rejects maintenance reasons that the tag would not carry
@@ -179,6 +216,11 @@ func CheckMaintReason(r string) error {
 	if len(r) > tags.MaxMaintLen {
 		return fmt.Errorf("maintenance reason is %d bytes; the most is %d", len(r), tags.MaxMaintLen)
 	}
+	return checkReasonText(r)
+}
+
+// checkReasonText rejects a maintenance reason that is not printable UTF-8.
+func checkReasonText(r string) error {
 	if !utf8.ValidString(r) {
 		return errors.New("maintenance reason is not valid UTF-8")
 	}

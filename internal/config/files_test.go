@@ -1,12 +1,15 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
@@ -139,5 +142,52 @@ func TestCheckFilesHandlerWarnings(t *testing.T) {
 		!strings.Contains(f.Warnings[0], "permission denied") ||
 		!strings.Contains(f.Warnings[1], `event_handlers[2] (--event-handler) "/nonexistent/handler"`) {
 		t.Errorf("warnings:\n%s", strings.Join(f.Warnings, "\n"))
+	}
+}
+
+// TestTagsFileLegacyMaintReason: a maintenance reason of up to
+// LegacyMaxMaintLen bytes, which older releases wrote, keeps the node in
+// maintenance, cut to tags.MaxMaintLen bytes on a character boundary with a
+// warning; a longer one is still refused, naming the limit.
+func TestTagsFileLegacyMaintReason(t *testing.T) {
+	dir := t.TempDir()
+	// 63 ASCII bytes then "é" (2 bytes) straddles the 64-byte limit.
+	old := strings.Repeat("a", tags.MaxMaintLen-1) + "é" + strings.Repeat("b", LegacyMaxMaintLen-tags.MaxMaintLen-1)
+	if len(old) != LegacyMaxMaintLen {
+		t.Fatalf("test reason is %d bytes", len(old))
+	}
+	for _, tc := range []struct {
+		reason, want, warn, err string
+	}{
+		{"upgrade", "upgrade", "", ""},
+		{strings.Repeat("x", tags.MaxMaintLen), strings.Repeat("x", tags.MaxMaintLen), "", ""},
+		{old, strings.Repeat("a", tags.MaxMaintLen-1), "128 bytes, over the 64 this release allows", ""},
+		{strings.Repeat("x", LegacyMaxMaintLen+1), "", "", "maintenance reason is 129 bytes; the most is 64"},
+		{strings.Repeat("x", 100) + "\x01", "", "", "non-printable"},
+	} {
+		path := filepath.Join(dir, "tags.json")
+		data, _ := json.Marshal(map[string]string{"dc": "east", "maint": tc.reason})
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c := Default()
+		c.Node, c.Role, c.TagsFile = "n1", tags.RoleApp, path
+		f, err := c.CheckFiles(checkEnv, os.Geteuid())
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("reason of %d bytes: error %v, want %q", len(tc.reason), err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("reason of %d bytes: %v", len(tc.reason), err)
+		}
+		if got := f.Tags[tags.KeyMaint]; got != tc.want || !utf8.ValidString(got) || f.Tags["dc"] != "east" {
+			t.Errorf("reason of %d bytes: loaded %q, want %q", len(tc.reason), got, tc.want)
+		}
+		warned := strings.Join(f.Warnings, "\n")
+		if (tc.warn == "") != (warned == "") || !strings.Contains(warned, tc.warn) || tc.warn != "" && !strings.Contains(warned, path) {
+			t.Errorf("reason of %d bytes: warnings %q, want one with %q", len(tc.reason), f.Warnings, tc.warn)
+		}
 	}
 }

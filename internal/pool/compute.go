@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/shoaldb/shoal/internal/tags"
 )
@@ -17,6 +18,14 @@ import (
 // the order of members. If members holds the same name twice (serf never
 // does), one of them is used, chosen by content, not by position.
 func Compute(members []Member, policy Policy, prev *Pool) *Pool {
+	p, _ := ComputeFresh(members, policy, prev, Freshness{})
+	return p
+}
+
+// ComputeFresh is Compute that also judges each replica's freshness against
+// the writer's GTID position (f; see judgeFreshness), and returns the lags
+// it judged by.
+func ComputeFresh(members []Member, policy Policy, prev *Pool, f Freshness) (*Pool, Lags) {
 	byCluster := map[string][]eval{}
 	for _, m := range dedupe(members) {
 		if m.Tags[tags.KeyRole] != tags.RoleDB {
@@ -26,15 +35,17 @@ func Compute(members []Member, policy Policy, prev *Pool) *Pool {
 		byCluster[c] = append(byCluster[c], evaluate(m, policy))
 	}
 	p := &Pool{}
+	lags := Lags{Nodes: map[string]map[string]Lag{}}
 	for _, name := range slices.Sorted(maps.Keys(byCluster)) {
-		p.Clusters = append(p.Clusters, buildCluster(name, byCluster[name], policy, prev.Cluster(name).Writer()))
+		lags.Nodes[name] = map[string]Lag{}
+		p.Clusters = append(p.Clusters, buildCluster(name, byCluster[name], policy, prev.Cluster(name).Writer(), f, lags.Nodes[name], &lags.Recheck))
 	}
-	return p
+	return p, lags
 }
 
 // buildCluster applies the cluster-wide rules: writer selection and conflict,
 // the replicas' source, writer serving reads, and the floors.
-func buildCluster(name string, evals []eval, policy Policy, prevWriter string) Cluster {
+func buildCluster(name string, evals []eval, policy Policy, prevWriter string, f Freshness, lags map[string]Lag, recheck *time.Time) Cluster {
 	c := Cluster{Name: name}
 	var writers, softWriters, readers, softReaders []eval
 	for _, e := range evals {
@@ -61,11 +72,25 @@ func buildCluster(name string, evals []eval, policy Policy, prevWriter string) C
 		c.Out = append(c.Out, e.node)
 	}
 	softReaders = append(softReaders, pickWriter(&c, writers, floored, prevWriter)...)
+	var writer *eval
 	if w := c.Writer(); w != "" {
-		writerID := writers[slices.IndexFunc(writers, func(e eval) bool { return e.node.Name == w })].serverID
-		readers = c.dropWrongSource(readers, writerID)
-		softReaders = c.dropWrongSource(softReaders, writerID)
+		writer = &writers[slices.IndexFunc(writers, func(e eval) bool { return e.node.Name == w })]
+		readers = c.dropWrongSource(readers, writer.serverID)
+		softReaders = c.dropWrongSource(softReaders, writer.serverID)
 	}
+	judgeFreshness(readers, writer, f, policy, lags, recheck)
+	judgeFreshness(softReaders, writer, f, policy, lags, recheck)
+	// A reader judged stale moves to the soft readers, a soft one judged
+	// fresh to the readers.
+	var fresh, soft []eval
+	for _, e := range slices.Concat(readers, softReaders) {
+		if e.kind == kindReader {
+			fresh = append(fresh, e)
+		} else {
+			soft = append(soft, e)
+		}
+	}
+	readers, softReaders = fresh, soft
 	for _, e := range readers {
 		c.Readers = append(c.Readers, e.node)
 	}
@@ -164,7 +189,7 @@ func (c *Cluster) readerFloor(soft []eval, policy Policy) {
 	var stale []eval
 	for _, e := range soft {
 		switch {
-		case fallback != ReadFallbackStaleReader && (e.node.Reason == ReasonLag || e.node.Reason == ReasonReplicationStopped):
+		case fallback != ReadFallbackStaleReader && e.node.Reason.stale():
 			stale = append(stale, e)
 		case need > 0:
 			need--

@@ -2,10 +2,13 @@
 // which take reads, and why every other one is out.
 //
 // [Compute] is a pure function of the member list and a [Policy]: every agent
-// that sees the same members computes the same pool, sorted by name. Two small
-// stateful helpers take injected time and never read the clock:
-// [IsolationDetector] tells an agent when it, rather than the cluster, is
-// probably cut off, and [Damper] holds back a flapping reader. [Diff] turns
+// that sees the same members computes the same pool, sorted by name.
+// [ComputeFresh] adds replica freshness from a [History] of GTID positions,
+// which each agent records with its own receipt times, so agents agree on it
+// up to the gossip delay. The stateful helpers take injected time and never
+// read the clock: [History], [IsolationDetector], which tells an agent when
+// it, rather than the cluster, is probably cut off, and [Damper], which holds
+// back a flapping reader. [Diff] turns
 // two pools into the changes that drive sinks, hooks and history.
 //
 // # Rules
@@ -35,8 +38,17 @@
 // made from the gossiped members alone is the same on every agent.
 //
 // Reader: a passing node with read_only=ON whose replication IO and SQL
-// threads run and whose lag is known and at most Policy.MaxLag (Galera nodes:
-// passing and synced is enough).
+// threads run and whose lag is at most Policy.MaxLag (Galera nodes: passing
+// and synced is enough). The lag is measured against the writer when both
+// publish a GTID position ([ComputeFresh] with a [History]): the time since
+// this agent saw the writer pass the replica's position, by this agent's own
+// clock, whatever the replica's Seconds_Behind_Master and IO thread say (a
+// silently cut link leaves them at 0 and Yes for slave_net_timeout); a
+// replica over max_lag is out with reason stale. A replica whose position
+// covers the writer's has no lag, so an idle cluster is never stale. Without
+// GTID positions (no GTID, more than tags.MaxDomains domains, an older agent,
+// no writer) the replica's Seconds_Behind_Master is the lag: known and at
+// most max_lag, or out with reason lag.
 //
 // Wrong source: while the cluster has a writer with a known server_id, a
 // read-only replica whose published source server_id is known and differs
@@ -46,7 +58,7 @@
 // writer's, possibly never will be, so the reason is hard: the floor never
 // keeps it. A source of 0 (unknown, an older agent) keeps the rules above.
 //
-// Floor: soft reasons (warning, replication-stopped, lag) never drain a role
+// Floor: soft reasons (warning, replication-stopped, lag, stale) never drain a role
 // below its minimum. If fewer than Policy.MinReaders readers remain, the
 // least-bad soft-out read-only nodes are kept in with reason floor: known lag
 // before unknown, least lag first, then by name. The writer floor is one: when
@@ -56,8 +68,8 @@
 // lagging writer is not a thing and a read-only server is not a writer.
 //
 // Read fallback: Policy.ReadFallback says what the reader floor does with a
-// stale candidate (reason lag or replication-stopped; a warning is not
-// stale). stale-reader (and the zero value) keeps it as above. none never
+// stale candidate (reason lag, stale or replication-stopped; a warning is
+// not stale). stale-reader (and the zero value) keeps it as above. none never
 // keeps it. writer (DefaultSettings) never keeps it while the cluster has
 // a passing writer (not one kept by the floor): if the floor still lacks
 // readers that only stale candidates could give, the writer is listed among
@@ -84,7 +96,8 @@
 //	galera-not-synced    out     Galera node not Synced or not in the primary component (or critical from that, until it rises)
 //	warning              out     the probe says warning (soft)
 //	replication-stopped  out     read-only, but replication is not configured or a thread is stopped (soft)
-//	lag                  out     replication lag above max_lag or unknown (soft)
+//	lag                  out     Seconds_Behind_Master above max_lag or unknown, when GTID positions are not known (soft)
+//	stale                out     the writer passed the replica's GTID position more than max_lag ago, whatever the replica reports (soft)
 //	wrong-source         out     read-only replica whose source server_id is known and is not the writer's (Detail names both)
 //	conflict             out     writable while another node of the cluster is writable too
 //	damped               out     flapping (health removals only): re-entry held by the Damper until Node.Until

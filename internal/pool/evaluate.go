@@ -29,6 +29,10 @@ type eval struct {
 	// replica, the server_id of its replication source (0: unknown, an
 	// older agent, or not a replica): see dropWrongSource.
 	serverID, sourceID uint32
+	// replica is a read-only, non-Galera server with a replication source:
+	// its freshness is judged against the writer (judgeFreshness).
+	replica bool
+	pos     tags.Position // its GTID position, unknown without GTID
 }
 
 // wsrepReason is the probe's reason code (probe.ReasonWsrep) for a Galera
@@ -80,8 +84,10 @@ func evaluate(m Member, p Policy) eval {
 	e.galera = h.Galera
 	e.lagKnown, e.lag = h.LagKnown, h.LagSeconds
 	e.serverID = h.ServerID
+	e.pos = h.Position
 	if h.ReadOnly && h.Replica && !h.Galera {
 		e.sourceID = h.SourceServerID
+		e.replica = true
 	}
 	soft := func(k kind, r Reason, detail string) eval {
 		e.kind, e.node.Reason, e.node.Detail = k, r, detail

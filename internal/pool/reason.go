@@ -22,6 +22,7 @@ const (
 	ReasonWarning            Reason = "warning"
 	ReasonReplicationStopped Reason = "replication-stopped"
 	ReasonLag                Reason = "lag"
+	ReasonStale              Reason = "stale"
 	ReasonWrongSource        Reason = "wrong-source"
 	ReasonConflict           Reason = "conflict"
 	ReasonDamped             Reason = "damped"
@@ -33,30 +34,36 @@ func Reasons() []Reason {
 	return []Reason{
 		ReasonFloor, ReasonFallback, ReasonBadName, ReasonBadTags, ReasonMaintenance, ReasonLeaving, ReasonLeft, ReasonAgentFailed,
 		ReasonNoHealth, ReasonBadHealthTag, ReasonCritical, ReasonGaleraNotSynced,
-		ReasonWarning, ReasonReplicationStopped, ReasonLag, ReasonWrongSource, ReasonConflict, ReasonDamped,
+		ReasonWarning, ReasonReplicationStopped, ReasonLag, ReasonStale, ReasonWrongSource, ReasonConflict, ReasonDamped,
 	}
 }
 
 // Soft reports whether r is a soft reason: one the floor may override.
 func (r Reason) Soft() bool {
 	switch r {
-	case ReasonWarning, ReasonReplicationStopped, ReasonLag:
+	case ReasonWarning, ReasonReplicationStopped, ReasonLag, ReasonStale:
 		return true
 	}
 	return false
 }
 
+// stale reports whether r says a replica's data may be old: the soft
+// reasons pool.read_fallback decides about.
+func (r Reason) stale() bool {
+	return r == ReasonLag || r == ReasonReplicationStopped || r == ReasonStale
+}
+
 // Health reports whether r is a health reason: the node's agent or database
 // is failing by itself (the agent failed, the health tag is missing or bad,
 // the probe says critical or warning, Galera is not synced, replication is
-// stopped or lags). Only removals for a health reason count as flaps
+// stopped, lags or is stale). Only removals for a health reason count as flaps
 // (Damper); maintenance, a graceful leave, bad names or tags, writer
 // conflicts and a replica re-pointed at another source (wrong-source) are
 // what an operator or a failover tool did, not what the node suffered.
 func (r Reason) Health() bool {
 	switch r {
 	case ReasonAgentFailed, ReasonNoHealth, ReasonBadHealthTag, ReasonCritical, ReasonGaleraNotSynced,
-		ReasonWarning, ReasonReplicationStopped, ReasonLag:
+		ReasonWarning, ReasonReplicationStopped, ReasonLag, ReasonStale:
 		return true
 	}
 	return false

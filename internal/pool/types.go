@@ -83,7 +83,7 @@ type Policy struct {
 	// WriterServesReads lists the writer among the readers too.
 	WriterServesReads bool
 	// ReadFallback says what the reader floor does with a stale reader
-	// (lag, replication-stopped). The zero value is ReadFallbackStaleReader,
+	// (stale, lag, replication-stopped). The zero value is ReadFallbackStaleReader,
 	// the floor of old; DefaultSettings has ReadFallbackWriter.
 	ReadFallback ReadFallback
 }

@@ -152,11 +152,13 @@ func (p *Probe) collect(ctx context.Context) (f Facts, replErr, err error) {
 	if err != nil {
 		var me *mysql.MySQLError
 		if errors.As(err, &me) {
+			readPosition(si, &f)
 			return f, err, nil
 		}
 		return Facts{}, nil, err
 	}
 	f.Replication = repl
+	readPosition(si, &f)
 	return f, nil, nil
 }
 

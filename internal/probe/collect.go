@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/shoaldb/shoal/internal/tags"
 )
 
 // readServerInfo runs serverInfoQuery (once per connection).
@@ -39,6 +41,10 @@ func collectVariables(ctx context.Context, c *sql.Conn, si serverInfo, f *Facts)
 	if si.hasSuperReadOnly {
 		dest = append(dest, &superRO)
 	}
+	gtid := make([]sql.NullString, len(si.gtidColumns()))
+	for i := range gtid {
+		dest = append(dest, &gtid[i])
+	}
 	if si.wsrepOn {
 		dest = append(dest, &wsrepState, &wsrepCluster)
 	}
@@ -49,6 +55,10 @@ func collectVariables(ctx context.Context, c *sql.Conn, si serverInfo, f *Facts)
 	f.ReadOnly = readOnly.Int64 != 0
 	f.HasSuperReadOnly = si.hasSuperReadOnly
 	f.SuperReadOnly = superRO.Int64 != 0
+	f.gtid = [3]string{}
+	for i, v := range gtid {
+		f.gtid[i] = v.String
+	}
 	if si.wsrepOn {
 		f.Galera.Enabled = true
 		f.Galera.LocalState, _ = strconv.Atoi(wsrepState.String)
@@ -117,6 +127,9 @@ func parseReplication(cols []string, rows [][]sql.NullString) Replication {
 		r.IORunning = r.IORunning && strings.EqualFold(io, "Yes")
 		r.IOConnecting = r.IOConnecting || strings.EqualFold(io, "Connecting")
 		r.SQLRunning = r.SQLRunning && strings.EqualFold(get(row, "slave_sql_running", "replica_sql_running").String, "Yes")
+		if r.SourceUUID == "" {
+			r.SourceUUID = get(row, "source_uuid", "master_uuid").String
+		}
 		if r.SourceServerID == 0 {
 			id, _ := strconv.ParseUint(get(row, "master_server_id", "source_server_id").String, 10, 32)
 			r.SourceServerID = uint32(id)
@@ -145,4 +158,19 @@ func parseReplication(cols []string, rows [][]sql.NullString) Replication {
 		r.LagSeconds = 0
 	}
 	return r
+}
+
+// readPosition sets f's GTID position, or the note saying why it is
+// unknown, from the GTID columns collectVariables read and, on MySQL, the
+// replication status.
+func readPosition(si serverInfo, f *Facts) {
+	switch {
+	case !si.hasGTID():
+		f.Position, f.PositionNote = tags.Position{}, "no GTID position (server "+shortValue(si.version)+" has no GTID support)"
+	case si.flavor == FlavorMariaDB:
+		f.Position, f.PositionNote = parseMariaDBPosition(f.gtid[0])
+	default:
+		f.Position, f.PositionNote = parseMySQLPosition(f.gtid[0], f.gtid[1], f.gtid[2], f.ReadOnly, f.Replication)
+	}
+	f.gtid = [3]string{}
 }

@@ -80,16 +80,19 @@ func TestServerInfo(t *testing.T) {
 		checkCols string
 	}{
 		{map[string]string{"version": "10.11.19-MariaDB-0+deb12u1-log", "version_comment": "Debian 12", "wsrep_on": "OFF"},
-			FlavorMariaDB, "SHOW ALL SLAVES STATUS", "SELECT @@global.server_id, @@global.read_only"},
+			FlavorMariaDB, "SHOW ALL SLAVES STATUS", "SELECT @@global.server_id, @@global.read_only, @@global.gtid_current_pos"},
 		{map[string]string{"version": "10.6.16-MariaDB", "wsrep_on": "ON"},
 			FlavorMariaDB, "SHOW ALL SLAVES STATUS",
-			"SELECT @@global.server_id, @@global.read_only, (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'wsrep_local_state'), (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'wsrep_cluster_status')"},
+			"SELECT @@global.server_id, @@global.read_only, @@global.gtid_current_pos, (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'wsrep_local_state'), (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'wsrep_cluster_status')"},
 		{map[string]string{"version": "8.0.36", "version_comment": "MySQL Community Server - GPL", "super_read_only": "OFF"},
-			FlavorMySQL, "SHOW REPLICA STATUS", "SELECT @@global.server_id, @@global.read_only, @@global.super_read_only"},
+			FlavorMySQL, "SHOW REPLICA STATUS", "SELECT @@global.server_id, @@global.read_only, @@global.super_read_only, @@global.gtid_mode, @@global.gtid_executed, @@global.server_uuid"},
 		{map[string]string{"version": "8.0.21", "super_read_only": "OFF"}, FlavorMySQL, "SHOW SLAVE STATUS", ""},
 		{map[string]string{"version": "5.7.44-log", "super_read_only": "ON"}, FlavorMySQL, "SHOW SLAVE STATUS", ""},
 		{map[string]string{"version": "8.4.0"}, FlavorMySQL, "SHOW REPLICA STATUS", ""},
-		{map[string]string{"version": "5.5.5-10.4.1", "version_comment": "mariadb.org binary distribution"}, FlavorMariaDB, "SHOW ALL SLAVES STATUS", ""},
+		{map[string]string{"version": "5.5.5-10.4.1", "version_comment": "mariadb.org binary distribution"}, FlavorMariaDB, "SHOW ALL SLAVES STATUS",
+			"SELECT @@global.server_id, @@global.read_only, @@global.gtid_current_pos"},
+		{map[string]string{"version": "5.5.68-MariaDB"}, FlavorMariaDB, "SHOW ALL SLAVES STATUS", "SELECT @@global.server_id, @@global.read_only"},
+		{map[string]string{"version": "5.6.4"}, FlavorMySQL, "SHOW SLAVE STATUS", "SELECT @@global.server_id, @@global.read_only"},
 	}
 	for _, tc := range tests {
 		si := parseServerInfo(tc.vars)

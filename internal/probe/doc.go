@@ -18,7 +18,7 @@
 //
 // Every Interval (default 250 ms) a check runs two statements:
 //
-//	SELECT @@global.server_id, @@global.read_only [, @@global.super_read_only] [, wsrep status]
+//	SELECT @@global.server_id, @@global.read_only [, @@global.super_read_only] [, GTID] [, wsrep status]
 //	SHOW ALL SLAVES STATUS   (MariaDB; MySQL >= 8.0.22: SHOW REPLICA STATUS; older: SHOW SLAVE STATUS)
 //
 // so at most 8 statements per second at the default interval. Version,
@@ -26,6 +26,16 @@
 // read once per connection with one SHOW GLOBAL VARIABLES. The Galera status
 // (wsrep_local_state, wsrep_cluster_status) is part of the SELECT only when
 // wsrep_on is ON.
+//
+// The GTID columns read the server's GTID position at no extra round trip:
+// @@gtid_current_pos on MariaDB >= 10.0.2 (per domain the sequence number,
+// the server id dropped); @@gtid_mode, @@gtid_executed and @@server_uuid on
+// MySQL >= 5.6.5, where a writable server's position is the highest
+// transaction of its own UUID and a read-only replica's that of its
+// source's UUID (Source_UUID), in a domain numbered by the UUID's CRC-32.
+// The MySQL reading is tested on table inputs only, never against a real
+// MySQL server. A server with more than tags.MaxDomains domains, none yet,
+// or no GTID support publishes no position, and Facts.PositionNote says why.
 //
 // Each check is bounded by Timeout (default 500 ms) twice: by its context
 // and by the driver's dial, read and write deadlines on the socket, so a
@@ -122,7 +132,7 @@
 //	-- MySQL 8 (and MariaDB < 10.5.9)
 //	GRANT REPLICATION CLIENT ON *.* TO 'shoal'@'localhost';
 //
-// @@read_only, @@server_id, SHOW VARIABLES and the wsrep status variables
-// need no privilege. (For TCP, create the user for 127.0.0.1 as well, or
+// @@read_only, @@server_id, the GTID variables, SHOW VARIABLES and the
+// wsrep status variables need no privilege. (For TCP, create the user for 127.0.0.1 as well, or
 // instead.) MAX_USER_CONNECTIONS makes a connection leak impossible.
 package probe

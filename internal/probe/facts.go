@@ -18,6 +18,15 @@ type Facts struct {
 	ReadOnly         bool   `json:"read_only"`
 	HasSuperReadOnly bool   `json:"has_super_read_only"` // the variable exists (MySQL ≥ 5.7)
 	SuperReadOnly    bool   `json:"super_read_only"`
+	// Position is the server's GTID position (MariaDB's gtid_current_pos;
+	// on MySQL the highest transaction of the writer's UUID), unknown when
+	// PositionNote says why: no GTID support, none yet, more than
+	// tags.MaxDomains domains, an unreadable value.
+	Position     tags.Position `json:"-"`
+	PositionNote string        `json:"gtid_position_note,omitempty"`
+	// gtid holds the raw GTID columns between the SELECT and readPosition
+	// (which needs the replication status too); always zero after.
+	gtid [3]string
 
 	Replication Replication `json:"replication"`
 	Galera      Galera      `json:"galera"`
@@ -41,6 +50,10 @@ type Replication struct {
 	// replicates from (Master_Server_Id / Source_Server_Id); 0 when unknown
 	// (the IO thread never connected) or not a replica.
 	SourceServerID uint32 `json:"source_server_id,omitempty"`
+	// SourceUUID is the first channel's Source_UUID / Master_UUID (MySQL;
+	// MariaDB has no such column): whose transactions a MySQL replica's
+	// position counts.
+	SourceUUID string `json:"source_uuid,omitempty"`
 	// LagKnown is false when any channel's Seconds_Behind_Master/Source is
 	// NULL (SQL thread stopped, IO thread reconnecting); LagSeconds is then 0.
 	LagKnown   bool  `json:"lag_known"`
@@ -95,6 +108,7 @@ func (s Status) Health(port uint16) tags.Health {
 		LagSeconds:     uint32(min(max(r.LagSeconds, 0), tags.MaxLagSeconds)),
 		ServerID:       f.ServerID,
 		SourceServerID: r.SourceServerID,
+		Position:       f.Position,
 		Galera:         f.Galera.Enabled,
 		GaleraSynced:   f.Galera.Enabled && f.Galera.Healthy(),
 		Port:           port,

@@ -18,7 +18,8 @@ func TestHealthMapsEveryFact(t *testing.T) {
 			ReadOnly: true, HasSuperReadOnly: true, SuperReadOnly: true,
 			Replication: Replication{Known: true, Channels: 1, IORunning: true, SQLRunning: true,
 				LagKnown: true, LagSeconds: 3, SourceServerID: 1},
-			Galera: Galera{Enabled: true, LocalState: GaleraSynced, ClusterStatus: "Primary"},
+			Position: tags.Position{N: 1, Domains: [tags.MaxDomains]tags.Domain{{ID: 0, Seq: 9}}},
+			Galera:   Galera{Enabled: true, LocalState: GaleraSynced, ClusterStatus: "Primary"},
 		},
 	}
 	h := st.Health(3307)
@@ -36,10 +37,10 @@ func TestHealthMapsEveryFact(t *testing.T) {
 func TestHealthPublishesKnownFacts(t *testing.T) {
 	st := Status{
 		State: StatePassing, Reason: ReasonOK,
-		Known: Facts{Reachable: true, ServerID: 5, ReadOnly: true},
+		Known: Facts{Reachable: true, ServerID: 5, ReadOnly: true, Position: tags.Position{N: 1, Domains: [tags.MaxDomains]tags.Domain{{ID: 0, Seq: 9}}}},
 		Last:  Result{Outcome: OutcomeFail, Reason: ReasonTimeout},
 	}
-	want := tags.Health{State: tags.Passing, ServerID: 5, ReadOnly: true}
+	want := tags.Health{State: tags.Passing, ServerID: 5, ReadOnly: true, Position: st.Known.Position}
 	if got := st.Health(0); got != want {
 		t.Fatalf("Health = %+v, want %+v", got, want)
 	}

@@ -81,13 +81,16 @@ func (si serverInfo) replicationQuery() string {
 }
 
 // checkQuery is the per-check SELECT. Its columns, in order: server_id,
-// read_only, then super_read_only if the server has it, then the two wsrep
-// status values if wsrep is on.
+// read_only, then super_read_only if the server has it, then the GTID
+// variables (gtidColumns), then the two wsrep status values if wsrep is on.
 func (si serverInfo) checkQuery() string {
 	var b strings.Builder
 	b.WriteString("SELECT @@global.server_id, @@global.read_only")
 	if si.hasSuperReadOnly {
 		b.WriteString(", @@global.super_read_only")
+	}
+	for _, c := range si.gtidColumns() {
+		b.WriteString(", " + c)
 	}
 	if si.wsrepOn {
 		table := "information_schema.GLOBAL_STATUS"

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,38 @@ func TestProbePrimary(t *testing.T) {
 			}
 			t.Logf("%s seen after %s", q, e.at.Sub(t1).Round(time.Millisecond))
 		}
+	})
+
+	t.Run("gtid position and domains", func(t *testing.T) {
+		// Writes in a second domain add it to the position; a third leaves
+		// the position unknown, with a note saying why.
+		conn, err := srv.DB().Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		exec := func(q string) {
+			t.Helper()
+			if _, err := conn.ExecContext(context.Background(), q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		exec("CREATE DATABASE IF NOT EXISTS gtidtest")
+		m := rec.mark()
+		exec("SET SESSION gtid_domain_id = 7")
+		exec("CREATE TABLE gtidtest.t (id INT)")
+		e := rec.await(t, m, 5*time.Second, "2 domains", func(e Event) bool { return e.Status.Known.Position.N == 2 })
+		if d := e.Status.Known.Position.Domains[1]; d.ID != 7 || d.Seq != 1 || e.Status.Health(0).Position != e.Status.Known.Position {
+			t.Errorf("position %v, want domain 7 at 1", e.Status.Known.Position)
+		}
+		m = rec.mark()
+		exec("SET SESSION gtid_domain_id = 8")
+		exec("INSERT INTO gtidtest.t VALUES (1)")
+		e = rec.await(t, m, 5*time.Second, "3 domains", func(e Event) bool { return !e.Status.Known.Position.Known() })
+		if note := e.Status.Known.PositionNote; note != "3 GTID domains; shoal compares at most 2" || e.Status.Health(0).Position.Known() || e.Status.State != StatePassing {
+			t.Errorf("3 domains: note %q, health %+v", note, e.Status.Health(0))
+		}
+		t.Logf("3 domains: %s", e.Status.Known.PositionNote)
 	})
 
 	t.Run("query rate and one connection", func(t *testing.T) {
@@ -150,6 +183,40 @@ func TestProbeReplica(t *testing.T) {
 	if h := e.Status.Health(0); r.SourceServerID != uint32(primary.ServerID()) || h.SourceServerID != r.SourceServerID {
 		t.Errorf("source server_id %d, published %d, want the primary's %d", r.SourceServerID, h.SourceServerID, primary.ServerID())
 	}
+
+	t.Run("gtid position", func(t *testing.T) {
+		// The replica's position equals the primary's once caught up, and
+		// both advance with the primary's writes; the primary's is read by
+		// a probe of its own.
+		createProbeUser(t, primary, probeUser, "SLAVE MONITOR")
+		_, prec := startProbe(t, primary, nil)
+		pe := prec.await(t, 0, 10*time.Second, "primary passing", isState(StatePassing))
+		p0 := pe.Status.Known.Position
+		if !p0.Known() || pe.Status.Known.PositionNote != "" || pe.Status.Health(0).Position != p0 {
+			t.Fatalf("primary position %v, note %q", p0, pe.Status.Known.PositionNote)
+		}
+		var primaryPos string
+		if err := primary.DB().QueryRow("SELECT @@gtid_current_pos").Scan(&primaryPos); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("primary gtid_current_pos %q, published %s", primaryPos, p0)
+		pm, m := prec.mark(), rec.mark()
+		for i := range 3 {
+			primary.MustExec(fmt.Sprintf("INSERT INTO d.t (v) VALUES (%d)", i))
+		}
+		want := p0
+		want.Domains[0].Seq += 3
+		prec.await(t, pm, 5*time.Second, "primary position +3", func(e Event) bool { return e.Status.Known.Position == want })
+		e := rec.await(t, m, 10*time.Second, "replica caught up", func(e Event) bool { return e.Status.Known.Position == want })
+		if e.Status.Health(0).Position != want || e.Status.Known.PositionNote != "" {
+			t.Errorf("replica health position %v note %q, want %v", e.Status.Health(0).Position, e.Status.Known.PositionNote, want)
+		}
+		for _, st := range rec.since(m) {
+			if pos := st.Status.Known.Position; !pos.Known() || want.Behind(pos) != 0 {
+				t.Errorf("replica position %v is unknown or ahead of the primary's %v", pos, want)
+			}
+		}
+	})
 
 	t.Run("SQL thread stopped", func(t *testing.T) {
 		m := rec.mark()

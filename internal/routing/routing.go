@@ -48,6 +48,9 @@ type Update struct {
 	// Generation numbers the updates handed to listeners: 1, 2, 3, ...; 0
 	// before the first. Sinks report the last they applied (package sink).
 	Generation uint64
+	// Lags is each replica's lag as of the latest recompute, which may be
+	// later than At: lags change without the pool changing.
+	Lags pool.Lags
 }
 
 // Listener receives updates, in order, from the router goroutine. It must
@@ -69,6 +72,10 @@ type Router struct {
 
 	damper *pool.Damper
 	iso    *pool.IsolationDetector
+	hist   *pool.History // the GTID positions seen, for replica freshness
+	// recheck is when a replica judged fresh turns stale if nothing is
+	// gossiped (pool.Lags.Recheck): Run recomputes then.
+	recheck time.Time
 
 	lastIn  map[string]map[string]inRole // cluster → node → when last in a role
 	isoBase *pool.Pool                   // while isolated: who was in within the window
@@ -95,6 +102,7 @@ func New(cfg Config, members func() []pool.Member, log *slog.Logger) *Router {
 		trigger: make(chan struct{}, 1),
 		damper:  pool.NewDamper(cfg.Damp),
 		iso:     pool.NewIsolationDetector(cfg.IsolationWindow),
+		hist:    pool.NewHistory(0),
 		cur:     Update{Pool: &pool.Pool{}, Routed: &pool.Pool{}},
 	}
 }
@@ -121,17 +129,23 @@ func (r *Router) Current() Update {
 	return r.cur
 }
 
-// Run recomputes on triggers and every Resync until ctx ends.
+// Run recomputes on triggers, every Resync, and when a replica is due to
+// turn stale, until ctx ends.
 func (r *Router) Run(ctx context.Context) {
 	t := r.clock.NewTicker(r.cfg.Resync)
 	defer t.Stop()
 	r.step()
 	for {
+		var due <-chan time.Time // nil: no replica is due
+		if !r.recheck.IsZero() {
+			due = r.clock.After(max(r.recheck.Sub(r.clock.Now()), 0))
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.trigger:
 		case <-t.Chan():
+		case <-due:
 		}
 		r.step()
 	}
@@ -147,7 +161,9 @@ func (r *Router) step() {
 	now := r.clock.Now()
 	members := r.members()
 	prev := r.Current()
-	computed := pool.Compute(members, r.cfg.Policy, prev.Pool)
+	r.hist.Observe(now, members)
+	computed, lags := pool.ComputeFresh(members, r.cfg.Policy, prev.Pool, pool.Freshness{Now: now, History: r.hist})
+	r.recheck = lags.Recheck
 	next := computed
 	if !r.cfg.NoDamping {
 		next = r.damper.Apply(now, computed, r.cfg.Policy)
@@ -156,12 +172,12 @@ func (r *Router) step() {
 	changes := pool.Diff(prev.Pool, next)
 	if len(changes) == 0 && iso.Isolated == prev.Isolated && samePool(prev.Pool, next) {
 		r.mu.Lock()
-		r.cur.Isolation = iso
+		r.cur.Isolation, r.cur.Lags = iso, lags
 		r.mu.Unlock()
 		return
 	}
 	u := Update{At: now, Pool: next, Routed: next, Changes: changes, Isolated: iso.Isolated, Isolation: iso,
-		Generation: prev.Generation + 1}
+		Generation: prev.Generation + 1, Lags: lags}
 	// Every node of the previous pool held its role until now, however long
 	// ago that pool was computed: a steady pool is recomputed without an
 	// update, and a node this step drops was in its role until this step.

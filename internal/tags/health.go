@@ -266,7 +266,8 @@ func uintFact(key, json, label string, required bool, max uint64, p func(*Health
 
 // Normalize returns h as Encode publishes it: an unknown state becomes
 // Critical, the lag is clamped to MaxLagSeconds and zeroed when unknown,
-// GaleraSynced is cleared unless Galera, and the reason has every byte outside
+// GaleraSynced is cleared unless Galera, the position's domains are sorted
+// and unique (a domain given twice keeps its highest sequence number), and the reason has every byte outside
 // [A-Za-z0-9._:/-] replaced by '_' and is cut to MaxReasonLen bytes.
 // Decode(Encode(h)) == h.Normalize().
 func (h Health) Normalize() Health {
@@ -282,6 +283,7 @@ func (h Health) Normalize() Health {
 		h.GaleraSynced = false
 	}
 	h.Reason = cleanReason(h.Reason)
+	h.Position = h.Position.normalize()
 	return h
 }
 

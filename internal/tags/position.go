@@ -77,6 +77,13 @@ func (p Position) String() string {
 	return string(b)
 }
 
+// normalize returns p as NewPosition builds it: domains sorted and unique,
+// N at most MaxDomains, unused entries zero.
+func (p Position) normalize() Position {
+	q, _ := NewPosition(p.List()) // at most MaxDomains domains: no error
+	return q
+}
+
 // ErrTooManyDomains is returned by NewPosition for more than MaxDomains.
 var ErrTooManyDomains = fmt.Errorf("more than %d GTID domains", MaxDomains)
 

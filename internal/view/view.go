@@ -200,6 +200,8 @@ type LocalHealth struct {
 	Version      string
 	LastIOError  string
 	LastSQLError string
+	// PositionNote says why Health has no GTID position (probe.Facts).
+	PositionNote string
 	// Health is the health the probe's status publishes (probe.Status.Health):
 	// the facts of the schema (tags.Facts), as every agent sees them.
 	Health    tags.Health

@@ -39,9 +39,14 @@ type MemberHealth struct {
 	// SourceServerID is the server_id of the server it replicates from;
 	// absent when unknown or not a replica.
 	SourceServerID uint32 `json:"source_server_id,omitempty"`
-	Galera         bool   `json:"galera,omitempty"`
-	GaleraSynced   bool   `json:"galera_synced,omitempty"`
-	Port           uint16 `json:"port,omitempty"` // the MySQL port; 0: not published
+	// GTIDPosition is the server's GTID position, "domain:seq" per domain
+	// (at most two), comma separated; absent when unknown (no GTID yet,
+	// more than two domains, no GTID support): its freshness is then
+	// judged by Seconds_Behind_Master.
+	GTIDPosition string `json:"gtid_position,omitempty"`
+	Galera       bool   `json:"galera,omitempty"`
+	GaleraSynced bool   `json:"galera_synced,omitempty"`
+	Port         uint16 `json:"port,omitempty"` // the MySQL port; 0: not published
 	// Error says why the tag does not decode (the pool has the member out
 	// with reason no-health or bad-health-tag).
 	Error string `json:"error,omitempty"`
@@ -340,11 +345,15 @@ type LocalHealth struct {
 	Galera        bool   `json:"galera,omitempty"`
 	GaleraSynced  bool   `json:"galera_synced,omitempty"`
 	Port          uint16 `json:"port,omitempty"`
-	// SourceServerID: as in MemberHealth.
+	// SourceServerID, GTIDPosition: as in MemberHealth.
 	SourceServerID uint32 `json:"source_server_id,omitempty"`
-	LastIOError    string `json:"last_io_error,omitempty"`
-	LastSQLError   string `json:"last_sql_error,omitempty"`
-	Published      string `json:"published_tag"`
+	GTIDPosition   string `json:"gtid_position,omitempty"`
+	// GTIDPositionNote says why GTIDPosition is absent, e.g. "3 GTID
+	// domains; shoal compares at most 2".
+	GTIDPositionNote string `json:"gtid_position_note,omitempty"`
+	LastIOError      string `json:"last_io_error,omitempty"`
+	LastSQLError     string `json:"last_sql_error,omitempty"`
+	Published        string `json:"published_tag"`
 }
 
 // MaintRequest enables or disables maintenance on the agent's node.

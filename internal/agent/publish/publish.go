@@ -89,10 +89,11 @@ type Publisher struct {
 	written map[string]string // the tags last written to the tags file
 
 	// mu guards: health, wanted, status
-	mu     sync.Mutex
-	health tags.Health       // the health to publish (db agents)
-	wanted map[string]string // the user tags to publish, whatever was gossiped
-	status outcome           // the outcome of the last publish
+	mu        sync.Mutex
+	health    tags.Health       // the health to publish (db agents)
+	healthSet time.Time         // when health last changed (SetHealth's cadence)
+	wanted    map[string]string // the user tags to publish, whatever was gossiped
+	status    outcome           // the outcome of the last publish
 }
 
 // outcome is the outcome of the last publish.
@@ -142,17 +143,57 @@ func (p *Publisher) Init(user map[string]string) (map[string]string, error) {
 	return full, nil
 }
 
+// The publishing cadence of a health change that is only the GTID position
+// (every other fact equal): each publish is a gossip broadcast to every
+// agent, and a busy server's position changes at every check. The writer's
+// positions are the clock every agent measures replica lag against (their
+// receipt times date the writer's transactions), so they need resolution;
+// a replica's position only needs to be fresh enough to compare with them.
+// Any other change publishes at once, with the newest position.
+const (
+	// WriterPositionInterval is the least time between two position-only
+	// publishes of a writable server (read_only=0), less a tenth of slack
+	// for the probe's timing (positionInterval).
+	WriterPositionInterval = 250 * time.Millisecond
+	// ReaderPositionInterval is that of a read-only server.
+	ReaderPositionInterval = time.Second
+)
+
+// positionInterval is the position-only cadence of a server with health h,
+// less a tenth: the probe checks every 250 ms by default, as often as the
+// writer's cadence, and a check that comes a little early (its ticker's
+// jitter, a slower check before) must not be held to the check after,
+// which would halve the resolution.
+func positionInterval(h tags.Health) time.Duration {
+	d := WriterPositionInterval
+	if h.ReadOnly {
+		d = ReaderPositionInterval
+	}
+	return d - d/10
+}
+
 // SetHealth sets the health to publish: h with the sequence number of the
 // current health, advanced when the state changed. It wakes Run when the
-// health changed.
+// health changed, but a change of the GTID position alone only once
+// positionInterval has passed since the last publish of a health: until
+// then h is held, and the next call (the probe's next check, changed or
+// not) publishes it once the interval is over.
 func (p *Publisher) SetHealth(h tags.Health, stateChanged bool) {
+	now := p.cfg.Clock.Now()
 	p.mu.Lock()
 	h.Seq = p.health.Seq
 	if stateChanged {
 		h.Seq++
 	}
 	changed := h != p.health
-	p.health = h
+	samePos := h
+	samePos.Position = p.health.Position
+	if changed && samePos == p.health && now.Sub(p.healthSet) < positionInterval(h) {
+		changed = false // position only, too soon: held until a later call
+	}
+	if changed {
+		p.health, p.healthSet = h, now
+	}
 	p.mu.Unlock()
 	if changed {
 		p.MarkDirty()

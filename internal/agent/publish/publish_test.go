@@ -129,3 +129,110 @@ func TestStatusCountsFailures(t *testing.T) {
 		t.Fatalf("status = %+v", st)
 	}
 }
+
+// TestPositionCadence: a change of the GTID position alone is published at
+// most every WriterPositionInterval by a writable server and every
+// ReaderPositionInterval by a read-only one; a held position goes out at
+// the next check after the interval even when it has stopped changing; any
+// other change goes out at once, with the newest position.
+func TestPositionCadence(t *testing.T) {
+	pos := func(seq uint64) tags.Position {
+		p, err := tags.NewPosition([]tags.Domain{{ID: 0, Seq: seq}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		readOnly bool
+		interval time.Duration
+	}{{false, WriterPositionInterval}, {true, ReaderPositionInterval}} {
+		maint := ""
+		p := dbPublisher(t, &maint)
+		clock := p.cfg.Clock.(*clockwork.FakeClock)
+		woke := func() bool {
+			select {
+			case <-p.dirty:
+				return true
+			default:
+				return false
+			}
+		}
+		published := func() tags.Health {
+			full, err := p.fullTags(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := tags.Decode(full[tags.KeyHealth])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h
+		}
+		base := tags.Health{State: tags.Passing, ReadOnly: tc.readOnly, Port: 3306}
+		check := func(seq uint64) bool {
+			h := base
+			h.Position = pos(seq)
+			p.SetHealth(h, false)
+			return woke()
+		}
+		p.SetHealth(base, true)
+		woke()
+		// The first position is a change like any other: just after the
+		// state change it is held too.
+		if check(1) {
+			t.Fatalf("read_only=%v: a position right after a publish woke the publisher", tc.readOnly)
+		}
+		step := tc.interval / 5
+		var at time.Duration
+		for seq := uint64(2); at+step < tc.interval; seq++ {
+			clock.Advance(step)
+			at += step
+			if check(seq) {
+				t.Fatalf("read_only=%v: position %d published %s after the last publish, under %s", tc.readOnly, seq, at, tc.interval)
+			}
+		}
+		if got := published().Position; got.Known() {
+			t.Fatalf("read_only=%v: held position %v is in the tags", tc.readOnly, got)
+		}
+		// The position stops changing at 9; the next check after the
+		// interval publishes it.
+		clock.Advance(tc.interval - at)
+		if !check(9) {
+			t.Fatalf("read_only=%v: the held position was not published after %s", tc.readOnly, tc.interval)
+		}
+		if got := published().Position; got != pos(9) {
+			t.Fatalf("read_only=%v: published position %v, want 0:9", tc.readOnly, got)
+		}
+		if check(9) {
+			t.Fatalf("read_only=%v: an unchanged health woke the publisher", tc.readOnly)
+		}
+		// Any other change goes out at once, with the newest position.
+		clock.Advance(time.Millisecond)
+		h := base
+		h.Position, h.LagKnown = pos(10), true
+		p.SetHealth(h, false)
+		if !woke() || published().Position != pos(10) || !published().LagKnown {
+			t.Fatalf("read_only=%v: another change with a position was held: %+v", tc.readOnly, published())
+		}
+	}
+	if WriterPositionInterval >= ReaderPositionInterval {
+		t.Fatal("the writer's cadence must be the finer one")
+	}
+}
+
+// TestLoadKeepsLegacyMaint: a tags file written by an older release, with a
+// maintenance reason over tags.MaxMaintLen, still starts the node in
+// maintenance, with the reason cut.
+func TestLoadKeepsLegacyMaint(t *testing.T) {
+	maint := ""
+	p := dbPublisher(t, &maint)
+	long := strings.Repeat("r", 128)
+	if err := os.WriteFile(p.cfg.TagsFile, []byte(`{"dc":"eu","maint":"`+long+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := p.Load(nil)
+	if err != nil || !saved.InMaint || saved.Maint != long[:tags.MaxMaintLen] || saved.User["dc"] != "eu" {
+		t.Fatalf("Load = %+v, %v; want the node in maintenance, the reason cut to %d bytes", saved, err, tags.MaxMaintLen)
+	}
+}

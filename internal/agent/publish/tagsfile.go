@@ -33,7 +33,9 @@ func (p *Publisher) Load(configured map[string]string) (Saved, error) {
 	if path == "" {
 		return Saved{User: user}, nil
 	}
-	fileTags, err := config.ReadTagsFile(path)
+	// A warning (a maintenance reason cut to this release's limit) is
+	// config.CheckFiles' too, which the agent logs at start.
+	fileTags, _, err := config.ReadTagsFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Saved{User: user}, p.WriteTagsFile(user)
 	}

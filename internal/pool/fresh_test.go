@@ -1,0 +1,182 @@
+package pool
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/tags"
+)
+
+// gtid sets the member's GTID position to domain 0 at seq.
+func gtid(seq uint64) opt {
+	return func(m *Member) {
+		h, err := tags.Published(m.Tags)
+		if err != nil || h == nil {
+			panic("gtid: no health tag")
+		}
+		h.Position = tags.Position{N: 1, Domains: [tags.MaxDomains]tags.Domain{{ID: 0, Seq: seq}}}
+		m.Tags[tags.KeyHealth] = tags.Encode(*h)
+	}
+}
+
+// freshRun feeds a History the members at each time and computes the pool.
+type freshRun struct {
+	t      *testing.T
+	hist   *History
+	policy Policy
+	start  time.Time
+	prev   *Pool
+}
+
+func newFreshRun(t *testing.T, policy Policy) *freshRun {
+	return &freshRun{t: t, hist: NewHistory(0), policy: policy, start: time.Unix(1_700_000_000, 0)}
+}
+
+func (r *freshRun) at(sec float64, ms ...Member) (*Pool, Lags) {
+	now := r.start.Add(time.Duration(sec * float64(time.Second)))
+	r.hist.Observe(now, ms)
+	p, l := ComputeFresh(ms, r.policy, r.prev, Freshness{Now: now, History: r.hist})
+	r.prev = p
+	return p, l
+}
+
+// TestSilentCutIsStale: the replica reports IO running and lag 0 (a silently
+// cut link), but its position stopped while the writer's moved on: it is out
+// with reason stale once the writer passed its position more than max_lag
+// ago, not before, and the writer serves reads instead.
+func TestSilentCutIsStale(t *testing.T) {
+	r := newFreshRun(t, Policy{MaxLag: 5 * time.Second, MinReaders: 1, ReadFallback: ReadFallbackWriter})
+	// In step until t=10, then the replica stops at 100 while the writer
+	// goes on, one transaction a second.
+	for sec := 0; sec <= 10; sec++ {
+		p, l := r.at(float64(sec), writer("w", gtid(uint64(90+sec))), replica("r", 0, gtid(uint64(90+sec))))
+		if got := summary(p); got != "default{w[w] r[r] o[]}" {
+			t.Fatalf("t=%d in step: %s", sec, got)
+		}
+		if lag := l.Nodes["default"]["r"]; lag.Source != LagGTID || lag.Transactions != 0 || lag.Seconds != 0 {
+			t.Fatalf("t=%d in step: lag %+v", sec, lag)
+		}
+	}
+	var lastLag Lag
+	for sec := 11; sec <= 16; sec++ {
+		p, l := r.at(float64(sec), writer("w", gtid(uint64(90+sec))), replica("r", 0, gtid(100)))
+		lastLag = l.Nodes["default"]["r"]
+		// The writer passed 100 at t=11: at t=16, 5 s is not over 5 s.
+		if got := summary(p); got != "default{w[w] r[r] o[]}" {
+			t.Fatalf("t=%d: %s, want r still a reader", sec, got)
+		}
+		if due := r.start.Add(16*time.Second + time.Millisecond); !l.Recheck.Equal(due) {
+			t.Fatalf("t=%d: recheck %v, want %v", sec, l.Recheck, due)
+		}
+	}
+	if lastLag.Transactions != 6 || lastLag.Seconds != 5 || lastLag.AtLeast {
+		t.Fatalf("lag at t=16: %+v, want 6 transactions, 5 s", lastLag)
+	}
+	// At the recheck, with nothing new gossiped: stale.
+	p, l := r.at(16.001, writer("w", gtid(106)), replica("r", 0, gtid(100)))
+	if got := summary(p); got != "default{w[w] r[w:fallback] o[r:stale]}" {
+		t.Fatalf("after max_lag: %s", got)
+	}
+	if !l.Recheck.IsZero() {
+		t.Fatalf("recheck %v with no fresh replica behind", l.Recheck)
+	}
+	// Caught up: back in.
+	p, _ = r.at(20, writer("w", gtid(110)), replica("r", 0, gtid(110)))
+	if got := summary(p); got != "default{w[w] r[r] o[]}" {
+		t.Fatalf("caught up: %s", got)
+	}
+}
+
+// TestIdleIsNeverStale: with no writes the positions are equal however long
+// it lasts, and a replica whose Seconds_Behind_Master is high but whose
+// position covers the writer's is fresh.
+func TestIdleIsNeverStale(t *testing.T) {
+	r := newFreshRun(t, Policy{MaxLag: 5 * time.Second, MinReaders: 1, ReadFallback: ReadFallbackWriter})
+	for sec := 0; sec <= 3600; sec += 60 {
+		p, l := r.at(float64(sec), writer("w", gtid(42)), replica("r", 900, gtid(42)))
+		if got := summary(p); got != "default{w[w] r[r] o[]}" {
+			t.Fatalf("t=%d: %s", sec, got)
+		}
+		if !l.Recheck.IsZero() {
+			t.Fatalf("t=%d: recheck %v", sec, l.Recheck)
+		}
+	}
+	// The first write after an hour idle does not make the replica stale:
+	// the writer passed 42 only now.
+	p, _ := r.at(3601, writer("w", gtid(43)), replica("r", 0, gtid(42)))
+	if got := summary(p); got != "default{w[w] r[r] o[]}" {
+		t.Fatalf("first write after idle: %s", got)
+	}
+}
+
+// TestFreshAgentLagIsALowerBound: an agent that starts while a replica is
+// behind counts from the first writer position it saw, says so, and turns
+// the replica stale max_lag later.
+func TestFreshAgentLagIsALowerBound(t *testing.T) {
+	r := newFreshRun(t, Policy{MaxLag: 5 * time.Second, MinReaders: 1, ReadFallback: ReadFallbackNone})
+	_, l := r.at(0, writer("w", gtid(500)), replica("r", 0, gtid(100)))
+	if lag := l.Nodes["default"]["r"]; lag.Transactions != 400 || !lag.AtLeast || lag.Seconds != 0 {
+		t.Fatalf("lag %+v, want 400 transactions, at least 0 s", lag)
+	}
+	p, _ := r.at(6, writer("w", gtid(500)), replica("r", 0, gtid(100)))
+	if got := summary(p); got != "default{w[w] r[] o[r:stale]}" {
+		t.Fatalf("after max_lag: %s", got)
+	}
+}
+
+// TestStaleWithoutGTIDKeepsSBMRule: without positions the replica's own
+// report decides, as before.
+func TestStaleWithoutGTIDKeepsSBMRule(t *testing.T) {
+	r := newFreshRun(t, Policy{MaxLag: 5 * time.Second, MinReaders: 0})
+	p, l := r.at(0, writer("w"), replica("r", 9))
+	if got := summary(p); got != "default{w[w] r[] o[r:lag]}" {
+		t.Fatalf("%s", got)
+	}
+	if lag := l.Nodes["default"]["r"]; lag.Source != LagSBM || !lag.Known || lag.Seconds != 9 {
+		t.Fatalf("lag %+v", lag)
+	}
+	// The writer publishes a position, the replica does not (an older
+	// agent): still the replica's own report.
+	p, l = r.at(1, writer("w", gtid(5)), replica("r", 0))
+	if got := summary(p); got != "default{w[w] r[r] o[]}" {
+		t.Fatalf("%s", got)
+	}
+	if lag := l.Nodes["default"]["r"]; lag.Source != LagSBM {
+		t.Fatalf("lag %+v", lag)
+	}
+}
+
+// TestHistoryRestartsWhenAPositionGoesBack: a position lacking transactions
+// of the previous one (a restore) starts the node's history anew, and nodes
+// that left the member list are forgotten.
+func TestHistoryRestartsWhenAPositionGoesBack(t *testing.T) {
+	h := NewHistory(0)
+	t0 := time.Unix(0, 0)
+	h.Observe(t0, []Member{writer("w", gtid(10))})
+	h.Observe(t0.Add(time.Second), []Member{writer("w", gtid(20))})
+	h.Observe(t0.Add(2*time.Second), []Member{writer("w", gtid(5))})
+	if n := len(h.nodes["w"].samples); n != 1 {
+		t.Fatalf("%d samples after the position went back, want 1", n)
+	}
+	h.Observe(t0.Add(3*time.Second), nil)
+	if len(h.nodes) != 0 {
+		t.Fatalf("history keeps %d nodes that left", len(h.nodes))
+	}
+}
+
+// TestHistoryIsBounded: samples older than keep go, but the newest stays,
+// and no node holds more than maxSamples.
+func TestHistoryIsBounded(t *testing.T) {
+	h := NewHistory(time.Minute)
+	t0 := time.Unix(0, 0)
+	for i := range maxSamples + 100 {
+		h.Observe(t0.Add(time.Duration(i)*time.Millisecond), []Member{writer("w", gtid(uint64(i)))})
+	}
+	if n := len(h.nodes["w"].samples); n != maxSamples {
+		t.Fatalf("%d samples, want the bound %d", n, maxSamples)
+	}
+	h.Observe(t0.Add(time.Hour), []Member{writer("w", gtid(maxSamples+99))})
+	if n := len(h.nodes["w"].samples); n != 1 {
+		t.Fatalf("%d samples an hour later, want only the newest", n)
+	}
+}
