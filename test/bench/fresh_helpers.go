@@ -11,6 +11,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -421,6 +422,42 @@ func parseGossipCounters(out string) (udp, tcp uint64, err error) {
 		return 0, 0, fmt.Errorf("%d gossip counting rules, want 2 (udp, tcp)", found)
 	}
 	return udp, tcp, nil
+}
+
+// agentCounter sums the samples of the counter name (with any labels) in
+// the agent's /metrics; a counter not yet created reads 0.
+func agentCounter(a *e2e.Agent, name string) (float64, error) {
+	hc := a.Host.HTTPClient(5 * time.Second)
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get("http://" + a.HTTPAddr() + "/metrics")
+	if err != nil {
+		return 0, fmt.Errorf("%s metrics: %w", a.Name, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return 0, fmt.Errorf("%s metrics: %s", a.Name, resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("%s metrics: %w", a.Name, err)
+	}
+	return sumCounter(string(b), name), nil
+}
+
+// sumCounter sums the samples of name in a Prometheus text exposition.
+func sumCounter(exposition, name string) float64 {
+	var total float64
+	for _, line := range strings.Split(exposition, "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || (rest != "" && rest[0] != ' ' && rest[0] != '{') {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			total += v
+		}
+	}
+	return total
 }
 
 // freshRunDir is a directory for the suite's logs, removed at the end

@@ -57,3 +57,18 @@ func TestFreshParseGossipCounters(t *testing.T) {
 		t.Fatal("no counting rules: want an error")
 	}
 }
+
+func TestFreshSumCounter(t *testing.T) {
+	const exp = `# TYPE shoal_serf_member_update_total counter
+shoal_serf_member_update_total 12
+shoal_serf_member_update_total{cluster="a"} 3
+shoal_serf_member_update_totals 100
+shoal_serf_member_join_total 7
+`
+	if got := sumCounter(exp, "shoal_serf_member_update_total"); got != 15 {
+		t.Fatalf("sumCounter = %v, want 15", got)
+	}
+	if got := sumCounter(exp, "shoal_absent_total"); got != 0 {
+		t.Fatalf("sumCounter of an absent counter = %v, want 0", got)
+	}
+}

@@ -508,18 +508,23 @@ func (b *freshBench) ptCheckString() string {
 // % of a core.
 type freshCostState struct {
 	Out, OutUDP, OutTCP, In, CPU map[string]float64
+	Updates                      map[string]float64 // member tag updates the agent's serf processed per second
 	Secs                         float64
 }
 
 func newFreshCostState() freshCostState {
 	return freshCostState{Out: map[string]float64{}, OutUDP: map[string]float64{}, OutTCP: map[string]float64{},
-		In: map[string]float64{}, CPU: map[string]float64{}}
+		In: map[string]float64{}, CPU: map[string]float64{}, Updates: map[string]float64{}}
 }
 
 // maps lists the state's per-agent maps, for arithmetic over all of them.
 func (s freshCostState) maps() []map[string]float64 {
-	return []map[string]float64{s.Out, s.OutUDP, s.OutTCP, s.In, s.CPU}
+	return []map[string]float64{s.Out, s.OutUDP, s.OutTCP, s.In, s.CPU, s.Updates}
 }
+
+// freshUpdates is serf's counter of member updates (a member's tags
+// changed), as the agents' /metrics expose it.
+const freshUpdates = "shoal_serf_member_update_total"
 
 // Pacing of the cost measurement.
 var (
@@ -562,8 +567,9 @@ type freshNode struct {
 func measureCost(t *testing.T, nodes []freshNode, window time.Duration) freshCostState {
 	t.Helper()
 	type snap struct {
-		g   gossipCount
-		cpu time.Duration
+		g       gossipCount
+		cpu     time.Duration
+		updates float64
 	}
 	read := func() (map[string]snap, time.Time) {
 		out := map[string]snap{}
@@ -584,8 +590,13 @@ func measureCost(t *testing.T, nodes []freshNode, window time.Duration) freshCos
 					errs <- fmt.Errorf("%s: %w", n.agent.Name, err)
 					return
 				}
+				upd, err := agentCounter(n.agent, freshUpdates)
+				if err != nil {
+					errs <- err
+					return
+				}
 				mu.Lock()
-				out[n.agent.Name] = snap{g, u.CPU}
+				out[n.agent.Name] = snap{g, u.CPU, upd}
 				mu.Unlock()
 			}()
 		}
@@ -610,6 +621,7 @@ func measureCost(t *testing.T, nodes []freshNode, window time.Duration) freshCos
 		st.Out[name] = st.OutUDP[name] + st.OutTCP[name]
 		st.In[name] = rate(x.g.InUDP+x.g.InTCP, y.g.InUDP+y.g.InTCP)
 		st.CPU[name] = 100 * (x.cpu - y.cpu).Seconds() / wall
+		st.Updates[name] = (x.updates - y.updates) / wall
 	}
 	return st
 }
@@ -758,7 +770,8 @@ func freshCostSection(cells []*freshCostCell, window time.Duration) string {
 		"so the writer's agent republishes its health tag (at most every 250 ms) and the replicas' agents theirs (at most "+
 		"every 1 s), and every agent relays those updates. Measured: gossip bytes (UDP and TCP from or to port %d, "+
 		"counted by `iptables-legacy` rules on each host's eth0: IP packets, without Ethernet headers) and agent CPU "+
-		"(utime+stime from `/proc`, %% of one core) over %s windows, in two states: the db servers idle (positions "+
+		"(utime+stime from `/proc`, %% of one core), and the member tag updates each agent's serf processed (its "+
+		"`/metrics`), over %s windows, in two states: the db servers idle (positions "+
 		"constant) and one insert every %s on the primary (positions change), alternated %d times once the cluster "+
 		"has settled for %s after forming (each figure is the mean of the rounds). The difference is the cost of positions. "+
 		"The cluster: the e2e harness's 3 db hosts with real MariaDB and 1 app host with HAProxy, plus app agents "+
@@ -777,6 +790,7 @@ func freshCostSection(cells []*freshCostCell, window time.Duration) string {
 		unit  string
 	}
 	metrics := []metric{
+		{"member tag updates processed per agent (`" + freshUpdates + "`, /s)", func(x freshCostState) float64 { return freshMean(x.Updates, all) }, "%"},
 		{"gossip sent per agent (B/s)", func(x freshCostState) float64 { return freshMean(x.Out, all) }, "B"},
 		{"… of which UDP: probes, broadcasts (B/s)", func(x freshCostState) float64 { return freshMean(x.OutUDP, all) }, "B"},
 		{"… of which TCP: push-pull (B/s)", func(x freshCostState) float64 { return freshMean(x.OutTCP, all) }, "B"},
