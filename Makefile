@@ -59,7 +59,8 @@ soak:
 ## bench: the benchmark suites (root: network namespaces, MariaDB, HAProxy) and
 ## docs/benchmarks.md. Never fails on a timing. BENCH_QUICK=1: a few minutes.
 ## Suites 1, 3 and 4 are light and run side by side; suite 2 (CPUs
-## saturated on purpose) and suite 5 (1,000 agents) each run alone.
+## saturated on purpose), suite 5 (1,000 agents) and suite 7 (freshness:
+## silent replication cuts, then the CPU cost of positions) each run alone.
 BENCH_GO := $(GO) test -tags 'bench e2e' -count=1 -parallel 8 -v -timeout 90m
 bench:
 	bash test/install-deps.sh
@@ -75,6 +76,8 @@ bench:
 	$(BENCH_GO) -run 'TestFalseFailures' ./test/bench/ > build/bench/falsefail.log 2>&1; echo $$? > build/bench/falsefail.rc
 	@echo "== suites 5, 6 (up to 14 min; BENCH_QUICK=1: about 2)"
 	$(BENCH_GO) -run 'TestScale|TestMembersLatency' ./test/bench/ > build/bench/scale.log 2>&1; echo $$? > build/bench/scale.rc
+	@echo "== suite 7 (about 35 min; BENCH_QUICK=1: about 8)"
+	$(BENCH_GO) -run '^TestFreshness' ./test/bench/ > build/bench/freshness.log 2>&1; echo $$? > build/bench/freshness.rc
 	$(GO) run ./test/bench/report
 	@for f in build/bench/*.rc; do echo "$$f: exit $$(cat $$f)"; done; ! grep -qv '^0$$' build/bench/*.rc
 

@@ -8,7 +8,8 @@
 # test: what `make test` needs (real MariaDB, HAProxy, promtool, shellcheck,
 #       jq, socat, chromium, gcc for -race, ...); `make test` calls this.
 # all:  that plus the fault suite and benchmarks (network namespaces,
-#       iptables, stress-ng, galera-4 and rsync); the default, used by .ci/run and `make bench`.
+#       iptables, stress-ng, galera-4, rsync and percona-toolkit); the default,
+#       used by .ci/run and `make bench`.
 # --check: install nothing; list what is missing and exit 1 if anything is.
 #
 # Packages it installs get no running or boot-enabled service: apt is kept from
@@ -49,6 +50,7 @@ if [ "$set_name" = all ]; then
   command -v stress-ng >/dev/null || missing stress-ng       # e2e: CPU saturation
   [ -e /usr/lib/galera/libgalera_smm.so ] || missing galera-4 # e2e: the real Galera cluster
   command -v rsync >/dev/null || missing rsync               # e2e: Galera's rsync SST
+  command -v pt-heartbeat >/dev/null || missing percona-toolkit # bench: the freshness suite's pt-heartbeat
 fi
 
 [ ${#need[@]} -eq 0 ] && exit 0
