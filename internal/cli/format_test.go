@@ -207,8 +207,8 @@ func samplePool() *client.PoolResponse {
 		Generation: 41,
 		Clusters: []client.ClusterPool{
 			{
-				Name:     "main",
-				Writers:  []client.PoolNode{{Name: "db1", Addr: "10.0.0.11:3306", Reason: "floor", Detail: "warning: disk-full"}},
+				Name:    "main",
+				Writers: []client.PoolNode{{Name: "db1", Addr: "10.0.0.11:3306", Reason: "floor", Detail: "warning: disk-full"}},
 				Readers: []client.PoolNode{
 					{Name: "db2", Addr: "10.0.0.12:3306", Lag: &client.Lag{Source: "gtid", Seconds: ptr(1.23), Transactions: ptr(uint64(3))}},
 					{Name: "db3", Addr: "10.0.0.13:3306", Reason: "floor", Detail: "lag: lag 42s > max 10s", Lag: &client.Lag{Source: "sbm", Seconds: ptr(42.0)}}},
