@@ -88,7 +88,7 @@ func (a *Agent) recordPool(u routing.Update, d poolDelta) {
 	for _, c := range u.Changes {
 		a.rep.hist.Add(history.Entry{
 			Time: u.At, Kind: history.KindPool, Cluster: c.Cluster, Node: c.Node,
-			From: roleName(c.From), To: roleName(c.To), Reason: string(c.Reason), Detail: c.Detail,
+			From: roleName(c.From), To: roleName(c.To), Reason: string(c.Reason), Detail: changeDetail(c, u.Lags),
 		})
 	}
 	for _, c := range d.conflicts {
@@ -106,6 +106,40 @@ func (a *Agent) recordPool(u routing.Update, d poolDelta) {
 		}
 		a.rep.hist.Add(e)
 	}
+}
+
+// changeDetail is a change's detail as the history records it: for a
+// replica out for its lag (reason stale or lag), the pool's detail with
+// the lag's figures at the change, say "behind the writer db1 by more
+// than max_lag 10s (gtid): 120 tx, 11.3s". The pool's own detail holds no
+// figures, so that the pool, which sinks and hooks get, does not change on
+// every tick; the history entry is written once, so it can.
+func changeDetail(c pool.Change, lags pool.Lags) string {
+	if c.Reason != pool.ReasonStale && c.Reason != pool.ReasonLag {
+		return c.Detail
+	}
+	l, ok := lags.Nodes[c.Cluster][c.Node]
+	if !ok {
+		return c.Detail
+	}
+	v := lagView(l)
+	src := "(" + v.Source + ")"
+	var fig string
+	if v.Seconds != nil || v.Transactions != nil {
+		fig = v.Figures()
+	}
+	if !strings.Contains(c.Detail, src) {
+		fig = strings.TrimSpace(fig + " " + src)
+	}
+	switch {
+	case fig == "":
+		return c.Detail
+	case c.Detail == "":
+		return fig
+	case strings.HasPrefix(fig, "("):
+		return c.Detail + " " + fig
+	}
+	return c.Detail + ": " + fig
 }
 
 func roleName(r pool.Role) string { return hookevent.RoleName(r) }

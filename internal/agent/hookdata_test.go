@@ -2,17 +2,22 @@ package agent
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/shoaldb/shoal/internal/api"
+	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/testutil/pooltest"
 	"github.com/shoaldb/shoal/internal/view"
 )
 
-// GET /v1/pool's clusters are the pool schema, plus until on damped nodes:
-// the agent's view, as the API converts and serves it.
+// GET /v1/pool's clusters are the pool schema, plus until on damped nodes
+// and lag on replicas: the agent's view, as the API converts and serves it.
 func TestPoolViewClustersAreTheSchema(t *testing.T) {
-	b, err := json.Marshal(api.ToPool(view.Pool{Clusters: clusterPools(pooltest.Fixture(), "")}))
+	lags := pool.Lags{Nodes: map[string]map[string]pool.Lag{"main": {
+		"db2": {Source: pool.LagGTID, Known: true, Seconds: 12.5, Transactions: 40},
+	}}}
+	b, err := json.Marshal(api.ToPool(view.Pool{Clusters: clusterPools(pooltest.Fixture(), lags, "")}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,5 +27,8 @@ func TestPoolViewClustersAreTheSchema(t *testing.T) {
 	if err := json.Unmarshal(b, &resp); err != nil {
 		t.Fatal(err)
 	}
-	pooltest.RequireSuperset(t, resp.Clusters, "until")
+	pooltest.RequireSuperset(t, resp.Clusters, "until", "lag")
+	if !strings.Contains(string(b), `"name":"db2","addr":"10.0.0.12:3306","reason":"floor","detail":"lag 12s over max_lag 10s","lag":{"source":"gtid","seconds":12.5,"at_least":false,"transactions":40}}`) {
+		t.Errorf("db2 without its lag: %s", b)
+	}
 }

@@ -9,18 +9,41 @@ import (
 	"github.com/shoaldb/shoal/internal/view"
 )
 
-func poolNodes(ns []pool.Node) []view.PoolNode {
+// poolNodes converts a cluster's nodes, each with its lag in lags (the
+// cluster's part of routing.Update.Lags) when it has one.
+func poolNodes(ns []pool.Node, lags map[string]pool.Lag) []view.PoolNode {
 	out := make([]view.PoolNode, 0, len(ns))
 	for _, n := range ns {
-		out = append(out, view.PoolNode{Name: n.Name, Addr: n.Addr, Reason: string(n.Reason), Detail: n.Detail, Until: n.Until})
+		v := view.PoolNode{Name: n.Name, Addr: n.Addr, Reason: string(n.Reason), Detail: n.Detail, Until: n.Until}
+		if l, ok := lags[n.Name]; ok {
+			v.Lag = lagView(l)
+		}
+		out = append(out, v)
 	}
 	return out
 }
 
+// lagView is a replica's lag as the API shows it: seconds absent when
+// unknown, transactions only when measured by GTID.
+func lagView(l pool.Lag) *view.Lag {
+	v := &view.Lag{Source: string(l.Source), AtLeast: l.AtLeast}
+	if l.Known {
+		s := l.Seconds
+		v.Seconds = &s
+	}
+	if l.Source == pool.LagGTID {
+		n := l.Transactions
+		v.Transactions = &n
+	}
+	return v
+}
+
 // clusterPools returns p's clusters (only the named one unless cluster is
 // "") as the API shows them: the pool schema (package poolschema), with
-// until on damped nodes.
-func clusterPools(p *pool.Pool, cluster string) []view.ClusterPool {
+// until on damped nodes, and each replica's lag from lags. The lag is not
+// in the pool schema: it changes without the pool changing, and the pool
+// file and the hooks' payloads must change only with the pool.
+func clusterPools(p *pool.Pool, lags pool.Lags, cluster string) []view.ClusterPool {
 	out := []view.ClusterPool{}
 	if p == nil {
 		return out
@@ -29,8 +52,9 @@ func clusterPools(p *pool.Pool, cluster string) []view.ClusterPool {
 		if cluster != "" && c.Name != cluster {
 			continue
 		}
+		l := lags.Nodes[c.Name]
 		out = append(out, view.ClusterPool{
-			Name: c.Name, Writers: poolNodes(c.Writers), Readers: poolNodes(c.Readers), Out: poolNodes(c.Out),
+			Name: c.Name, Writers: poolNodes(c.Writers, l), Readers: poolNodes(c.Readers, l), Out: poolNodes(c.Out, l),
 			Conflict: c.Schema().Conflict,
 		})
 	}
@@ -46,7 +70,7 @@ func (a *Agent) PoolView(cluster string) (view.Pool, error) {
 	if u.Isolated {
 		r.Isolation = fmt.Sprintf("this agent sees %d of %d members it had failed: it assumes it is the one cut off and freezes removals in its local sinks", u.Isolation.Failed, u.Isolation.Baseline)
 	}
-	r.Clusters = clusterPools(u.Pool, cluster)
+	r.Clusters = clusterPools(u.Pool, u.Lags, cluster)
 	if cluster != "" && len(r.Clusters) == 0 {
 		return r, fmt.Errorf("no cluster %q in the pool", cluster)
 	}
@@ -58,6 +82,19 @@ func (a *Agent) PoolView(cluster string) (view.Pool, error) {
 	}
 	r.Sinks = sinks
 	return r, nil
+}
+
+// ReplicaLags returns each replica's lag as this agent judges it now, by
+// node name (node names are unique in the gossip cluster).
+func (a *Agent) ReplicaLags() map[string]view.Lag {
+	u := a.pool.router.Current()
+	out := map[string]view.Lag{}
+	for _, nodes := range u.Lags.Nodes {
+		for name, l := range nodes {
+			out[name] = *lagView(l)
+		}
+	}
+	return out
 }
 
 // LocalHealth returns the role and, on db agents, the probe's state.

@@ -49,6 +49,9 @@ type Backend interface {
 	Maint() view.Maint
 	SetMaint(enable bool, reason string) (view.Maint, error)
 	History(f history.Filter) view.History
+	// ReplicaLags is each replica's lag as the agent judges it now, by
+	// node name (GET /v1/members shows it on the member).
+	ReplicaLags() map[string]view.Lag
 	// MemberRTT is the round trip to a member estimated from serf's
 	// network coordinates; false when unknown (and for the agent itself).
 	MemberRTT(name string) (time.Duration, bool)
@@ -290,6 +293,7 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	withLags(out, s.b.ReplicaLags())
 	writeJSON(w, http.StatusOK, client.MembersResponse{Members: out})
 }
 

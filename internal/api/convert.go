@@ -89,7 +89,8 @@ func toForceLeave(f view.ForceLeave) client.ForceLeaveResponse {
 }
 
 func toPoolNode(n view.PoolNode) client.PoolNode {
-	return client.PoolNode{Cluster: n.Cluster, Name: n.Name, Addr: n.Addr, Reason: n.Reason, Detail: n.Detail, Until: n.Until}
+	return client.PoolNode{Cluster: n.Cluster, Name: n.Name, Addr: n.Addr, Reason: n.Reason, Detail: n.Detail, Until: n.Until,
+		Lag: toLag(n.Lag)}
 }
 
 func toClusterPool(c view.ClusterPool) client.ClusterPool {

@@ -34,7 +34,8 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 var sampleMembers = []client.Member{
-	{Name: "db1", Addr: "10.0.0.11", Port: 7946, Status: "alive", Tags: map[string]string{"role": "db", "cluster": "main"}},
+	{Name: "db1", Addr: "10.0.0.11", Port: 7946, Status: "alive", Tags: map[string]string{"role": "db", "cluster": "main"},
+		Lag: &client.Lag{Source: "sbm", Seconds: ptr(0.0)}},
 	{Name: "db2-with-a-long-name", Addr: "10.0.0.12", Port: 7946, Status: "failed", Tags: map[string]string{"role": "db"}},
 	{Name: "app1", Addr: "10.0.1.5", Port: 7947, Status: "left", Tags: map[string]string{}},
 	{Name: "evil", Addr: "10.0.1.6", Port: 7946, Status: "alive", Tags: map[string]string{"x": "a\tb\nc\x1b[31m"}},
@@ -206,10 +207,15 @@ func samplePool() *client.PoolResponse {
 		Generation: 41,
 		Clusters: []client.ClusterPool{
 			{
-				Name:     "main",
-				Writers:  []client.PoolNode{{Name: "db1", Addr: "10.0.0.11:3306", Reason: "floor", Detail: "warning: disk-full"}},
-				Readers:  []client.PoolNode{{Name: "db2", Addr: "10.0.0.12:3306"}, {Name: "db3", Addr: "10.0.0.13:3306", Reason: "floor", Detail: "lag: lag 42s > max 10s"}},
-				Out:      []client.PoolNode{{Name: "db4", Addr: "10.0.0.14:3306", Reason: "maintenance", Detail: "kernel upgrade"}, {Name: "db5", Addr: "10.0.0.15:3306", Reason: "conflict", Detail: "writable: db1, db5"}},
+				Name:    "main",
+				Writers: []client.PoolNode{{Name: "db1", Addr: "10.0.0.11:3306", Reason: "floor", Detail: "warning: disk-full"}},
+				Readers: []client.PoolNode{
+					{Name: "db2", Addr: "10.0.0.12:3306", Lag: &client.Lag{Source: "gtid", Seconds: ptr(1.23), Transactions: ptr(uint64(3))}},
+					{Name: "db3", Addr: "10.0.0.13:3306", Reason: "floor", Detail: "lag: lag 42s > max 10s", Lag: &client.Lag{Source: "sbm", Seconds: ptr(42.0)}}},
+				Out: []client.PoolNode{{Name: "db4", Addr: "10.0.0.14:3306", Reason: "maintenance", Detail: "kernel upgrade"}, {Name: "db5", Addr: "10.0.0.15:3306", Reason: "conflict", Detail: "writable: db1, db5"},
+					{Name: "db6", Addr: "10.0.0.16:3306", Reason: "stale", Detail: "behind the writer db1 by more than max_lag 10s (gtid)",
+						Lag: &client.Lag{Source: "gtid", Seconds: ptr(600.0), AtLeast: true, Transactions: ptr(uint64(1204))}},
+					{Name: "db7", Addr: "10.0.0.17:3306", Reason: "lag", Detail: "lag unknown", Lag: &client.Lag{Source: "sbm"}}},
 				Conflict: []string{"db1", "db5"},
 			},
 			{
@@ -256,7 +262,7 @@ func TestPoolSanitizesHostileText(t *testing.T) {
 		Clusters: []client.ClusterPool{{
 			Name:     "main",
 			Writers:  []client.PoolNode{{Name: hostile, Addr: "10.0.0.11:3306"}},
-			Out:      []client.PoolNode{{Name: "db2", Addr: "10.0.0.12:3306", Reason: "critical", Detail: hostile}},
+			Out:      []client.PoolNode{{Name: "db2", Addr: "10.0.0.12:3306", Reason: "stale", Detail: hostile, Lag: &client.Lag{Source: hostile}}},
 			Conflict: []string{hostile, "db2"},
 		}},
 		Sinks: []client.SinkStatus{{Name: "haproxy", Target: "127.0.0.1:9999", State: "failing",
@@ -535,5 +541,28 @@ func TestMembersTableBracketsIPv6(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), " [fd00::2]:7946 ") {
 		t.Fatalf("table:\n%s", b.String())
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestLagText: a lag as the pool and members tables show it.
+func TestLagText(t *testing.T) {
+	for _, tc := range []struct {
+		l    *client.Lag
+		want string
+	}{
+		{nil, "-"},
+		{&client.Lag{Source: "gtid", Seconds: ptr(1.25), Transactions: ptr(uint64(3))}, "3 tx / 1.2s (gtid)"},
+		{&client.Lag{Source: "gtid", Seconds: ptr(0.0), Transactions: ptr(uint64(0))}, "0 tx / 0s (gtid)"},
+		{&client.Lag{Source: "gtid", Seconds: ptr(12.0), AtLeast: true, Transactions: ptr(uint64(40))}, "40 tx / ≥12.0s (gtid)"},
+		{&client.Lag{Source: "sbm", Seconds: ptr(0.0)}, "0s (sbm)"},
+		{&client.Lag{Source: "sbm", Seconds: ptr(15.0)}, "15s (sbm)"},
+		{&client.Lag{Source: "sbm"}, "unknown (sbm)"},
+		{&client.Lag{Source: "x\x1b[2J"}, `unknown (x\x1b[2J)`},
+	} {
+		if got := lagText(tc.l); got != tc.want {
+			t.Errorf("lagText(%+v) = %q, want %q", tc.l, got, tc.want)
+		}
 	}
 }

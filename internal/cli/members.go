@@ -72,7 +72,7 @@ func writeMembers(w io.Writer, ms []client.Member, format string, columns []stri
 		return enc.Encode(client.MembersResponse{Members: ms})
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	header := []string{"NAME", "ADDRESS", "STATUS"}
+	header := []string{"NAME", "ADDRESS", "STATUS", "LAG"}
 	if len(columns) > 0 {
 		for _, c := range columns {
 			header = append(header, sanitize(strings.ToUpper(c)))
@@ -87,7 +87,7 @@ func writeMembers(w io.Writer, ms []client.Member, format string, columns []stri
 			// Broke the rules for gossiped names and tags: never routed.
 			status += " (" + m.Invalid.Reason + ")"
 		}
-		row := []string{sanitize(m.Name), sanitize(net.JoinHostPort(m.Addr, strconv.Itoa(int(m.Port)))), sanitize(status)}
+		row := []string{sanitize(m.Name), sanitize(net.JoinHostPort(m.Addr, strconv.Itoa(int(m.Port)))), sanitize(status), lagText(m.Lag)}
 		if len(columns) > 0 {
 			for _, c := range columns {
 				v := m.Tags[c]

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -55,7 +56,7 @@ func writePool(w io.Writer, p *client.PoolResponse) error {
 			fmt.Fprintf(w, "!! WRITER CONFLICT: %s are all writable; writes go to at most one\n", sanitize(strings.Join(c.Conflict, ", ")))
 		}
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ROLE\tNODE\tADDRESS\tREASON\tDETAIL")
+		fmt.Fprintln(tw, "ROLE\tNODE\tADDRESS\tLAG\tREASON\tDETAIL")
 		row := func(role string, n client.PoolNode) {
 			reason, detail := n.Reason, n.Detail
 			if reason == "" {
@@ -67,7 +68,7 @@ func writePool(w io.Writer, p *client.PoolResponse) error {
 			if detail == "" {
 				detail = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", role, sanitize(n.Name), sanitize(n.Addr), sanitize(reason), sanitize(detail))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", role, sanitize(n.Name), sanitize(n.Addr), lagText(n.Lag), sanitize(reason), sanitize(detail))
 		}
 		for _, n := range c.Writers {
 			row("writer", n)
@@ -83,6 +84,34 @@ func writePool(w io.Writer, p *client.PoolResponse) error {
 		}
 	}
 	return writeSinks(w, p.Sinks, p.Generation)
+}
+
+// lagText is a replica's lag as the tables show it: "3 tx / 1.2s (gtid)",
+// "≥" before the seconds when they are a lower bound, "0s (sbm)",
+// "unknown (sbm)" when Seconds_Behind_Master is NULL, "-" for a node
+// without a lag.
+func lagText(l *client.Lag) string {
+	if l == nil {
+		return "-"
+	}
+	sec := "unknown"
+	if l.Seconds != nil {
+		switch s := *l.Seconds; {
+		case s <= 0:
+			sec = "0s"
+		case l.Source == "gtid": // measured: tenths
+			sec = strconv.FormatFloat(s, 'f', 1, 64) + "s"
+		default: // Seconds_Behind_Master: whole seconds
+			sec = strconv.FormatFloat(s, 'f', 0, 64) + "s"
+		}
+		if l.AtLeast {
+			sec = "≥" + sec
+		}
+	}
+	if l.Transactions != nil {
+		sec = strconv.FormatUint(*l.Transactions, 10) + " tx / " + sec
+	}
+	return sec + " (" + sanitize(l.Source) + ")"
 }
 
 // clock formats the end of a damping hold, in local time: a hold lasts at

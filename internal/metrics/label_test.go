@@ -20,12 +20,13 @@ var hostile = []string{"db\xff", "main\n\x1b[31mX", "c\xff", "\u202egpj", "\x00"
 // value it produces is printable UTF-8.
 func TestCollectorsGatherHostileNames(t *testing.T) {
 	var pv view.Pool
+	sec, tx := 1.5, uint64(2)
 	var members []serf.Member
 	for _, s := range hostile {
 		pv.Clusters = append(pv.Clusters, view.ClusterPool{
 			Name:     s,
 			Writers:  []view.PoolNode{{Name: s + "w"}},
-			Readers:  []view.PoolNode{{Name: s + "r"}},
+			Readers:  []view.PoolNode{{Name: s + "r", Lag: &view.Lag{Source: s, Seconds: &sec, Transactions: &tx}}},
 			Out:      []view.PoolNode{{Name: s + "o", Reason: s}},
 			Conflict: []string{s, s + "2"},
 		})

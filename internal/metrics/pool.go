@@ -13,6 +13,7 @@ type PoolCollector struct {
 	nodes, in, out, conflict, isolated   *prometheus.Desc
 	generation, sinkApplied              *prometheus.Desc
 	sinkOK, sinkLastSuccess, sinkFailure *prometheus.Desc
+	behindTx, lagSeconds                 *prometheus.Desc
 }
 
 // NewPoolCollector reads view when scraped.
@@ -32,12 +33,16 @@ func NewPoolCollector(view func() view.Pool) *PoolCollector {
 		sinkOK:          d("sink_up", "1 when the sink's last apply succeeded.", "sink"),
 		sinkLastSuccess: d("sink_last_success_timestamp_seconds", "Unix time of the sink's last successful apply (0: none yet).", "sink"),
 		sinkFailure:     d("sink_failures_total", "Failed applies of the sink since the agent started.", "sink"),
+		behindTx: d("replica_behind_transactions", "Transactions the cluster's writer has that the replica lacks, by their GTID positions as this agent last saw them (replicas whose lag is measured by GTID only).",
+			"cluster", "node"),
+		lagSeconds: d("replica_lag_seconds", "Replication lag of each replica as this agent judges it: source gtid, how long ago this agent saw the writer pass the replica's GTID position; source sbm, the replica's Seconds_Behind_Master (absent when unknown).",
+			"cluster", "node", "source"),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *PoolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.nodes, c.in, c.out, c.conflict, c.isolated, c.generation, c.sinkApplied, c.sinkOK, c.sinkLastSuccess, c.sinkFailure} {
+	for _, d := range []*prometheus.Desc{c.nodes, c.in, c.out, c.conflict, c.isolated, c.generation, c.sinkApplied, c.sinkOK, c.sinkLastSuccess, c.sinkFailure, c.behindTx, c.lagSeconds} {
 		ch <- d
 	}
 }
@@ -68,6 +73,7 @@ func (c *PoolCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(c.out, 1, cl.Name, n.Name, n.Reason)
 		}
 		gauge(c.conflict, b2f(len(cl.Conflict) > 0), cl.Name)
+		c.collectLags(cl, gauge)
 	}
 	gauge(c.isolated, b2f(v.Isolated))
 	gauge(c.generation, float64(v.Generation))
@@ -89,4 +95,28 @@ func safeLabels(vs []string) []string {
 		vs[i] = Label(v)
 	}
 	return vs
+}
+
+// collectLags reports the lag of each replica of cl that has one. The
+// series are built at each scrape from the router's current lags, so a
+// node that no longer has a lag (gone, or out for a hard reason) has no
+// series left behind.
+func (c *PoolCollector) collectLags(cl view.ClusterPool, gauge func(*prometheus.Desc, float64, ...string)) {
+	// A node in two lists (writer and reader) is reported once; names are
+	// compared as labels, which is what must be unique.
+	seen := map[string]bool{}
+	for _, ns := range [][]view.PoolNode{cl.Writers, cl.Readers, cl.Out} {
+		for _, n := range ns {
+			if n.Lag == nil || seen[Label(n.Name)] {
+				continue
+			}
+			seen[Label(n.Name)] = true
+			if n.Lag.Transactions != nil {
+				gauge(c.behindTx, float64(*n.Lag.Transactions), cl.Name, n.Name)
+			}
+			if n.Lag.Seconds != nil {
+				gauge(c.lagSeconds, *n.Lag.Seconds, cl.Name, n.Name, n.Lag.Source)
+			}
+		}
+	}
 }

@@ -74,3 +74,56 @@ shoal_sink_up{sink="haproxy"} 0
 		t.Errorf("lint: %v %v", n, err)
 	}
 }
+
+// TestPoolCollectorLags: each replica's lag, transactions for gtid only,
+// seconds when known; a node that no longer has a lag (gone, or out for a
+// hard reason) leaves no series behind.
+func TestPoolCollectorLags(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	u := func(v uint64) *uint64 { return &v }
+	pv := view.Pool{Clusters: []view.ClusterPool{{
+		Name:    "main",
+		Writers: []view.PoolNode{{Name: "db1"}},
+		Readers: []view.PoolNode{
+			{Name: "db1"}, // the writer as a reader (fallback): no lag
+			{Name: "db2", Lag: &view.Lag{Source: "gtid", Seconds: f(1.5), Transactions: u(30)}},
+			{Name: "db3", Lag: &view.Lag{Source: "sbm", Seconds: f(0)}},
+		},
+		Out: []view.PoolNode{
+			{Name: "db4", Reason: "stale", Lag: &view.Lag{Source: "gtid", Seconds: f(700), AtLeast: true, Transactions: u(5)}},
+			{Name: "db5", Reason: "lag", Lag: &view.Lag{Source: "sbm"}}, // NULL: no seconds
+			{Name: "db6", Reason: "critical"},
+		},
+	}}}
+	c := NewPoolCollector(func() view.Pool { return pv })
+	names := []string{"shoal_replica_behind_transactions", "shoal_replica_lag_seconds"}
+	head := `
+# HELP shoal_replica_behind_transactions Transactions the cluster's writer has that the replica lacks, by their GTID positions as this agent last saw them (replicas whose lag is measured by GTID only).
+# TYPE shoal_replica_behind_transactions gauge
+`
+	lagHead := `# HELP shoal_replica_lag_seconds Replication lag of each replica as this agent judges it: source gtid, how long ago this agent saw the writer pass the replica's GTID position; source sbm, the replica's Seconds_Behind_Master (absent when unknown).
+# TYPE shoal_replica_lag_seconds gauge
+`
+	want := head + `shoal_replica_behind_transactions{cluster="main",node="db2"} 30
+shoal_replica_behind_transactions{cluster="main",node="db4"} 5
+` + lagHead + `shoal_replica_lag_seconds{cluster="main",node="db2",source="gtid"} 1.5
+shoal_replica_lag_seconds{cluster="main",node="db3",source="sbm"} 0
+shoal_replica_lag_seconds{cluster="main",node="db4",source="gtid"} 700
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+
+	// db2 goes, db4 is out for a hard reason now (no lag): their series go.
+	cl := &pv.Clusters[0]
+	cl.Readers = cl.Readers[:1]
+	cl.Out = []view.PoolNode{{Name: "db4", Reason: "critical"}, {Name: "db3", Reason: "lag", Lag: &view.Lag{Source: "sbm", Seconds: f(12)}}}
+	want = lagHead + `shoal_replica_lag_seconds{cluster="main",node="db3",source="sbm"} 12
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.CollectAndLint(c); err != nil || len(n) > 0 {
+		t.Errorf("lint: %v %v", n, err)
+	}
+}

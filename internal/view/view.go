@@ -135,6 +135,55 @@ type PoolNode struct {
 	Reason  string // why it is out (or "floor" or "fallback" when kept in)
 	Detail  string
 	Until   time.Time // for reason damped: when the hold ends if it stays healthy
+	// Lag is the replica's lag as this agent judges it now; nil for a node
+	// that has none (a writer, a node out for a hard reason). It is not part
+	// of the pool (package poolschema): it changes on every tick, and the
+	// pool, which sinks and hooks get, changes only when a role or a reason
+	// does.
+	Lag *Lag
+}
+
+// Lag is a replica's replication lag as this agent judges it (pool.Lag).
+type Lag struct {
+	Source string // "gtid" or "sbm" (Seconds_Behind_Master)
+	// Seconds the replica is behind; nil when unknown (sbm: NULL). For gtid,
+	// how long ago this agent saw the writer pass the replica's position.
+	Seconds *float64
+	// AtLeast (gtid): the writer passed the replica's position before this
+	// agent's history of the writer begins; Seconds is a lower bound.
+	AtLeast bool
+	// Transactions the writer has that the replica lacks; nil unless
+	// Source is gtid.
+	Transactions *uint64
+}
+
+// Figures are the lag's numbers as operators read them, without the
+// source: "120 tx, 11.3s", "3 tx, ≥600.0s", "15s", "unknown".
+func (l Lag) Figures() string {
+	sec := "unknown"
+	if l.Seconds != nil {
+		sec = secondsText(*l.Seconds, l.Source == "gtid")
+		if l.AtLeast {
+			sec = "≥" + sec
+		}
+	}
+	if l.Transactions != nil {
+		return strconv.FormatUint(*l.Transactions, 10) + " tx, " + sec
+	}
+	return sec
+}
+
+// secondsText is a lag in seconds as shoal shows it: "0s" for none, one
+// decimal when measured (tenths, for gtid), whole seconds otherwise (sbm,
+// which MariaDB reports in whole seconds).
+func secondsText(s float64, tenths bool) string {
+	switch {
+	case s <= 0:
+		return "0s"
+	case tenths:
+		return strconv.FormatFloat(s, 'f', 1, 64) + "s"
+	}
+	return strconv.FormatFloat(s, 'f', 0, 64) + "s"
 }
 
 // ClusterPool is the pool of one cluster.

@@ -19,3 +19,26 @@ func TestParseSerfStats(t *testing.T) {
 		t.Fatalf("ParseSerfStats(nil) = %+v, want zero", got)
 	}
 }
+
+// TestLagFigures: a lag's numbers as the history shows them: transactions
+// only for gtid, tenths of a second for gtid and whole seconds for sbm,
+// "≥" for a lower bound, "unknown" for a NULL Seconds_Behind_Master.
+func TestLagFigures(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	u := func(v uint64) *uint64 { return &v }
+	for _, tc := range []struct {
+		l    Lag
+		want string
+	}{
+		{Lag{Source: "gtid", Seconds: f(11.34), Transactions: u(120)}, "120 tx, 11.3s"},
+		{Lag{Source: "gtid", Seconds: f(0), Transactions: u(0)}, "0 tx, 0s"},
+		{Lag{Source: "gtid", Seconds: f(600), AtLeast: true, Transactions: u(3)}, "3 tx, ≥600.0s"},
+		{Lag{Source: "sbm", Seconds: f(15)}, "15s"},
+		{Lag{Source: "sbm", Seconds: f(0)}, "0s"},
+		{Lag{Source: "sbm"}, "unknown"},
+	} {
+		if got := tc.l.Figures(); got != tc.want {
+			t.Errorf("%+v: Figures() = %q, want %q", tc.l, got, tc.want)
+		}
+	}
+}

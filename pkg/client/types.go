@@ -23,6 +23,9 @@ type Member struct {
 	// Health is a valid db member's health tag, decoded: what its own
 	// agent's probe found and published (every agent sees the same).
 	Health *MemberHealth `json:"health,omitempty"`
+	// Lag is a replica's replication lag as the answering agent judges it
+	// (as in GET /v1/pool); absent for members without one.
+	Lag *Lag `json:"lag,omitempty"`
 }
 
 // MemberHealth is a db member's published health tag, decoded.
@@ -271,6 +274,27 @@ type PoolNode struct {
 	// Until is, for a node out with reason damped, when the hold ends if
 	// the node stays healthy.
 	Until time.Time `json:"until,omitzero"`
+	// Lag is the replica's replication lag as the answering agent judges
+	// it now; absent for a node without one (a writer, a node out for a
+	// hard reason). It is not part of the pool schema (package
+	// poolschema): the pool file and hook payloads change only when the
+	// pool does, and the lag changes all the time.
+	Lag *Lag `json:"lag,omitempty"`
+}
+
+// Lag is a replica's replication lag as an agent judges it.
+type Lag struct {
+	// Source is how it was measured: "gtid" (the writer's GTID position
+	// against the replica's, timed by the agent's own receipt of the
+	// writer's positions) or "sbm" (the replica's Seconds_Behind_Master).
+	Source string `json:"source"`
+	// Seconds behind; null when unknown (sbm: Seconds_Behind_Master NULL).
+	Seconds *float64 `json:"seconds"`
+	// AtLeast: Seconds is a lower bound, the writer having passed the
+	// replica's position before the agent's history of it begins (gtid).
+	AtLeast bool `json:"at_least"`
+	// Transactions the writer has that the replica lacks; null for sbm.
+	Transactions *uint64 `json:"transactions"`
 }
 
 // ClusterPool is the pool of one cluster: in JSON, the pool schema's

@@ -42,6 +42,7 @@ var wantAlerts = map[string]struct{ expr, hold string }{
 	"ShoalNoWriter":       {`shoal_pool_nodes{role="writer"} < 1`, "30s"},
 	"ShoalWriterConflict": {`shoal_pool_writer_conflict == 1`, ""},
 	"ShoalIsolated":       {`shoal_pool_isolated == 1`, ""},
+	"ShoalReplicaStale":   {`shoal_pool_out{reason="stale"} == 1`, "1m"},
 	"ShoalHookFailures":   {`increase(shoal_hook_runs_total{result!="ok"}[10m]) > 0`, ""},
 	"ShoalHookDropped":    {`increase(shoal_hook_dropped_total[10m]) > 0`, ""},
 	"ShoalMySQLProbeDown": {`shoal_mysql_up == 0`, "30s"},

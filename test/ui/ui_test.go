@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -102,6 +103,18 @@ func TestStatusPageInBrowser(t *testing.T) {
 	})
 	pageWait(t, ctx, 10*time.Second, "both sinks shown at the pool's generation", func(p pageState) bool {
 		return atPool(p, "file") && atPool(p, "haproxy")
+	})
+	// Each replica's lag, as this agent judges it (by GTID when the servers
+	// publish their positions, else Seconds_Behind_Master); none for the
+	// writer.
+	lagCell := regexp.MustCompile(`^(\d+ tx / \d+(\.\d)?s \(gtid\)|\d+s \(sbm\))$`)
+	pageWait(t, ctx, 10*time.Second, "the readers show their lag, the writer none", func(p pageState) bool {
+		lags := map[string]string{}
+		for _, l := range p.Lags {
+			node, lag, _ := strings.Cut(l, ":")
+			lags[node] = lag
+		}
+		return lags["db1"] == "—" && lagCell.MatchString(lags["db2"]) && lagCell.MatchString(lags["db3"])
 	})
 	// A fact the page has no place of its own for is listed by its name:
 	// each replica's source server_id.
@@ -280,7 +293,9 @@ func serveAPI(t *testing.T, a *agent.Agent) *httptest.Server {
 // pageState is what the page shows, read from its DOM.
 type pageState struct {
 	// Rows are the pool rows, "place:node:reason".
-	Rows        []string `json:"rows"`
+	Rows []string `json:"rows"`
+	// Lags are the pool rows' lag cells, "node:lag".
+	Lags        []string `json:"lags"`
 	Conn        string   `json:"conn"` // the connection chip: live, disconnected, connecting
 	Stale       bool     `json:"stale"`
 	Banners     string   `json:"banners"`
@@ -352,6 +367,8 @@ const readPageJS = `(() => {
   return {
     rows: Array.from(document.querySelectorAll('#pool tr[data-place]')).map(tr =>
       tr.getAttribute('data-place') + ':' + text(tr.querySelector('.c-node')) + ':' + text(tr.querySelector('.c-reason')).replace('—', '')),
+    lags: Array.from(document.querySelectorAll('#pool tr[data-place]')).map(tr =>
+      text(tr.querySelector('.c-node')) + ':' + text(tr.querySelector('.c-lag'))),
     conn: text(document.querySelector('#conn .chip')),
     stale: document.body.classList.contains('stale'),
     banners: text(document.getElementById('banners')),

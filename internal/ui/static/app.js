@@ -146,6 +146,20 @@
     return Math.round(ms) + ' ms';
   }
 
+  // lagText is a replica's lag as shoal pool shows it: "3 tx / 1.2s (gtid)"
+  // (transactions only for gtid), "\u2265" before seconds that are a lower
+  // bound, "0s (sbm)", "unknown (sbm)" when Seconds_Behind_Master is NULL.
+  function lagText(l) {
+    let sec = 'unknown';
+    if (typeof l.seconds === 'number' && isFinite(l.seconds)) {
+      const s = l.seconds;
+      sec = s <= 0 ? '0s' : (l.source === 'gtid' ? s.toFixed(1) : s.toFixed(0)) + 's';
+      if (l.at_least) sec = '\u2265' + sec;
+    }
+    if (typeof l.transactions === 'number') sec = l.transactions + ' tx / ' + sec;
+    return sec + ' (' + String(l.source) + ')';
+  }
+
   function yesNo(b, yes, no) { return b ? yes : no; }
 
   // ---- sections ---------------------------------------------------------
@@ -250,6 +264,7 @@
           td('c-place', placeChip(place, n.reason)),
           td('c-node node', n.name),
           td('c-addr mono', n.addr || '—'),
+          td('c-lag', n.lag ? lagText(n.lag) : muted('—')),
           td('c-reason', n.reason ? el('span', 'reason', n.reason) : muted('—')),
           td('c-detail', n.detail || '', n.until ? ' (until ' + clock(parseTime(n.until)) + ')' : ''));
         tr.setAttribute('data-place', place);
@@ -268,7 +283,7 @@
           chip(no + ' out', no > 0 ? 'bad' : 'idle')));
       const card = el('div', 'card', head,
         c.conflict && c.conflict.length ? el('p', 'inline-banner tone-bad', 'conflict: ' + c.conflict.join(', ') + ' writable') : null,
-        table(['place', 'node', 'address', 'reason', 'detail'], rows, 'pool-table'));
+        table(['place', 'node', 'address', 'lag', 'reason', 'detail'], rows, 'pool-table'));
       card.setAttribute('data-cluster-card', '');
       return card;
     });
