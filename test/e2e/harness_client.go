@@ -34,10 +34,9 @@ type Client struct {
 	ops []Op
 }
 
-// StartClient starts a client of 127.0.0.1:port in h's namespace running
-// query (which must return one integer, e.g. SELECT @@server_id) every
-// `every`. Stop it with Stop.
-func StartClient(h *Host, port int, query string, every time.Duration) (*Client, error) {
+// appDB is the application's connection pool to HAProxy's port on h, with
+// 2 s timeouts and a new connection per operation.
+func appDB(h *Host, port int) (*sql.DB, error) {
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Passwd = AppUser, AppPassword
 	cfg.Net, cfg.Addr = "tcp", fmt.Sprintf("127.0.0.1:%d", port)
@@ -50,6 +49,17 @@ func StartClient(h *Host, port int, query string, every time.Duration) (*Client,
 	}
 	db := sql.OpenDB(conn)
 	db.SetMaxIdleConns(0) // a new connection per operation
+	return db, nil
+}
+
+// StartClient starts a client of 127.0.0.1:port in h's namespace running
+// query (which must return one integer, e.g. SELECT @@server_id) every
+// `every`. Stop it with Stop.
+func StartClient(h *Host, port int, query string, every time.Duration) (*Client, error) {
+	db, err := appDB(h, port)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{db: db, query: query, every: every, cancel: cancel, done: make(chan struct{})}
 	go c.run(ctx)

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/shoaldb/shoal/internal/testutil/soakcheck"
 )
 
@@ -55,21 +53,7 @@ type FreshClient struct {
 // tells this run's rows from others', writer this client's from other
 // clients'. Stop it with Stop.
 func StartFreshClient(h *Host, rwPort, roPort int, run, writer int64, every time.Duration) (*FreshClient, error) {
-	open := func(port int) (*sql.DB, error) {
-		cfg := mysql.NewConfig()
-		cfg.User, cfg.Passwd = AppUser, AppPassword
-		cfg.Net, cfg.Addr = "tcp", fmt.Sprintf("127.0.0.1:%d", port)
-		cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
-		cfg.DialFunc = h.dialer.DialContext
-		cfg.Logger = &mysql.NopLogger{}
-		conn, err := mysql.NewConnector(cfg)
-		if err != nil {
-			return nil, err
-		}
-		db := sql.OpenDB(conn)
-		db.SetMaxIdleConns(0) // a new connection per operation
-		return db, nil
-	}
+	open := func(port int) (*sql.DB, error) { return appDB(h, port) }
 	wdb, err := open(rwPort)
 	if err != nil {
 		return nil, err
