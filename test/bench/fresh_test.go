@@ -56,32 +56,6 @@ type freshBench struct {
 	ptCheck   map[string][2]float64 // replica → pt-heartbeat --check's lag, the poller's formula's lag (s)
 }
 
-// freshRestartDBAgents restarts every db agent (graceful leave, same name,
-// address, directory and snapshot) with extra flags: the harness starts
-// db agents with none.
-func freshRestartDBAgents(t *testing.T, c *e2e.Cluster, extra ...string) {
-	t.Helper()
-	var seeds []string
-	for _, d := range c.DBs {
-		seeds = append(seeds, d.Host.IP)
-	}
-	for _, d := range c.DBs {
-		d.Agent.Stop(10 * time.Second)
-		var join []string
-		for _, s := range seeds {
-			if s != d.Host.IP {
-				join = append(join, s)
-			}
-		}
-		na := e2e.NewAgent(t, d.Host, c.Dir, e2e.AgentSpec{Name: d.Name, Role: "db", Key: c.Key, Join: join, Extra: extra})
-		na.Start(t, true)
-		d.Agent = na
-		if r := c.WaitHealthy(time.Now(), 60*time.Second); !r.OK {
-			t.Fatalf("after restarting %s with %v, the cluster did not recover:\n%s", d.Name, extra, c.Describe())
-		}
-	}
-}
-
 // freshWaitGTID waits until every replica has applied the primary's
 // current binlog position.
 func freshWaitGTID(t *testing.T, c *e2e.Cluster, limit time.Duration) {
@@ -116,9 +90,8 @@ func freshSetup(t *testing.T) *freshBench {
 	e2e.Require(t)
 	b := &freshBench{dir: freshRunDir(t), ptCheck: map[string][2]float64{}}
 	start := time.Now()
-	b.c = e2e.NewCluster(t, e2e.Options{AppConfig: fmt.Sprintf("pool:\n  max_lag: %s\n", freshMaxLag)})
+	b.c = e2e.NewCluster(t, e2e.Options{AgentFlags: []string{"--max-lag", freshMaxLag.String()}})
 	c := b.c
-	freshRestartDBAgents(t, c, "--max-lag", freshMaxLag.String())
 
 	p := c.Primary().Server
 	for _, q := range append(freshSchema, "CREATE DATABASE IF NOT EXISTS heartbeat") {
@@ -410,8 +383,8 @@ func freshWindowSection(b *freshBench, res []freshTrial, took time.Duration) str
 		"(\"never within %s\").\n\n", fd(freshWriteEvery), fd(freshMaxLag), fd(freshCap), fmtS(freshCap.Seconds()), fd(freshCap))
 	fmt.Fprintf(&s, "**How.** The e2e harness: real MariaDB (GTID replication, `MASTER_HEARTBEAT_PERIOD=1`, "+
 		"`MASTER_CONNECT_RETRY=1`), db1 primary, db2 and db3 replicas, shoal agents on the three db hosts and one app "+
-		"host, each host a network namespace; every agent with `pool.max_lag: %s` (db agents restarted once with "+
-		"`--max-lag`). The cut: `iptables-legacy` DROP rules on INPUT in the replica's namespace (from the primary's "+
+		"host, each host a network namespace; every agent started with `--max-lag %s`. "+
+		"The cut: `iptables-legacy` DROP rules on INPUT in the replica's namespace (from the primary's "+
 		"port 3306) and in the primary's (from the replica to port 3306): only the replication connection goes "+
 		"silent; gossip and the agents' local probes go on. %d trials, alternating between the two replicas, each "+
 		"after a random wait in [0, %s). After each trial the rules are deleted, the replica catches up (if it has not "+
