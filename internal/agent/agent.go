@@ -213,6 +213,9 @@ func (a *Agent) Shutdown() {
 			a.probe.Close()
 		}
 		a.closeSinks()
+		if a.mesh.reach != nil {
+			a.mesh.reach.Close()
+		}
 		if a.mesh.gate != nil {
 			a.mesh.gate.Close()
 		}

@@ -99,10 +99,13 @@ func (a *Agent) recordPool(u routing.Update, d poolDelta) {
 		})
 	}
 	if d.isolation {
-		e := history.Entry{Time: u.At, Kind: history.KindIsolation, From: "connected", To: "isolated",
-			Detail: fmt.Sprintf("%d of %d members failed within the isolation window: removals frozen in local sinks", u.Isolation.Failed, u.Isolation.Baseline)}
-		if !u.Isolated {
-			e.From, e.To, e.Detail = "isolated", "connected", "membership recovered: removals unfrozen"
+		e := history.Entry{Time: u.At, Kind: history.KindIsolation, From: "connected", To: "isolated", Detail: isolationText(u.Isolation)}
+		switch r := u.Isolation.Reach; {
+		case u.Isolation.Expired:
+			e.From, e.To = "isolated", "isolation-expired"
+		case !u.Isolated:
+			e.From, e.To = "isolated", "connected"
+			e.Detail = fmt.Sprintf("reaches the fleet again (%d of %d members, %d of %d db agents answered): held nodes are verified one by one", r.Reached, r.Fleet, r.ReachedDB, r.FleetDB)
 		}
 		a.rep.hist.Add(e)
 	}

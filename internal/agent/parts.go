@@ -51,6 +51,7 @@ type mesh struct {
 	sa         *sagent.Agent
 	tr         *gossip.Transport // memberlist's; memberlist shuts it down too
 	gate       *gossip.Gate      // nil when gossip.confirm_failures is off
+	reach      *gossip.Reach     // isolation's reachability rounds (routing.Reacher)
 	peers      *gossip.Peers     // nil without a snapshot
 	events     *eventHub
 	keyWarning string // about the keyring file, for Info

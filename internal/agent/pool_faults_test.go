@@ -257,13 +257,15 @@ func TestPoolFaultsAndSinks(t *testing.T) {
 
 	stage("isolation", func(t *testing.T) {
 		// The app host loses every db agent at once (stopped without a leave):
-		// it must assume it is the one cut off and keep routing as before.
+		// none answers its pings, so it cannot tell that from being cut off,
+		// and it keeps every node in its role (held) and routing as before.
 		for _, n := range []*testNode{db1, db2, db3} {
 			n.a.Shutdown()
 		}
 		testkit.WaitFor(t, 30*time.Second, "app isolated", func() bool {
 			v, _ := app.a.PoolView("")
-			return v.Isolated && len(v.Out) == 3 && v.Out[0].Reason == "agent-failed"
+			return v.Isolated && len(v.Out) == 0 && len(v.Writers) == 1 && len(v.Readers) == 2 &&
+				strings.HasPrefix(v.Writers[0].Detail, "held: agent-failed while this agent cannot reach the fleet")
 		})
 		testkit.WaitFor(t, 10*time.Second, "sinks report frozen", func() bool {
 			v, _ := app.a.PoolView("")

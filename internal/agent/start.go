@@ -170,9 +170,15 @@ func (a *Agent) startProbe(context.Context, *startup) error {
 }
 
 // startPool builds the router and the sinks; startLoops runs them.
-func (a *Agent) startPool(context.Context, *startup) (err error) {
+func (a *Agent) startPool(_ context.Context, st *startup) (err error) {
 	ps := a.cfg.Pool
-	a.pool.router = routing.New(routing.Config{Policy: ps.Policy(), Damp: ps.Damp(), NoDamping: !ps.Damping, IsolationWindow: ps.IsolationWindow},
+	// The rounds run only once the router asks, after serf has started.
+	a.mesh.reach = gossip.NewSerfReach(gossip.SerfReachConfig{
+		Serf: func() *serf.Serf { return a.mesh.sa.Serf() }, Memberlist: st.sc.MemberlistConfig,
+		Done: func() { a.pool.router.Trigger() }, Log: a.logs.Logger.With("component", "gossip"),
+	})
+	a.pool.router = routing.New(routing.Config{Policy: ps.Policy(), Damp: ps.Damp(), NoDamping: !ps.Damping,
+		IsolationWindow: ps.IsolationWindow, IsolationMax: ps.IsolationMax, Self: a.cfg.Node, Reach: a.mesh.reach},
 		a.poolMembers, a.logs.Logger.With("component", "pool"))
 	a.pool.sinks, err = a.newSinks()
 	return err

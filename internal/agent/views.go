@@ -67,10 +67,9 @@ func (a *Agent) PoolView(cluster string) (view.Pool, error) {
 	sinks := a.sinkStatus() // before the pool: no sink is ahead of its generation
 	u := a.pool.router.Current()
 	r := view.Pool{Clusters: []view.ClusterPool{}, Isolated: u.Isolated, UpdatedAt: u.At, Generation: u.Generation}
-	if u.Isolated {
-		r.Isolation = fmt.Sprintf("this agent sees %d of %d members it had failed: it assumes it is the one cut off and freezes removals in its local sinks", u.Isolation.Failed, u.Isolation.Baseline)
-	}
-	r.Clusters = clusterPools(u.Pool, u.Lags, cluster)
+	r.Isolation = isolationText(u.Isolation)
+	// The routed pool: what the sinks apply, with held nodes in their role.
+	r.Clusters = clusterPools(u.Routed, u.Lags, cluster)
 	if cluster != "" && len(r.Clusters) == 0 {
 		return r, fmt.Errorf("no cluster %q in the pool", cluster)
 	}
@@ -144,4 +143,19 @@ func (a *Agent) MemberRTT(name string) (time.Duration, bool) {
 		return 0, false
 	}
 	return me.DistanceTo(them), true
+}
+
+// isolationText explains the isolation state to operators; "" when this
+// agent reaches the fleet.
+func isolationText(s pool.IsolationState) string {
+	r := s.Reach
+	switch {
+	case s.Expired:
+		return fmt.Sprintf("this agent has not reached the fleet for longer than pool.isolation_max (%d of %d members, %d of %d db agents answered its pings): it no longer holds nodes and acts on its own view",
+			r.Reached, r.Fleet, r.ReachedDB, r.FleetDB)
+	case s.Isolated:
+		return fmt.Sprintf("this agent cannot reach the fleet (%d of %d members, %d of %d db agents answered its pings): it holds %d nodes whose failure it cannot verify in the role they had, and its sinks withhold removals",
+			r.Reached, r.Fleet, r.ReachedDB, r.FleetDB, s.Held)
+	}
+	return ""
 }

@@ -165,7 +165,8 @@ var options = []option{
 		set: func(c *Config, raw []string) error { c.EventHandlers = append(c.EventHandlers, raw...); return nil }},
 	strOpt("history.file", "history-file", "SHOAL_HISTORY_FILE", "append pool and health transitions to this JSON-lines file (rotated by size)", func(c *Config) *string { return &c.History.File }),
 	intOpt("history.size", "history-size", "", "transitions kept in memory for shoal history", func(c *Config) *int { return &c.History.Size }),
-	durOpt("pool.isolation_window", "isolation-window", "", "window in which losing most members means this agent is the one cut off", func(c *Config) *time.Duration { return &c.Pool.IsolationWindow }),
+	durOpt("pool.isolation_window", "isolation-window", "", "members that failed within this window still count in the fleet an agent must reach to act on a failure", func(c *Config) *time.Duration { return &c.Pool.IsolationWindow }),
+	durOpt("pool.isolation_max", "isolation-max", "", "longest an agent that cannot reach the fleet holds a node whose failure it cannot verify", func(c *Config) *time.Duration { return &c.Pool.IsolationMax }),
 	durOpt("leave_timeout", "leave-timeout", "SHOAL_LEAVE_TIMEOUT", "bound on the graceful leave at shutdown", func(c *Config) *time.Duration { return &c.LeaveTimeout }),
 }
 

@@ -5,47 +5,43 @@ import (
 	"slices"
 )
 
-// HoldFailed returns the pool an isolated agent should route to: cur, with
-// every node that is out of cur because its agent failed (ReasonAgentFailed)
-// put back in the role it had in base, the pool from before the failures.
-// Restored nodes keep the detail "held: agent-failed while isolated".
-//
-// Isolation is detected only once more than half of the cluster has failed,
-// one member at a time, so the first failures have already been removed
-// when it is; base (the pool in effect before the isolation window) is what
-// the agent routed to before it was cut off. Only agent failures are undone:
-// a node that reported itself critical, in maintenance or lagging said so
-// through gossip and stays out. A writer is restored only when cur has no
-// writer in that cluster, so the result never has two. cur and base are not
-// modified; either may be nil.
-func HoldFailed(cur, base *Pool) *Pool {
+// Held is a node an agent keeps in the role it had, because it could not
+// verify the failure that took the node out (see Isolation).
+type Held struct {
+	Cluster, Name  string
+	Writer, Reader bool   // the roles it had just before
+	Detail         string // why it is held, for operators
+}
+
+// Hold returns cur with every node of held that is out of cur because its
+// agent failed (ReasonAgentFailed) put back in the role it had. A writer is
+// restored only when its cluster has no writer in cur, so the result never
+// has two. Nodes out for any other reason stay out: a node that reported
+// itself critical, in maintenance or lagging said so through gossip. cur is
+// not modified; it may be nil.
+func Hold(cur *Pool, held []Held) *Pool {
 	out := cur.Clone()
-	if out == nil {
-		return nil
+	if out == nil || len(held) == 0 {
+		return out
 	}
 	for i := range out.Clusters {
 		c := &out.Clusters[i]
-		b := base.Cluster(c.Name)
-		if b == nil {
-			continue
-		}
 		var keep []Node
 		for _, n := range c.Out {
-			if n.Reason != ReasonAgentFailed {
+			h, ok := findHeld(held, c.Name, n.Name)
+			if !ok || n.Reason != ReasonAgentFailed {
 				keep = append(keep, n)
 				continue
 			}
-			held := n
-			held.Detail = "held: agent-failed while isolated"
+			in := n
+			in.Reason, in.Detail = "", h.Detail
 			restored := false
-			if len(c.Writers) == 0 && b.Writer() == n.Name {
-				held.Reason = ""
-				c.Writers = append(c.Writers, held)
+			if h.Writer && len(c.Writers) == 0 {
+				c.Writers = append(c.Writers, in)
 				restored = true
 			}
-			if slices.ContainsFunc(b.Readers, func(r Node) bool { return r.Name == n.Name }) {
-				held.Reason = ""
-				c.Readers = append(c.Readers, held)
+			if h.Reader {
+				c.Readers = append(c.Readers, in)
 				restored = true
 			}
 			if !restored {
@@ -53,8 +49,16 @@ func HoldFailed(cur, base *Pool) *Pool {
 			}
 		}
 		c.Out = keep
-		byName := func(a, b Node) int { return cmp.Compare(a.Name, b.Name) }
-		slices.SortFunc(c.Readers, byName)
+		slices.SortFunc(c.Readers, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
 	}
 	return out
+}
+
+func findHeld(held []Held, cluster, name string) (Held, bool) {
+	for _, h := range held {
+		if h.Cluster == cluster && h.Name == name {
+			return h, true
+		}
+	}
+	return Held{}, false
 }

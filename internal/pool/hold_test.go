@@ -2,13 +2,13 @@ package pool
 
 import "testing"
 
-func TestHoldFailed(t *testing.T) {
+func TestHold(t *testing.T) {
 	node := func(name string, r Reason) Node { return Node{Name: name, Addr: name + ":3306", Reason: r} }
-	base := &Pool{Clusters: []Cluster{{
-		Name:    "c",
-		Writers: []Node{node("db1", "")},
-		Readers: []Node{node("db2", ""), node("db3", ""), node("db4", "")},
-	}}}
+	held := []Held{
+		{Cluster: "c", Name: "db1", Writer: true, Detail: "held: x"},
+		{Cluster: "c", Name: "db2", Reader: true, Detail: "held: x"},
+		{Cluster: "c", Name: "db3", Reader: true, Detail: "held: x"},
+	}
 	cur := &Pool{Clusters: []Cluster{{
 		Name: "c",
 		Out: []Node{
@@ -17,7 +17,7 @@ func TestHoldFailed(t *testing.T) {
 		},
 		Readers: []Node{node("db4", "")},
 	}}}
-	got := HoldFailed(cur, base)
+	got := Hold(cur, held)
 	c := got.Cluster("c")
 	if c.Writer() != "db1" {
 		t.Errorf("writer %q, want db1 restored", c.Writer())
@@ -25,8 +25,8 @@ func TestHoldFailed(t *testing.T) {
 	var readers []string
 	for _, n := range c.Readers {
 		readers = append(readers, n.Name)
-		if n.Name == "db2" && (n.Reason != "" || n.Detail == "") {
-			t.Errorf("restored reader %+v: want no reason and a held detail", n)
+		if n.Name == "db2" && (n.Reason != "" || n.Detail != "held: x") {
+			t.Errorf("restored reader %+v: want no reason and the held detail", n)
 		}
 	}
 	if want := "db2,db4"; join(readers) != want {
@@ -37,18 +37,18 @@ func TestHoldFailed(t *testing.T) {
 		out = append(out, n.Name+"("+string(n.Reason)+")")
 	}
 	if want := "db3(critical),db5(agent-failed)"; join(out) != want {
-		t.Errorf("out %s, want %s", join(out), want)
+		t.Errorf("out %s, want %s (db5 is not held)", join(out), want)
 	}
 	if cur.Cluster("c").Writer() != "" || len(cur.Cluster("c").Out) != 4 {
-		t.Error("HoldFailed modified its input")
+		t.Error("Hold modified its input")
 	}
 
 	// Never two writers: a new writer in cur keeps the failed old one out.
 	cur2 := &Pool{Clusters: []Cluster{{Name: "c", Writers: []Node{node("db2", "")}, Out: []Node{node("db1", ReasonAgentFailed)}}}}
-	if c := HoldFailed(cur2, base).Cluster("c"); len(c.Writers) != 1 || c.Writer() != "db2" {
-		t.Errorf("writers %+v, want only db2", c.Writers)
+	if c := Hold(cur2, held).Cluster("c"); len(c.Writers) != 1 || c.Writer() != "db2" || len(c.Out) != 1 {
+		t.Errorf("writers %+v out %+v, want only db2, db1 out", c.Writers, c.Out)
 	}
-	if HoldFailed(nil, base) != nil || HoldFailed(cur, nil).Cluster("c").Writer() != "" {
+	if Hold(nil, held) != nil || Hold(cur, nil).Cluster("c").Writer() != "" {
 		t.Error("nil inputs")
 	}
 }

@@ -1,111 +1,83 @@
 package pool
 
 import (
-	"fmt"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/tags"
 )
 
-// view builds a member list: self is alive, peers take the given statuses.
-func view(statuses ...Status) []Member {
-	ms := []Member{{Name: "self", Status: StatusAlive}}
-	for i, s := range statuses {
-		ms = append(ms, Member{Name: fmt.Sprintf("p%d", i), Status: s})
-	}
-	return ms
-}
+func fm(name string, db, failed bool) FleetMember { return FleetMember{Name: name, DB: db, Failed: failed} }
 
-const (
-	A = StatusAlive
-	F = StatusFailed
-	L = StatusLeft
-)
-
-func TestIsolationDetector(t *testing.T) {
-	type obs struct {
-		sec      float64
-		members  []Member
-		isolated bool
-	}
+func TestJudgeReach(t *testing.T) {
+	round := func(answered map[string]bool) ReachRound { return ReachRound{Answered: answered} }
 	tests := []struct {
-		name string
-		obs  []obs
+		name      string
+		fleet     Fleet
+		answered  map[string]bool
+		want      Reach
+		connected bool
 	}{
-		{"most fail at once", []obs{
-			{0, view(A, A, A, A), false},
-			{2, view(F, A, A, A), false},
-			{5, view(F, F, A, A), false},  // 2 of 4 peers: not more than half
-			{8, view(F, F, F, A), true},   // 3 of 4 peers within 10s
-			{60, view(F, F, F, A), true},  // stays frozen
-			{61, view(A, F, F, A), false}, // 3 of 5 alive again
-		}},
-		{"failures spread beyond the window", []obs{
-			{0, view(A, A, A, A), false},
-			{0, view(F, A, A, A), false},
-			{11, view(F, F, A, A), false},
-			{22, view(F, F, F, A), false}, // only 1 (p2) within the window
-		}},
-		{"custom window counts from each failure", []obs{
-			{0, view(A, A, A, A), false},
-			{0, view(F, A, A, A), false},
-			{9, view(F, F, A, A), false},
-			{10, view(F, F, F, A), true}, // p0 at 0s is still within 10s
-		}},
-		{"one peer lost is never isolation", []obs{
-			{0, view(A), false},
-			{1, view(F), false},
-		}},
-		{"both peers lost is", []obs{
-			{0, view(A, A), false},
-			{1, view(F, F), true},
-			{2, view(A, F), false},
-		}},
-		{"two of three peers lost is (a 2|2 split)", []obs{
-			{0, view(A, A, A), false},
-			{1, view(F, F, A), true},
-			{2, view(A, F, A), false},
-		}},
-		{"leaving is not failing", []obs{
-			{0, view(A, A, A, A), false},
-			{1, view(L, L, L, A), false},
-		}},
-		{"members first seen failed never were alive", []obs{
-			{0, view(F, F, F, A), false},
-			{1, view(F, F, F, A), false},
-		}},
-		{"baseline members that leave or vanish stop counting", []obs{
-			{0, view(A, A, A, A), false},
-			{1, view(F, F, F, F), true},
-			{2, view(L, L, F, F), true}, // 2 of the 2 peers still listed failed
-			{3, []Member{{Name: "self", Status: A}, {Name: "p3", Status: F}}, false}, // one failed peer is never isolation
-			{4, []Member{{Name: "self", Status: A}}, false},
-		}},
+		{"app cut off from 3 db", Fleet{fm("me", false, false), fm("a", true, true), fm("b", true, false), fm("c", true, false)},
+			map[string]bool{"b": false, "c": false}, Reach{Reached: 1, Fleet: 4, ReachedDB: 0, FleetDB: 3, Unreached: 3}, false},
+		{"one db failed", Fleet{fm("me", false, false), fm("a", true, true), fm("b", true, false), fm("c", true, false)},
+			map[string]bool{"b": true, "c": true}, Reach{Reached: 3, Fleet: 4, ReachedDB: 2, FleetDB: 3, Unreached: 1}, true},
+		{"lone peer", Fleet{fm("me", false, false), fm("a", true, true)},
+			map[string]bool{}, Reach{Reached: 1, Fleet: 2, FleetDB: 1, Unreached: 1}, true},
+		{"2|2 split", Fleet{fm("me", false, false), fm("a", true, true), fm("b", true, false), fm("c", true, false)},
+			map[string]bool{"b": false, "c": true}, Reach{Reached: 2, Fleet: 4, ReachedDB: 1, FleetDB: 3, Unreached: 2}, false},
+		{"db agent counts itself", Fleet{fm("me", true, false), fm("a", true, true), fm("b", true, false), fm("x", false, true)},
+			map[string]bool{"b": true}, Reach{Reached: 2, Fleet: 4, ReachedDB: 2, FleetDB: 3, Unreached: 2}, true},
+		{"a sample of the others stands for them", Fleet{fm("me", false, false), fm("d", true, false),
+			fm("x1", false, false), fm("x2", false, false), fm("x3", false, false), fm("x4", false, false)},
+			map[string]bool{"d": false, "x1": true, "x2": false}, Reach{Reached: 3, Fleet: 6, ReachedDB: 0, FleetDB: 1, Unreached: 3}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := NewIsolationDetector(0)
-			for _, o := range tt.obs {
-				st := d.Observe(at(o.sec), o.members)
-				if st.Isolated != o.isolated {
-					t.Fatalf("t=%gs: isolated = %v, want %v (%+v)", o.sec, st.Isolated, o.isolated, st)
-				}
-				if st.Isolated && st.Since.IsZero() || !st.Isolated && !st.Since.IsZero() {
-					t.Fatalf("t=%gs: since = %v with isolated = %v", o.sec, st.Since, st.Isolated)
-				}
+			got := JudgeReach(tt.fleet, "me", round(tt.answered))
+			if got != tt.want || got.Connected() != tt.connected {
+				t.Fatalf("JudgeReach = %+v connected %v; want %+v connected %v", got, got.Connected(), tt.want, tt.connected)
 			}
 		})
 	}
 }
 
-func TestIsolationState(t *testing.T) {
-	d := NewIsolationDetector(0)
-	d.Observe(at(0), view(A, A, A, A))
-	st := d.Observe(at(1), view(F, F, F, A))
-	want := IsolationState{Isolated: true, Since: at(1), Failed: 3, Baseline: 5}
-	if st != want {
-		t.Fatalf("got %+v, want %+v", st, want)
+func TestSample(t *testing.T) {
+	f := Fleet{fm("me", false, false), fm("a", true, false), fm("b", true, true), fm("x", false, false), fm("y", false, false), fm("z", false, true)}
+	first := func(int) int { return 0 }
+	if got := Sample(f, "me", nil, 16, false, first); !slices.Equal(got, []string{"a", "x", "y"}) {
+		t.Errorf("alive only: %v", got)
 	}
-	st = d.Observe(at(5), view(F, F, F, A))
-	if st.Since != at(1) || st.Failed != 3 || st.Baseline != 5 {
-		t.Fatalf("got %+v", st)
+	if got := Sample(f, "me", []string{"b", "me"}, 16, false, first); !slices.Equal(got, []string{"a", "b", "x", "y"}) {
+		t.Errorf("with an extra: %v", got)
+	}
+	if got := Sample(f, "me", nil, 16, true, first); !slices.Equal(got, []string{"a", "b", "x", "y", "z"}) {
+		t.Errorf("with the failed: %v", got)
+	}
+	if got := Sample(f, "me", nil, 1, false, first); !slices.Equal(got, []string{"a", "y"}) {
+		t.Errorf("at most 1 of each: %v", got)
+	}
+}
+
+func TestFleetTracker(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m := func(name string, st Status, role string) Member {
+		return Member{Name: name, Status: st, Tags: map[string]string{tags.KeyRole: role}}
+	}
+	ft := NewFleetTracker(10 * time.Second)
+	names := func(f Fleet) []string { return f.Names() }
+	f := ft.Observe(t0, []Member{m("me", StatusAlive, "app"), m("a", StatusAlive, "db"), m("b", StatusLeft, "db"), m("x", StatusFailed, "app")})
+	if !slices.Equal(names(f), []string{"a", "me", "x"}) || !f[0].DB || f[1].DB || !f[2].Failed {
+		t.Fatalf("fleet %+v: want a (db), me, x (failed); b left", f)
+	}
+	f = ft.Observe(t0.Add(11*time.Second), []Member{m("me", StatusAlive, "app"), m("a", StatusFailed, "db"), m("x", StatusFailed, "app")})
+	if !slices.Equal(names(f), []string{"a", "me"}) {
+		t.Fatalf("after the window: %v, want x (failed 11 s ago) gone, a (just failed) in", names(f))
+	}
+	frozen := Fleet{fm("a", true, false), fm("me", false, false), fm("x", false, false), fm("gone", false, false)}
+	still := ft.Still(frozen)
+	if !slices.Equal(names(still), []string{"a", "me", "x"}) || !still[0].Failed || still[1].Failed {
+		t.Fatalf("Still = %+v: want a (failed), me, x; gone dropped", still)
 	}
 }

@@ -127,9 +127,12 @@ type Settings struct {
 	WriterServesReads bool          `yaml:"writer_serves_reads"`
 	// ReadFallback is what the reader floor does with stale readers.
 	ReadFallback ReadFallback `yaml:"read_fallback"`
-	// IsolationWindow is the window in which losing most members means
-	// this agent is the one cut off (see IsolationDetector).
+	// IsolationWindow: members that failed within it still count in the
+	// fleet an agent must reach (see FleetTracker). IsolationMax bounds how
+	// long an agent that cannot reach the fleet holds a node (see
+	// isolation.go).
 	IsolationWindow time.Duration `yaml:"isolation_window"`
+	IsolationMax    time.Duration `yaml:"isolation_max"`
 	// Damping holds a flapping reader out (see Damper).
 	Damping      bool          `yaml:"damping"`
 	DampHalfLife time.Duration `yaml:"damp_half_life"`
@@ -138,7 +141,7 @@ type Settings struct {
 // DefaultSettings returns the settings the agent starts from.
 func DefaultSettings() Settings {
 	return Settings{MaxLag: DefaultMaxLag, MinReaders: DefaultMinReaders, ReadFallback: ReadFallbackWriter,
-		IsolationWindow: DefaultIsolationWindow, Damping: DefaultDamping, DampHalfLife: DefaultHalfLife}
+		IsolationWindow: DefaultIsolationWindow, IsolationMax: DefaultIsolationMax, Damping: DefaultDamping, DampHalfLife: DefaultHalfLife}
 }
 
 // Check checks the settings as given: every problem is a *setting.Error
@@ -159,6 +162,9 @@ func (s Settings) Check() error {
 	}
 	if s.IsolationWindow < MinIsolationWindow {
 		errs.Addf("isolation_window", s.IsolationWindow, "must be at least %s", MinIsolationWindow)
+	}
+	if s.IsolationMax < MinIsolationMax || s.IsolationMax > MaxIsolationMax {
+		errs.Addf("isolation_max", s.IsolationMax, "must be from %s to %s", MinIsolationMax, shortHours(MaxIsolationMax))
 	}
 	return errs.Err()
 }

@@ -21,10 +21,18 @@ import (
 
 // Config tunes the router.
 type Config struct {
-	Policy          pool.Policy
-	Damp            pool.DampConfig
-	NoDamping       bool // skip flap damping
-	IsolationWindow time.Duration
+	Policy    pool.Policy
+	Damp      pool.DampConfig
+	NoDamping bool // skip flap damping
+	// IsolationWindow: members that failed within it still count in the
+	// fleet when this agent judges whether it can reach it
+	// (pool.FleetTracker). IsolationMax bounds how long a node whose
+	// failure could not be verified is held (pool.DefaultIsolationMax).
+	IsolationWindow, IsolationMax time.Duration
+	// Self is this agent's member name; Reach checks whether it can reach
+	// the fleet. With a nil Reach every failure is acted on at once.
+	Self  string
+	Reach Reacher
 	// Resync recomputes even without a trigger, so that damping holds expire
 	// and isolation can clear. Default 1s.
 	Resync time.Duration
@@ -33,16 +41,26 @@ type Config struct {
 	Clock clockwork.Clock
 }
 
+// Reacher checks whether this agent can reach the fleet, with pings of its
+// own (package gossip).
+type Reacher interface {
+	// Probe starts a round that pings the named members, unless a round is
+	// running; it never blocks. The round's end triggers the router.
+	Probe(names []string)
+	// Latest returns the latest finished round (zero before the first).
+	Latest() pool.ReachRound
+}
+
 // Update is one new pool with what changed since the previous one.
 type Update struct {
 	At   time.Time
 	Pool *pool.Pool
-	// Routed is the pool sinks should apply: Pool, except while isolated,
-	// when nodes removed because their agent failed are held in the role
-	// they had before the isolation window (pool.HoldFailed).
+	// Routed is the pool sinks should apply: Pool, with the nodes whose
+	// failure this agent could not verify held in the role they had
+	// (pool.Hold).
 	Routed   *pool.Pool
 	Changes  []pool.Change
-	Isolated bool
+	Isolated bool // this agent cannot reach the fleet and holds what it had
 	// Isolation details, for operators.
 	Isolation pool.IsolationState
 	// Generation numbers the updates handed to listeners: 1, 2, 3, ...; 0
@@ -71,19 +89,13 @@ type Router struct {
 	listeners []Listener
 
 	damper *pool.Damper
-	iso    *pool.IsolationDetector
 	hist   *pool.History // the GTID positions seen, for replica freshness
 	// recheck is when a replica judged fresh turns stale if nothing is
 	// gossiped (pool.Lags.Recheck): Run recomputes then.
 	recheck time.Time
 
-	lastIn  map[string]map[string]inRole // cluster → node → when last in a role
-	isoBase *pool.Pool                   // while isolated: who was in within the window
-}
-
-// inRole is when a node was last seen in the writer or reader role.
-type inRole struct {
-	writerAt, readerAt time.Time
+	fleet *pool.FleetTracker
+	iso   isolation
 }
 
 // New returns a router reading the member view from members.
@@ -94,6 +106,9 @@ func New(cfg Config, members func() []pool.Member, log *slog.Logger) *Router {
 	if cfg.Clock == nil {
 		cfg.Clock = clockwork.NewRealClock()
 	}
+	if cfg.IsolationMax <= 0 {
+		cfg.IsolationMax = pool.DefaultIsolationMax
+	}
 	return &Router{
 		cfg:     cfg,
 		members: members,
@@ -101,8 +116,9 @@ func New(cfg Config, members func() []pool.Member, log *slog.Logger) *Router {
 		clock:   cfg.Clock,
 		trigger: make(chan struct{}, 1),
 		damper:  pool.NewDamper(cfg.Damp),
-		iso:     pool.NewIsolationDetector(cfg.IsolationWindow),
 		hist:    pool.NewHistory(0),
+		fleet:   pool.NewFleetTracker(cfg.IsolationWindow),
+		iso:     isolation{holds: map[holdKey]*hold{}},
 		cur:     Update{Pool: &pool.Pool{}, Routed: &pool.Pool{}},
 	}
 }
@@ -168,36 +184,25 @@ func (r *Router) step() {
 	if !r.cfg.NoDamping {
 		next = r.damper.Apply(now, computed, r.cfg.Policy)
 	}
-	iso := r.iso.Observe(now, members)
+	fleet := r.fleet.Observe(now, members)
+	held, iso := r.holdUnverified(now, prev.Routed, next, fleet)
+	routed := pool.Hold(next, held)
 	changes := pool.Diff(prev.Pool, next)
-	if len(changes) == 0 && iso.Isolated == prev.Isolated && samePool(prev.Pool, next) {
+	if len(changes) == 0 && iso.Isolated == prev.Isolated && samePool(prev.Pool, next) && samePool(prev.Routed, routed) {
 		r.mu.Lock()
 		r.cur.Isolation, r.cur.Lags = iso, lags
 		r.mu.Unlock()
 		return
 	}
-	u := Update{At: now, Pool: next, Routed: next, Changes: changes, Isolated: iso.Isolated, Isolation: iso,
+	u := Update{At: now, Pool: next, Routed: routed, Changes: changes, Isolated: iso.Isolated, Isolation: iso,
 		Generation: prev.Generation + 1, Lags: lags}
-	// Every node of the previous pool held its role until now, however long
-	// ago that pool was computed: a steady pool is recomputed without an
-	// update, and a node this step drops was in its role until this step.
-	r.remember(now, prev.Pool)
-	switch {
-	case iso.Isolated && !prev.Isolated:
-		r.isoBase = r.inSince(iso.Since.Add(-r.window()))
-	case !iso.Isolated:
-		r.isoBase = nil
-	}
-	if iso.Isolated {
-		u.Routed = pool.HoldFailed(next, r.isoBase)
-	}
-	r.remember(now, next)
 	if iso.Isolated != prev.Isolated {
 		if iso.Isolated {
-			r.log.Warn("this agent looks cut off from the cluster: freezing removals in local sinks",
-				"failed", iso.Failed, "baseline", iso.Baseline)
+			r.log.Warn("this agent cannot reach the fleet: holding the nodes whose failure it cannot verify",
+				"reached", iso.Reach.Reached, "fleet", iso.Reach.Fleet, "reached_db", iso.Reach.ReachedDB, "fleet_db", iso.Reach.FleetDB)
 		} else {
-			r.log.Info("cluster reachable again: removals unfrozen")
+			r.log.Info("this agent reaches the fleet again: held nodes are verified one by one",
+				"reached", iso.Reach.Reached, "fleet", iso.Reach.Fleet, "reached_db", iso.Reach.ReachedDB, "fleet_db", iso.Reach.FleetDB)
 		}
 	}
 	for _, c := range changes {
@@ -238,77 +243,4 @@ func samePool(a, b *pool.Pool) bool {
 		}
 	}
 	return true
-}
-
-func (r *Router) window() time.Duration {
-	if r.cfg.IsolationWindow > 0 {
-		return r.cfg.IsolationWindow
-	}
-	return pool.DefaultIsolationWindow
-}
-
-// remember records that each node of p was in its role at time at. The
-// router calls it with the previous pool before each update (the nodes it
-// held until now) and with the new one, so that a node's last time in a
-// role is never older than the update that took it out.
-func (r *Router) remember(at time.Time, p *pool.Pool) {
-	if p == nil {
-		return
-	}
-	if r.lastIn == nil {
-		r.lastIn = map[string]map[string]inRole{}
-	}
-	for _, c := range p.Clusters {
-		m := r.lastIn[c.Name]
-		if m == nil {
-			m = map[string]inRole{}
-			r.lastIn[c.Name] = m
-		}
-		for _, n := range c.Writers {
-			e := m[n.Name]
-			e.writerAt = at
-			m[n.Name] = e
-		}
-		for _, n := range c.Readers {
-			if n.Reason == pool.ReasonFallback {
-				// The writer reads only in place of stale readers: not a
-				// reader role an isolated agent should hold.
-				continue
-			}
-			e := m[n.Name]
-			e.readerAt = at
-			m[n.Name] = e
-		}
-	}
-	// Forget what is too old to matter for any future isolation window.
-	cutoff := at.Add(-2 * r.window())
-	for _, m := range r.lastIn {
-		for n, e := range m {
-			if e.writerAt.Before(cutoff) && e.readerAt.Before(cutoff) {
-				delete(m, n)
-			}
-		}
-	}
-}
-
-// inSince returns, as a pool, the nodes that were in a role at some point
-// since t: the routing an isolated agent had before it was cut off. The most
-// recent writer of each cluster is its writer.
-func (r *Router) inSince(t time.Time) *pool.Pool {
-	p := &pool.Pool{}
-	for cluster, m := range r.lastIn {
-		c := pool.Cluster{Name: cluster}
-		var writerAt time.Time
-		for name, e := range m {
-			if !e.writerAt.Before(t) && e.writerAt.After(writerAt) {
-				writerAt = e.writerAt
-				c.Writers = []pool.Node{{Name: name}}
-			}
-			if !e.readerAt.Before(t) {
-				c.Readers = append(c.Readers, pool.Node{Name: name})
-			}
-		}
-		p.Clusters = append(p.Clusters, c)
-	}
-	return p
 }

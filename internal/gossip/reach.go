@@ -1,0 +1,169 @@
+package gossip
+
+import (
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/serf/serf"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/shoaldb/shoal/internal/pool"
+)
+
+// Reach answers the question isolation asks (pool/isolation.go): can this
+// agent still reach the fleet? A round pings the members it is given, all
+// at once, with this agent's own pings, and records which answered. One
+// round runs at a time; a Probe while one runs is dropped (the router asks
+// again). It implements routing.Reacher.
+type Reach struct {
+	members func() []serf.Member
+	ping    func(serf.Member) bool
+	done    func()
+	log     *slog.Logger
+	clock   clockwork.Clock
+
+	mu      sync.Mutex
+	running bool
+	latest  pool.ReachRound
+	closed  bool
+
+	// Rounds counts the rounds run, Pings the members pinged, Dropped the
+	// probes asked while a round ran.
+	Rounds, Pings, Dropped atomic.Uint64
+}
+
+// ReachConfig is what a Reach needs; Members and Ping are required.
+type ReachConfig struct {
+	Members func() []serf.Member   // the members, to find each name's address
+	Ping    func(serf.Member) bool // one check of a member: true when it answered
+	Done    func()                 // called after each round (the router's Trigger)
+	Log     *slog.Logger
+	Clock   clockwork.Clock // nil: the real clock
+}
+
+// NewReach returns a Reach.
+func NewReach(c ReachConfig) *Reach {
+	r := &Reach{members: c.Members, ping: c.Ping, done: c.Done, log: c.Log, clock: c.Clock}
+	if r.clock == nil {
+		r.clock = clockwork.NewRealClock()
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.done == nil {
+		r.done = func() {}
+	}
+	return r
+}
+
+// Probe starts a round that pings the named members (unknown names are
+// reported as not answering), unless a round is running. It never blocks.
+func (r *Reach) Probe(names []string) {
+	r.mu.Lock()
+	if r.running || r.closed {
+		r.mu.Unlock()
+		r.Dropped.Add(1)
+		return
+	}
+	r.running = true
+	r.mu.Unlock()
+	go r.round(names)
+}
+
+// Latest returns the latest finished round.
+func (r *Reach) Latest() pool.ReachRound {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.latest
+}
+
+// Close stops new rounds; a running one finishes on its own (its pings are
+// bounded by their waits).
+func (r *Reach) Close() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+}
+
+func (r *Reach) round(names []string) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("reachability round panicked", "panic", p)
+			r.mu.Lock()
+			r.running = false
+			r.mu.Unlock()
+		}
+	}()
+	started := r.clock.Now()
+	byName := map[string]serf.Member{}
+	for _, m := range r.members() {
+		byName[m.Name] = m
+	}
+	answered := make(map[string]bool, len(names))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, n := range names {
+		m, ok := byName[n]
+		if !ok {
+			answered[n] = false
+			continue
+		}
+		wg.Add(1)
+		r.Pings.Add(1)
+		go func() {
+			defer wg.Done()
+			ok := r.ping(m)
+			mu.Lock()
+			answered[m.Name] = ok
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	r.Rounds.Add(1)
+	r.mu.Lock()
+	r.latest = pool.ReachRound{Started: started, Finished: r.clock.Now(), Answered: answered}
+	r.running = false
+	r.mu.Unlock()
+	r.done()
+}
+
+// SerfReachConfig is what a Reach on a live serf needs.
+type SerfReachConfig struct {
+	Serf       func() *serf.Serf // called only from rounds, which start after serf runs
+	Memberlist *memberlist.Config
+	Done       func()
+	Log        *slog.Logger
+}
+
+// reachPings is how many pings a round sends each member at once: one lost
+// packet must not make a member look unreachable.
+const reachPings = 2
+
+// NewSerfReach returns the Reach of an agent: its pings go through serf's
+// memberlist with the waits of the failure gate (confirmWait).
+func NewSerfReach(c SerfReachConfig) *Reach {
+	var (
+		once sync.Once
+		pg   *pinger
+	)
+	probeTimeout := c.Memberlist.ProbeTimeout
+	return NewReach(ReachConfig{
+		Members: func() []serf.Member { return c.Serf().Members() },
+		Ping: func(m serf.Member) bool {
+			once.Do(func() { pg = newPinger(c.Serf().Memberlist(), pingsInFlight) })
+			s := c.Serf()
+			rtt, known := time.Duration(0), false
+			if me, err := s.GetCoordinate(); err == nil {
+				if them, ok := s.GetCachedCoordinate(m.Name); ok {
+					rtt, known = me.DistanceTo(them), true
+				}
+			}
+			return pg.ping(m, reachPings, max(confirmWait(rtt, known, probeTimeout), carefulWait), true)
+		},
+		Done: c.Done,
+		Log:  c.Log,
+	})
+}
