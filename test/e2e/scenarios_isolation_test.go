@@ -152,6 +152,11 @@ func (r *isoRig) cutOnce(s *S, cut time.Duration, trial int) {
 	}
 	// No sink took a server out or shut its sessions.
 	for _, a := range c.Apps {
+		// The log shows the commands that formed the cluster: if it shows
+		// none, it can no longer be read for them (a changed log line).
+		if all, err := a.Agent.SinkCommands(time.Time{}); err != nil || len(all) == 0 {
+			s.Errorf("trial %d: %s's log shows no \"haproxy command sent\" line at all (err %v): the check of the sink's commands cannot work", trial, a.Name, err)
+		}
 		cmds, err := a.Agent.SinkCommands(tCut)
 		if err != nil {
 			s.Errorf("trial %d: %s's log: %v", trial, a.Name, err)
