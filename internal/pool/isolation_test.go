@@ -8,7 +8,9 @@ import (
 	"github.com/shoaldb/shoal/internal/tags"
 )
 
-func fm(name string, db, failed bool) FleetMember { return FleetMember{Name: name, DB: db, Failed: failed} }
+func fm(name string, db, failed bool) FleetMember {
+	return FleetMember{Name: name, DB: db, Failed: failed}
+}
 
 func TestJudgeReach(t *testing.T) {
 	round := func(answered map[string]bool) ReachRound { return ReachRound{Answered: answered} }

@@ -44,8 +44,8 @@ type isolation struct {
 	isolated bool
 	since    time.Time
 	reach    pool.Reach
-	asked    time.Time // when the latest round was asked
-	judged   time.Time // when the latest round judged had finished
+	asked    time.Time  // when the latest round was asked
+	judged   time.Time  // when the latest round judged had finished
 	fleet    pool.Fleet // while isolated: the fleet when it began
 }
 
@@ -86,7 +86,7 @@ func (r *Router) holdUnverified(now time.Time, prev, next *pool.Pool, fleet pool
 	}
 	releasedEarly := false
 	askNow, ask := false, iso.isolated // while isolated, keep asking: the fleet may be back
-	var verify []string // held nodes to ping: their answer decides
+	var verify []string                // held nodes to ping: their answer decides
 	for k, h := range iso.holds {
 		covered := round.Done() && !round.Started.Before(h.failedAt)
 		switch {
