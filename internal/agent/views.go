@@ -67,7 +67,7 @@ func (a *Agent) PoolView(cluster string) (view.Pool, error) {
 	sinks := a.sinkStatus() // before the pool: no sink is ahead of its generation
 	u := a.pool.router.Current()
 	r := view.Pool{Clusters: []view.ClusterPool{}, Isolated: u.Isolated, UpdatedAt: u.At, Generation: u.Generation}
-	r.Isolation = isolationText(u.Isolation)
+	r.Isolation, r.Held = isolationText(u.Isolation), u.Isolation.Held
 	// The routed pool: what the sinks apply, with held nodes in their role.
 	r.Clusters = clusterPools(u.Routed, u.Lags, cluster)
 	if cluster != "" && len(r.Clusters) == 0 {

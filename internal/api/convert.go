@@ -113,7 +113,7 @@ func ToPool(p view.Pool) client.PoolResponse {
 	return client.PoolResponse{
 		Clusters: each(p.Clusters, toClusterPool),
 		Writers:  each(p.Writers, toPoolNode), Readers: each(p.Readers, toPoolNode), Out: each(p.Out, toPoolNode),
-		Isolated: p.Isolated, Isolation: p.Isolation, UpdatedAt: p.UpdatedAt, Generation: p.Generation,
+		Isolated: p.Isolated, Isolation: p.Isolation, Held: p.Held, UpdatedAt: p.UpdatedAt, Generation: p.Generation,
 		Sinks: each(p.Sinks, toSinkStatus),
 	}
 }

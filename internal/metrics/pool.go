@@ -11,6 +11,7 @@ import (
 type PoolCollector struct {
 	view                                 func() view.Pool
 	nodes, in, out, conflict, isolated   *prometheus.Desc
+	held                                 *prometheus.Desc
 	generation, sinkApplied              *prometheus.Desc
 	sinkOK, sinkLastSuccess, sinkFailure *prometheus.Desc
 	behindTx, lagSeconds                 *prometheus.Desc
@@ -27,7 +28,8 @@ func NewPoolCollector(view func() view.Pool) *PoolCollector {
 		in:              d("pool_in", "1 for each node in the pool, by cluster and role (writer or reader).", "cluster", "role", "node"),
 		out:             d("pool_out", "1 for each database node out of the pool, with the reason.", "cluster", "node", "reason"),
 		conflict:        d("pool_writer_conflict", "1 while two or more nodes of the cluster are writable (at most one is routed to).", "cluster"),
-		isolated:        d("pool_isolated", "1 while this agent believes it is cut off and its sinks hold removals.", nil...),
+		isolated:        d("pool_isolated", "1 while this agent cannot reach the fleet and holds what it routed.", nil...),
+		held:            d("pool_held_nodes", "Nodes kept in their role because this agent cannot verify their failure.", nil...),
 		generation:      d("pool_generation", "The router's generation: the number of the latest pool it computed (0: none yet).", nil...),
 		sinkApplied:     d("sink_applied_generation", "Generation of the last pool the sink fully applied: succeeded and not frozen (0: none yet); behind shoal_pool_generation while it fails or holds removals.", "sink"),
 		sinkOK:          d("sink_up", "1 when the sink's last apply succeeded.", "sink"),
@@ -42,7 +44,7 @@ func NewPoolCollector(view func() view.Pool) *PoolCollector {
 
 // Describe implements prometheus.Collector.
 func (c *PoolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.nodes, c.in, c.out, c.conflict, c.isolated, c.generation, c.sinkApplied, c.sinkOK, c.sinkLastSuccess, c.sinkFailure, c.behindTx, c.lagSeconds} {
+	for _, d := range []*prometheus.Desc{c.nodes, c.in, c.out, c.conflict, c.isolated, c.held, c.generation, c.sinkApplied, c.sinkOK, c.sinkLastSuccess, c.sinkFailure, c.behindTx, c.lagSeconds} {
 		ch <- d
 	}
 }
@@ -76,6 +78,7 @@ func (c *PoolCollector) Collect(ch chan<- prometheus.Metric) {
 		c.collectLags(cl, gauge)
 	}
 	gauge(c.isolated, b2f(v.Isolated))
+	gauge(c.held, float64(v.Held))
 	gauge(c.generation, float64(v.Generation))
 	for _, s := range v.Sinks {
 		gauge(c.sinkOK, b2f(s.State == view.SinkOK), s.Name)

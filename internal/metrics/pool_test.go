@@ -13,6 +13,7 @@ import (
 func TestPoolCollector(t *testing.T) {
 	pv := view.Pool{
 		Isolated:   true,
+		Held:       2,
 		Generation: 14,
 		Clusters: []view.ClusterPool{{
 			Name:     "main",
@@ -31,11 +32,14 @@ func TestPoolCollector(t *testing.T) {
 # HELP shoal_pool_generation The router's generation: the number of the latest pool it computed (0: none yet).
 # TYPE shoal_pool_generation gauge
 shoal_pool_generation 14
+# HELP shoal_pool_held_nodes Nodes kept in their role because this agent cannot verify their failure.
+# TYPE shoal_pool_held_nodes gauge
+shoal_pool_held_nodes 2
 # HELP shoal_pool_in 1 for each node in the pool, by cluster and role (writer or reader).
 # TYPE shoal_pool_in gauge
 shoal_pool_in{cluster="main",node="db1",role="writer"} 1
 shoal_pool_in{cluster="main",node="db2",role="reader"} 1
-# HELP shoal_pool_isolated 1 while this agent believes it is cut off and its sinks hold removals.
+# HELP shoal_pool_isolated 1 while this agent cannot reach the fleet and holds what it routed.
 # TYPE shoal_pool_isolated gauge
 shoal_pool_isolated 1
 # HELP shoal_pool_nodes Database nodes per cluster and role (writer, reader, out) in this agent's pool.

@@ -202,7 +202,10 @@ type Pool struct {
 	Readers   []PoolNode
 	Out       []PoolNode
 	Isolated  bool
-	Isolation string // why, when Isolated
+	Isolation string // why, when Isolated (or isolated past pool.isolation_max)
+	// Held is the number of nodes kept in their role because this agent
+	// cannot verify their failure (docs/pool.md, Isolation).
+	Held int
 	UpdatedAt time.Time
 	// Generation is the router's generation of this pool
 	// (routing.Update.Generation; 0: none computed yet). A sink whose

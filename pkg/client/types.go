@@ -318,6 +318,9 @@ type PoolResponse struct {
 	Out       []PoolNode `json:"out"`
 	Isolated  bool       `json:"isolated"`
 	Isolation string     `json:"isolation,omitempty"`
+	// Held is the number of nodes kept in their role because the agent
+	// cannot verify their failure (docs/pool.md, Isolation).
+	Held int `json:"held"`
 	UpdatedAt time.Time  `json:"updated_at,omitzero"`
 	// Generation numbers the pools the agent's router computed (1, 2, 3,
 	// ...); this is the current one's. 0: none yet. A sink whose
