@@ -25,6 +25,9 @@ func (a *Agent) Collectors() []prometheus.Collector {
 		metrics.NewStateCollector(a.probeState, a.hookState),
 	)
 	cs = append(cs, metrics.NewPublishCollectors(a.publishFailures, func() bool { return a.PublishStatus().OK })...)
+	if r := a.mesh.reach; r != nil {
+		cs = append(cs, metrics.NewReachCollectors(metrics.ReachCounts{Rounds: r.Rounds.Load, Pings: r.Pings.Load, Refused: r.Dropped.Load})...)
+	}
 	if g := a.mesh.gate; g != nil {
 		cs = append(cs, metrics.NewGateCollectors(metrics.GateCounts{
 			Confirmed: g.Confirmed.Load, Refuted: g.Refuted.Load, Expired: g.Expired.Load, Careful: g.Careful.Load,

@@ -40,8 +40,13 @@ func newPoolCmd(g *globals) *cobra.Command {
 }
 
 func writePool(w io.Writer, p *client.PoolResponse) error {
-	if p.Isolated {
+	switch {
+	case p.Isolated:
 		fmt.Fprintf(w, "!! ISOLATED: %s\n\n", sanitize(p.Isolation))
+	case p.Isolation != "":
+		fmt.Fprintf(w, "!! ISOLATION EXPIRED: %s\n\n", sanitize(p.Isolation))
+	case p.Held > 0:
+		fmt.Fprintf(w, "%d node(s) held until their failure is verified (see DETAIL)\n\n", p.Held)
 	}
 	if len(p.Clusters) == 0 {
 		fmt.Fprintln(w, "no database members in the cluster")

@@ -60,17 +60,19 @@ func NewReach(c ReachConfig) *Reach {
 }
 
 // Probe starts a round that pings the named members (unknown names are
-// reported as not answering), unless a round is running. It never blocks.
-func (r *Reach) Probe(names []string) {
+// reported as not answering) and reports true, unless a round is running
+// or the Reach is closed. It never blocks.
+func (r *Reach) Probe(names []string) bool {
 	r.mu.Lock()
 	if r.running || r.closed {
 		r.mu.Unlock()
 		r.Dropped.Add(1)
-		return
+		return false
 	}
 	r.running = true
 	r.mu.Unlock()
 	go r.round(names)
+	return true
 }
 
 // Latest returns the latest finished round.

@@ -90,3 +90,26 @@ func (h *HTTPConns) Collectors(open func() int) []prometheus.Collector {
 		Help: "HTTP API connections open, reserved ones included."}, func() float64 { return float64(open()) })
 	return []prometheus.Collector{h.Evicted, h.Refused, h.Reserved, o}
 }
+
+// ReachCounts reads the counters of isolation's reachability rounds
+// (gossip.Reach).
+type ReachCounts struct {
+	Rounds, Pings, Refused func() uint64
+}
+
+// NewReachCollectors reports the reachability rounds.
+func NewReachCollectors(r ReachCounts) []prometheus.Collector {
+	var cs []prometheus.Collector
+	for _, c := range []struct {
+		name, help string
+		n          func() uint64
+	}{
+		{"reach_rounds_total", "Reachability rounds: before acting on a db node's failure, and while isolated, this agent pings a sample of the fleet to learn whether it can still reach it.", r.Rounds},
+		{"reach_pings_total", "Members pinged by reachability rounds.", r.Pings},
+		{"reach_probes_refused_total", "Reachability rounds asked while one was running (asked again when it ends).", r.Refused},
+	} {
+		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: c.name, Help: c.help},
+			func() float64 { return float64(c.n()) }))
+	}
+	return cs
+}

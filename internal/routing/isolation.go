@@ -125,9 +125,11 @@ func (r *Router) holdUnverified(now time.Time, prev, next *pool.Pool, fleet pool
 		h.Detail = "held: it answers this agent's pings; waiting for gossip to show it alive"
 		verify, ask = append(verify, k.node), true
 	}
-	if ask && (askNow || now.Sub(iso.asked) >= reprobeEvery) {
+	if ask && (askNow || now.Sub(iso.asked) >= reprobeEvery) &&
+		r.cfg.Reach.Probe(pool.Sample(fleet, r.cfg.Self, verify, sampleMax, iso.isolated, rand.IntN)) {
+		// A refused probe (a round is running) is asked again when that
+		// round ends and triggers the router.
 		iso.asked = now
-		r.cfg.Reach.Probe(pool.Sample(fleet, r.cfg.Self, verify, sampleMax, iso.isolated, rand.IntN))
 	}
 	held := make([]pool.Held, 0, len(iso.holds))
 	for _, h := range iso.holds {

@@ -21,7 +21,7 @@ type fakeReach struct {
 
 func newFakeReach(w *world) *fakeReach { return &fakeReach{clock: w.clock, up: map[string]bool{}} }
 
-func (f *fakeReach) Probe(names []string) {
+func (f *fakeReach) Probe(names []string) bool {
 	f.asked = append(f.asked, slices.Clone(names))
 	ans := map[string]bool{}
 	for _, n := range names {
@@ -29,6 +29,7 @@ func (f *fakeReach) Probe(names []string) {
 	}
 	now := f.clock.Now()
 	f.latest = pool.ReachRound{Started: now, Finished: now, Answered: ans}
+	return true
 }
 
 func (f *fakeReach) Latest() pool.ReachRound { return f.latest }
@@ -336,4 +337,40 @@ func detailOf(p *pool.Pool, node string) string {
 		}
 	}
 	return ""
+}
+
+// refusingReach refuses probes while busy, as gossip.Reach does while a
+// round runs.
+type refusingReach struct {
+	*fakeReach
+	busy bool
+}
+
+func (f *refusingReach) Probe(names []string) bool {
+	if f.busy {
+		return false
+	}
+	return f.fakeReach.Probe(names)
+}
+
+// A probe refused because a round ran is asked again as soon as that round
+// ends (it triggers the router), not a resync later.
+func TestRefusedProbeIsAskedAgainAtTheRoundsEnd(t *testing.T) {
+	view := fleet(app("me"), writer("a"), replica("b", 0), replica("c", 0), app("x"))
+	w := newWorld()
+	fr := &refusingReach{fakeReach: newFakeReach(w), busy: true}
+	fr.answer("a", "c", "x")
+	r, rec := newTestRouter(Config{NoDamping: true, Self: "me", Reach: fr}, w.view, w, nil)
+	stepAt(r, w, 0, view()...)
+	stepAt(r, w, 1, view("b")...)
+	if len(fr.asked) != 0 || placeOf(rec.last(t).Routed, "b") != "reader:" {
+		t.Fatalf("busy: asked %v, b %s", fr.asked, placeOf(rec.last(t).Routed, "b"))
+	}
+	fr.busy = false
+	w.clock.Advance(10 * time.Millisecond) // the running round ends and triggers
+	r.step()
+	r.step()
+	if len(fr.asked) != 1 || placeOf(rec.last(t).Routed, "b") != "out:agent-failed" {
+		t.Fatalf("after the round: asked %v, b %s; want asked at once and b out", fr.asked, placeOf(rec.last(t).Routed, "b"))
+	}
 }

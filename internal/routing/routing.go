@@ -44,9 +44,10 @@ type Config struct {
 // Reacher checks whether this agent can reach the fleet, with pings of its
 // own (package gossip).
 type Reacher interface {
-	// Probe starts a round that pings the named members, unless a round is
-	// running; it never blocks. The round's end triggers the router.
-	Probe(names []string)
+	// Probe starts a round that pings the named members and reports true,
+	// unless a round is running (false); it never blocks. The round's end
+	// triggers the router.
+	Probe(names []string) bool
 	// Latest returns the latest finished round (zero before the first).
 	Latest() pool.ReachRound
 }
