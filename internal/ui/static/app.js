@@ -219,7 +219,11 @@
     }
     const pool = d.pool || {};
     if (pool.isolated) {
-      out.push(banner('bad', 'Isolated:', pool.isolation || 'this agent assumes it is cut off; removals are frozen in its local sinks.'));
+      out.push(banner('bad', 'Isolated:', pool.isolation || 'this agent cannot reach the fleet; it holds what it routed.'));
+    } else if (pool.isolation) {
+      out.push(banner('warn', 'Isolation expired:', pool.isolation));
+    } else if (pool.held > 0) {
+      out.push(banner('warn', 'Held:', pool.held + ' node(s) kept in their role until their failure is verified (see the detail column).'));
     }
     (pool.clusters || []).forEach(function (c) {
       if (c.conflict && c.conflict.length) {
