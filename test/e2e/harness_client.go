@@ -34,16 +34,23 @@ type Client struct {
 	ops []Op
 }
 
-// appDB is the application's connection pool to HAProxy's port on h, with
-// 2 s timeouts and a new connection per operation.
-func appDB(h *Host, port int) (*sql.DB, error) {
+// appConfig is the application's connection to HAProxy's port on h, dialed
+// in h's namespace, with a 2 s connect timeout and rw as the read and write
+// timeouts.
+func appConfig(h *Host, port int, rw time.Duration) *mysql.Config {
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Passwd = AppUser, AppPassword
 	cfg.Net, cfg.Addr = "tcp", fmt.Sprintf("127.0.0.1:%d", port)
-	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
+	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 2*time.Second, rw, rw
 	cfg.DialFunc = h.dialer.DialContext
 	cfg.Logger = &mysql.NopLogger{}
-	conn, err := mysql.NewConnector(cfg)
+	return cfg
+}
+
+// appDB is the application's connection pool to HAProxy's port on h, with
+// 2 s timeouts and a new connection per operation.
+func appDB(h *Host, port int) (*sql.DB, error) {
+	conn, err := mysql.NewConnector(appConfig(h, port, 2*time.Second))
 	if err != nil {
 		return nil, err
 	}

@@ -33,14 +33,8 @@ type Session struct {
 // OpenSession connects to 127.0.0.1:port in h's namespace as the app user
 // and reads the connection's id and server.
 func OpenSession(h *Host, port int) (*Session, error) {
-	cfg := mysql.NewConfig()
-	cfg.User, cfg.Passwd = AppUser, AppPassword
-	cfg.Net, cfg.Addr = "tcp", fmt.Sprintf("127.0.0.1:%d", port)
 	// Per-operation timeouts only: an idle connection has no deadline.
-	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 2*time.Second, 5*time.Second, 5*time.Second
-	cfg.DialFunc = h.dialer.DialContext
-	cfg.Logger = &mysql.NopLogger{}
-	connector, err := mysql.NewConnector(cfg)
+	connector, err := mysql.NewConnector(appConfig(h, port, 5*time.Second))
 	if err != nil {
 		return nil, err
 	}
