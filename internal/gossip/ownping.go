@@ -15,6 +15,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -526,14 +527,35 @@ func (s ownPingSender) send(m serf.Member, seq uint32, ans chan<- struct{}) (fun
 	return stop, nil
 }
 
+// newSerfPinger is the pinger of an agent: own pings from tr's socket, named
+// after serf's memberlist node (read at the first ping, so after serf
+// runs), sealed as mc says. Pingers on one transport share its sequence
+// numbers, so a gate and a reachability check may each have their own.
+func newSerfPinger(s func() *serf.Serf, tr *Transport, mc *memberlist.Config, inFlight int) *pinger {
+	var (
+		once sync.Once
+		self ownSelf
+	)
+	return newOwnPinger(tr, func() ownSelf {
+		once.Do(func() {
+			ln := s().Memberlist().LocalNode()
+			self = ownSelf{Name: ln.Name, Addr: ln.Addr, Port: ln.Port}
+		})
+		return self
+	}, func() packetSeal { return sealFor(mc) }, inFlight)
+}
+
 // pinger sends own pings with a bound on how many are outstanding at once
 // (each holds a slot until answered or given up): an agent that checks many
 // members at once (a rack went down, a large cluster) must not flood the
 // network or the transport's table of expected acks.
 type pinger struct {
 	// send sends one own ping with seq to m, expecting its ack on ans.
-	send  func(m serf.Member, seq uint32, ans chan<- struct{}) (stop func(), err error)
-	seq   atomic.Uint32
+	send func(m serf.Member, seq uint32, ans chan<- struct{}) (stop func(), err error)
+	// seq, when set, gives the sequence numbers (the transport's);
+	// otherwise the pinger counts from a random start itself.
+	seq   func() uint32
+	own   atomic.Uint32
 	slots chan struct{}
 	// sent, when set, is told of every ping sent (mustSend: a
 	// confirmation).
@@ -542,18 +564,28 @@ type pinger struct {
 
 func newPinger(send func(serf.Member, uint32, chan<- struct{}) (func(), error), inFlight int) *pinger {
 	p := &pinger{send: send, slots: make(chan struct{}, inFlight)}
-	p.seq.Store(mrand.Uint32())
+	p.own.Store(mrand.Uint32())
 	return p
 }
 
 // newOwnPinger is the pinger of a transport: self and seal are read at
 // every ping (the keyring's primary key changes with a rotation).
 func newOwnPinger(tr *Transport, self func() ownSelf, seal func() packetSeal, inFlight int) *pinger {
-	return newPinger(ownPingSender{tr: tr, self: self, seal: seal}.send, inFlight)
+	p := newPinger(ownPingSender{tr: tr, self: self, seal: seal}.send, inFlight)
+	p.seq = tr.nextOwnSeq
+	return p
 }
 
 // nextSeq is a fresh own sequence number (see the top of this file).
-func (p *pinger) nextSeq() uint32 { return p.seq.Add(1) | ownSeqBit }
+func (p *pinger) nextSeq() uint32 {
+	if p.seq != nil {
+		return p.seq()
+	}
+	return p.own.Add(1) | ownSeqBit
+}
+
+// nextOwnSeq is a fresh own sequence number for a ping from t's socket.
+func (t *Transport) nextOwnSeq() uint32 { return t.ownSeq.Add(1) | ownSeqBit }
 
 // ping sends n own pings to m at once and reports whether m answered one
 // of them within wait: only an ack carrying one of their sequence numbers

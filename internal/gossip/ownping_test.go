@@ -533,8 +533,15 @@ func TestPingerBoundsPingsOutstanding(t *testing.T) {
 	}
 }
 
-// Own sequence numbers have the high bit set, start at random, and differ.
+// Own sequence numbers have the high bit set, start at random, and differ;
+// the pingers of one transport share them.
 func TestOwnSeqRange(t *testing.T) {
+	tr := watchedTransport(t, nil)
+	p1 := newOwnPinger(tr, nil, nil, 1)
+	p2 := newOwnPinger(tr, nil, nil, 1)
+	if s1, s2 := p1.nextSeq(), p2.nextSeq(); s2 != s1+1 || s1&ownSeqBit == 0 {
+		t.Fatalf("pingers of one transport gave %#x then %#x", s1, s2)
+	}
 	a, b := newPinger(nil, 1), newPinger(nil, 1)
 	s1, s2 := a.nextSeq(), a.nextSeq()
 	if s1&ownSeqBit == 0 || s2&ownSeqBit == 0 || s1 == s2 {
@@ -543,7 +550,7 @@ func TestOwnSeqRange(t *testing.T) {
 	if b.nextSeq() == s1 && b.nextSeq() == s2 {
 		t.Fatal("two pingers start at the same number")
 	}
-	a.seq.Store(1<<32 - 1)
+	a.own.Store(1<<32 - 1)
 	if s := a.nextSeq(); s&ownSeqBit == 0 {
 		t.Fatalf("wrapped out of the own range: %#x", s)
 	}

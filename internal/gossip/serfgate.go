@@ -38,9 +38,7 @@ func NewSerfGate(c SerfGateConfig) *Gate {
 	)
 	getPinger := func() *pinger {
 		pgOnce.Do(func() {
-			ln := c.Serf().Memberlist().LocalNode()
-			self := ownSelf{Name: ln.Name, Addr: ln.Addr, Port: ln.Port}
-			pg = newOwnPinger(tr, func() ownSelf { return self }, func() packetSeal { return sealFor(c.Memberlist) }, pingsInFlight)
+			pg = newSerfPinger(c.Serf, tr, c.Memberlist, pingsInFlight)
 			pg.sent = func(confirm bool) {
 				if confirm {
 					g.ConfirmPings.Add(1)

@@ -3,6 +3,7 @@ package gossip
 import (
 	"fmt"
 	"log"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"sync"
@@ -65,6 +66,7 @@ type Transport struct {
 	nacks   atomic.Int32
 	opener  *keyCheck
 	OwnAcks atomic.Uint64
+	ownSeq  atomic.Uint32 // the last own sequence number given (random start)
 
 	// limits bounds the inbound streams (see streamlimit.go); rejected
 	// counts the ones it refused or cut off.
@@ -113,6 +115,7 @@ func newTransportLimits(bindAddr string, port int, logger *log.Logger, keys *key
 	}
 	t := &Transport{bindIP: ip, logger: logger, packets: make(chan *memberlist.Packet), streams: make(chan net.Conn), done: make(chan struct{}),
 		last: map[netip.AddrPort]time.Time{}, keys: keys, opener: &keyCheck{}}
+	t.ownSeq.Store(rand.Uint32())
 	t.limits = newStreamLimiter(lim, t.reject)
 	tcp, err := net.ListenTCP("tcp", &net.TCPAddr{IP: ip, Port: port})
 	if err != nil {
