@@ -3,9 +3,15 @@
 package e2e
 
 import (
+	"bufio"
+	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
+	"net/http"
 	"net/netip"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -175,4 +181,33 @@ func (r *Replayer) Errors() int64 { return r.errs.Load() }
 
 func (r *Replayer) String() string {
 	return fmt.Sprintf("%d sent, %d failed", r.sent.Load(), r.errs.Load())
+}
+
+// MetricValue reads one series (name and labels exactly as exposed, e.g.
+// `shoal_member_failure_pings_total{kind="revive"}`) from the agent's
+// /metrics; false when the agent does not have it.
+func MetricValue(ctx context.Context, a *Agent, series string) (float64, bool, error) {
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: a.Host.dialer.DialContext}}
+	defer hc.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+a.HTTPAddr()+"/metrics", nil)
+	if err != nil {
+		return 0, false, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, false, fmt.Errorf("%s's /metrics: %s", a.Name, resp.Status)
+	}
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 4<<20))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return v, err == nil, err
+		}
+	}
+	return 0, false, sc.Err()
 }

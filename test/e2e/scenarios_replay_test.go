@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +17,12 @@ import (
 // ack to its own pings, with its own sequence numbers, may withhold a
 // failure. (Before own pings, any packet that decrypted counted as an
 // answer: 11.2 s against 0.97 s.)
+//
+// While the replay goes on after the detection, the app agent's revival
+// pings toward the frozen agent stay bounded (finding 5): at most one per
+// revival interval (500 ms in a cluster this small), whatever packets
+// arrive with its address. Before, each replayed packet woke the revival
+// watch, which pinged at once.
 //
 //	go test -tags e2e -count=1 -v -run '^TestReplayedPackets$' ./test/e2e/
 func TestReplayedPackets(t *testing.T) {
@@ -32,7 +39,22 @@ func TestReplayedPackets(t *testing.T) {
 		// absBound is the generous absolute bound on detection with
 		// replay (fast profile: about 1 s without).
 		absBound = 5 * time.Second
+		// The revival pings of the app agent are counted over
+		// reviveWindow of replay after the detection; reviveBound allows
+		// one per 500 ms (reviveEvery) and two more.
+		reviveWindow = 5 * time.Second
+		reviveBound  = 12
+		reviveSeries = `shoal_member_failure_pings_total{kind="revive"}`
 	)
+	revivePings := func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		v, _, err := MetricValue(ctx, app.Agent, reviveSeries)
+		if err != nil {
+			s.Fatalf("read %s's revival pings: %v", app.Name, err)
+		}
+		return v
+	}
 	var stopped bool
 	t.Cleanup(func() {
 		if stopped {
@@ -60,6 +82,15 @@ func TestReplayedPackets(t *testing.T) {
 			rp = ReplayUDP(t, victim.Host, app.Host, GossipPort, GossipPort, pkts, replayRate)
 		}
 		r := c.Obs.WaitAgents([]string{app.Name}, t0, detectLimit, memberIs(victim.Name, "failed"))
+		if rp != nil && r.OK {
+			before := revivePings()
+			time.Sleep(reviveWindow)
+			n := int(revivePings() - before)
+			s.Count("revive_pings_in_5s_of_replay", n)
+			if n > reviveBound {
+				s.Errorf("trial %d: %s sent %d revival pings to the frozen %s in %s of replay, want at most %d", i, app.Name, n, victim.Name, reviveWindow, reviveBound)
+			}
+		}
 		if rp != nil {
 			rp.Stop()
 			s.Note("trial %d: replay %s", i, rp)
