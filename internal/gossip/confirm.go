@@ -3,7 +3,6 @@ package gossip
 import (
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -289,6 +288,10 @@ func (g *Gate) watchRevival(m serf.Member, gen uint64) {
 	watch()
 	// Start at a random phase so that the agents' pings spread out.
 	first := true
+	// At most one ping per interval, whatever wakes the loop: packets from
+	// the member (or replayed with its address) only bring the next ping
+	// forward, to no earlier than one interval after the last.
+	var lastPing time.Time
 	for {
 		every := g.reviveEvery()
 		if g.clock.Since(started) > reviveFastFor {
@@ -309,7 +312,20 @@ func (g *Gate) watchRevival(m serf.Member, gen uint64) {
 		if !g.stillConfirmed(m.Name, gen) {
 			return
 		}
+		if !lastPing.IsZero() {
+			if early := every - g.clock.Since(lastPing); early > 0 {
+				select {
+				case <-g.stop:
+					return
+				case <-g.clock.After(early):
+				}
+				if !g.stillConfirmed(m.Name, gen) {
+					return
+				}
+			}
+		}
 		watch()
+		lastPing = g.clock.Now()
 		if !g.revivePing(m) {
 			continue
 		}
@@ -451,92 +467,6 @@ func (g *Gate) Close() {
 	if !g.closed {
 		g.closed = true
 		close(g.stop)
-	}
-}
-
-// pinger sends direct memberlist pings with a bound on how many are in
-// flight at once: memberlist.Ping blocks for up to the probe timeout, and
-// an agent that checks many members at once (a rack went down, a large
-// cluster) must not pile up goroutines.
-type pinger struct {
-	ml interface {
-		Ping(string, net.Addr) (time.Duration, error)
-	}
-	slots chan struct{}
-	// watch, when set, reports the next packet from an address (the
-	// transport's Watch): a member whose answer comes after memberlist's
-	// Ping gave up, or who sends anything else, counts as answering.
-	watch func(netip.AddrPort) (<-chan struct{}, func())
-	// sent, when set, is told of every ping sent (mustSend: a
-	// confirmation).
-	sent func(mustSend bool)
-}
-
-func newPinger(ml interface {
-	Ping(string, net.Addr) (time.Duration, error)
-}, inFlight int) *pinger {
-	return &pinger{ml: ml, slots: make(chan struct{}, inFlight)}
-}
-
-// ping sends n pings to m at once and reports whether m answered within
-// wait. memberlist's Ping gives up at the probe timeout; with a watch, a
-// later answer (or any other packet from m) until wait still counts. With
-// mustSend it waits for free slots (confirmations); without, it sends only
-// what fits now and reports false if nothing was sent (revival checks are
-// best effort).
-func (p *pinger) ping(m serf.Member, n int, wait time.Duration, mustSend bool) bool {
-	addr := &net.UDPAddr{IP: m.Addr, Port: int(m.Port)}
-	var heard <-chan struct{}
-	if ap, ok := memberAddr(m); ok && p.watch != nil {
-		var stop func()
-		heard, stop = p.watch(ap)
-		defer stop()
-	}
-	res := make(chan bool, n) // buffered: a ping finishing after we stopped waiting never blocks
-	sent := 0
-	for i := 0; i < n; i++ {
-		if mustSend {
-			select {
-			case p.slots <- struct{}{}:
-			case <-heard:
-				return true
-			}
-		} else {
-			select {
-			case p.slots <- struct{}{}:
-			default:
-				continue
-			}
-		}
-		sent++
-		if p.sent != nil {
-			p.sent(mustSend)
-		}
-		go func() {
-			defer func() { <-p.slots }()
-			_, err := p.ml.Ping(m.Name, addr)
-			res <- err == nil
-		}()
-	}
-	if sent == 0 {
-		return false
-	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	for pending := sent; ; {
-		select {
-		case ok := <-res:
-			if ok {
-				return true
-			}
-			if pending--; pending == 0 && heard == nil {
-				return false
-			}
-		case <-heard:
-			return true
-		case <-timer.C:
-			return false
-		}
 	}
 }
 

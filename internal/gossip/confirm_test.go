@@ -2,10 +2,8 @@ package gossip
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -262,134 +260,9 @@ func TestConfirmWait(t *testing.T) {
 	}
 }
 
-// slowML answers pings after a delay and counts how many are in flight.
-type slowML struct {
-	delay          time.Duration
-	answer         bool
-	inFlight, peak atomic.Int32
-	calls          atomic.Int32
-}
-
-func (s *slowML) Ping(string, net.Addr) (time.Duration, error) {
-	n := s.inFlight.Add(1)
-	for {
-		p := s.peak.Load()
-		if n <= p || s.peak.CompareAndSwap(p, n) {
-			break
-		}
-	}
-	s.calls.Add(1)
-	time.Sleep(s.delay)
-	answer := s.answer
-	s.inFlight.Add(-1)
-	if answer {
-		return time.Millisecond, nil
-	}
-	return 0, errors.New("no ack")
-}
-
-func TestPingerBoundsPingsInFlight(t *testing.T) {
-	ml := &slowML{delay: 200 * time.Millisecond}
-	p := newPinger(ml, 4)
-	var confirms, revives atomic.Int32
-	p.sent = func(confirm bool) {
-		if confirm {
-			confirms.Add(1)
-		} else {
-			revives.Add(1)
-		}
-	}
-	var wg sync.WaitGroup
-	for i := 0; i < 10; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// The caller gives up after 10ms; the pings keep their slots
-			// until memberlist returns.
-			p.ping(member("db2", serf.StatusFailed), 3, 10*time.Millisecond, true)
-		}()
-	}
-	wg.Wait()
-	if peak := ml.peak.Load(); peak > 4 {
-		t.Fatalf("%d pings in flight, bound 4", peak)
-	}
-	// Best-effort pings are not sent when every slot is taken.
-	for i := 0; i < 4; i++ {
-		p.slots <- struct{}{}
-	}
-	before := ml.calls.Load()
-	if p.ping(member("db2", serf.StatusFailed), 1, 10*time.Millisecond, false) {
-		t.Fatal("a ping that could not be sent reported an answer")
-	}
-	if ml.calls.Load() != before {
-		t.Fatal("a best-effort ping was sent with no free slot")
-	}
-	if confirms.Load() != 30 || revives.Load() != 0 {
-		t.Fatalf("counted %d confirmation and %d revival pings sent, want 30 and 0", confirms.Load(), revives.Load())
-	}
-	for i := 0; i < 4; i++ {
-		<-p.slots
-	}
-	// The slow pings still hold their slots: wait until memberlist returned
-	// them all.
-	for deadline := time.Now().Add(10 * time.Second); ml.inFlight.Load() > 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d pings still in flight", ml.inFlight.Load())
-		}
-	}
-	ml.answer = true
-	if !p.ping(member("db2", serf.StatusFailed), 3, time.Second, true) {
-		t.Fatal("an answered ping was reported unanswered")
-	}
-}
-
 func TestReviveIntervalSpreadsWithSize(t *testing.T) {
 	if reviveInterval(15) != reviveEvery || reviveInterval(1000) != reviveEvery*62 {
 		t.Fatalf("reviveInterval(15)=%s reviveInterval(1000)=%s", reviveInterval(15), reviveInterval(1000))
-	}
-}
-
-// An answer that comes after memberlist's Ping gave up, or any other packet
-// from the member, counts while the wait lasts.
-func TestPingerCountsLateAnswers(t *testing.T) {
-	ml := &slowML{delay: 20 * time.Millisecond} // memberlist gives up after 20ms
-	p := newPinger(ml, 4)
-	var watched atomic.Int32
-	late := make(chan struct{})
-	p.watch = func(addr netip.AddrPort) (<-chan struct{}, func()) {
-		if addr != netip.MustParseAddrPort("10.0.0.2:7946") {
-			t.Errorf("watching %s", addr)
-		}
-		watched.Add(1)
-		return late, func() { watched.Add(-1) }
-	}
-	m := member("db2", serf.StatusFailed)
-	m.Addr, m.Port = net.ParseIP("10.0.0.2"), 7946
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		close(late)
-	}()
-	start := time.Now()
-	if !p.ping(m, 3, 2*time.Second, true) {
-		t.Fatal("a late answer was not counted")
-	}
-	if d := time.Since(start); d < 90*time.Millisecond {
-		t.Fatalf("answered after %s, before the late packet", d)
-	}
-	// Nothing at all within the wait: unanswered, after the wait.
-	start = time.Now()
-	p.watch = func(netip.AddrPort) (<-chan struct{}, func()) {
-		watched.Add(1)
-		return make(chan struct{}), func() { watched.Add(-1) }
-	}
-	if p.ping(m, 3, 150*time.Millisecond, true) {
-		t.Fatal("a silent member was reported answering")
-	}
-	if d := time.Since(start); d < 140*time.Millisecond {
-		t.Fatalf("gave up after %s, before the wait of 150ms", d)
-	}
-	if n := watched.Load(); n != 0 {
-		t.Fatalf("%d watches left behind", n)
 	}
 }
 

@@ -16,17 +16,19 @@ type SerfGateConfig struct {
 	// Serf returns the serf instance. It is called only from the gate's
 	// checks, which start with the first event, so after serf runs.
 	Serf       func() *serf.Serf
-	Transport  *Transport         // watches and last-heard times; required
-	Memberlist *memberlist.Config // probe interval and timeout
+	Transport  *Transport         // own pings, watches and last-heard times; required
+	Memberlist *memberlist.Config // probe interval and timeout, keyring and label
 	Emit       func(serf.Event)   // downstream, as GateConfig.Emit
 	Log        *slog.Logger
 }
 
-// NewSerfGate returns the failure gate of an agent: its pings go through
-// serf's memberlist (at most pingsInFlight at once), waits follow serf's
-// network coordinates (confirmWait), a member that answers again after its
-// failure was confirmed is rejoined through serf, and the transport says
-// when a member was last heard from.
+// NewSerfGate returns the failure gate of an agent: its pings are own pings
+// from the transport's socket (ownping.go; at most pingsInFlight
+// outstanding), answered only by acks with their sequence numbers; waits
+// follow serf's network coordinates (confirmWait), a member that answers
+// again after its failure was confirmed is rejoined through serf, and the
+// transport says when a member was last heard from (a hint for the second
+// check and the revival watch, never an answer).
 func NewSerfGate(c SerfGateConfig) *Gate {
 	tr, probeTimeout := c.Transport, c.Memberlist.ProbeTimeout
 	var (
@@ -36,8 +38,7 @@ func NewSerfGate(c SerfGateConfig) *Gate {
 	)
 	getPinger := func() *pinger {
 		pgOnce.Do(func() {
-			pg = newPinger(c.Serf().Memberlist(), pingsInFlight)
-			pg.watch = tr.Watch
+			pg = newSerfPinger(c.Serf, tr, c.Memberlist, pingsInFlight)
 			pg.sent = func(confirm bool) {
 				if confirm {
 					g.ConfirmPings.Add(1)

@@ -3,6 +3,7 @@ package gossip
 import (
 	"fmt"
 	"log"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"sync"
@@ -54,6 +55,19 @@ type Transport struct {
 	// packets sealed with a key of the keyring. Used by readLoop only.
 	keys *keyCheck
 
+	// Own pings awaiting their ack (see expectAck, ownping.go): by the
+	// address pinged, by sequence number. nacks lets the read loop skip
+	// the lock when none is outstanding, which is almost always. opener
+	// reads the packets from those addresses as memberlist would (label,
+	// decryption); used by readLoop only. OwnAcks counts the acks that
+	// answered an own ping.
+	ackMu   sync.Mutex
+	acks    map[netip.AddrPort]map[uint32]chan<- struct{}
+	nacks   atomic.Int32
+	opener  *keyCheck
+	OwnAcks atomic.Uint64
+	ownSeq  atomic.Uint32 // the last own sequence number given (random start)
+
 	// limits bounds the inbound streams (see streamlimit.go); rejected
 	// counts the ones it refused or cut off.
 	limits   *streamLimiter
@@ -78,7 +92,12 @@ func NewTransport(mc *memberlist.Config, logger *log.Logger) (*Transport, error)
 	if bindIP == "" {
 		bindIP = "0.0.0.0"
 	}
-	return newTransport(bindIP, mc.BindPort, logger, newKeyCheck(mc))
+	t, err := newTransport(bindIP, mc.BindPort, logger, newKeyCheck(mc))
+	if err != nil {
+		return nil, err
+	}
+	t.opener = newPacketOpener(mc)
+	return t, nil
 }
 
 // newTransport binds TCP and UDP on bindAddr:port (port 0: any, the same for
@@ -95,7 +114,8 @@ func newTransportLimits(bindAddr string, port int, logger *log.Logger, keys *key
 		return nil, fmt.Errorf("bind address %q is not an IP address", bindAddr)
 	}
 	t := &Transport{bindIP: ip, logger: logger, packets: make(chan *memberlist.Packet), streams: make(chan net.Conn), done: make(chan struct{}),
-		last: map[netip.AddrPort]time.Time{}, keys: keys}
+		last: map[netip.AddrPort]time.Time{}, keys: keys, opener: &keyCheck{}}
+	t.ownSeq.Store(rand.Uint32())
 	t.limits = newStreamLimiter(lim, t.reject)
 	tcp, err := net.ListenTCP("tcp", &net.TCPAddr{IP: ip, Port: port})
 	if err != nil {
@@ -252,7 +272,12 @@ func (t *Transport) readLoop() {
 		}
 		metrics.IncrCounter([]string{"memberlist", "udp", "received"}, float32(n))
 		if ua, ok := addr.(*net.UDPAddr); ok {
-			t.noteHeard(ua, ts, buf[:n])
+			ap := ua.AddrPort()
+			ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+			if t.nacks.Load() > 0 {
+				t.matchAcks(ap, buf[:n])
+			}
+			t.noteHeard(ap, ts, buf[:n])
 		}
 		pkt := make([]byte, n)
 		copy(pkt, buf[:n])
@@ -266,9 +291,7 @@ func (t *Transport) readLoop() {
 
 // noteHeard records a packet from addr for HeardSince and wakes its
 // watchers, if the packet counts.
-func (t *Transport) noteHeard(addr *net.UDPAddr, ts time.Time, pkt []byte) {
-	ap := addr.AddrPort()
-	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+func (t *Transport) noteHeard(ap netip.AddrPort, ts time.Time, pkt []byte) {
 	if !t.counts(ap, ts, pkt) {
 		return
 	}
@@ -318,16 +341,14 @@ func (t *Transport) watched(addr netip.AddrPort) bool {
 }
 
 // Watch returns a channel that is closed when the next UDP packet from addr
-// arrives, and a function that stops watching. The failure confirmation
-// uses it to see answers that memberlist's Ping gives up on: Ping waits
-// only the probe timeout, so on a link whose round trip is near or above it
-// (a loaded or distant network) a live member looks dead. Any packet from
-// the member's gossip port counts: an ack that came late, its own probe or
-// gossip. With gossip encryption a packet counts only once it decrypts
-// with a key of the keyring (see counts), so bytes forged with a dead
-// member's source address do not keep it from being confirmed. Without
-// encryption they could; the gate's maxHold bounds that, and gossip has
-// the last word.
+// arrives, and a function that stops watching. It is a hint, never an
+// answer: the revival watch uses it to ask a confirmed-failed member at
+// once (an own ping, at most one per revival interval) rather than at the
+// next tick. Only an ack to an own ping is a sign of life (ownping.go): a
+// packet captured earlier and replayed decrypts as well as the original.
+// With gossip encryption a packet wakes the watch only once it decrypts
+// with a key of the keyring (see counts), so random bytes with a member's
+// source address do not.
 func (t *Transport) Watch(addr netip.AddrPort) (<-chan struct{}, func()) {
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 	ch := make(chan struct{})
@@ -359,7 +380,9 @@ func (t *Transport) Watch(addr netip.AddrPort) (<-chan struct{}, func()) {
 
 // HeardSince reports how long ago the last UDP packet from addr arrived
 // (false: none, or forgotten). Like Watch, it counts only packets from key
-// holders when gossip is encrypted.
+// holders when gossip is encrypted, and like Watch it is a hint: the gate
+// uses it only to give a failure the second, longer check (own pings too),
+// never to withhold one.
 func (t *Transport) HeardSince(addr netip.AddrPort) (time.Duration, bool) {
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 	t.heardMu.Lock()
