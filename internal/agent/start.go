@@ -174,8 +174,8 @@ func (a *Agent) startPool(_ context.Context, st *startup) (err error) {
 	ps := a.cfg.Pool
 	// The rounds run only once the router asks, after serf has started.
 	a.mesh.reach = gossip.NewSerfReach(gossip.SerfReachConfig{
-		Serf: func() *serf.Serf { return a.mesh.sa.Serf() }, Memberlist: st.sc.MemberlistConfig,
-		Done: func() { a.pool.router.Trigger() }, Log: a.logs.Logger.With("component", "gossip"),
+		Serf: func() *serf.Serf { return a.mesh.sa.Serf() }, Transport: func() *gossip.Transport { return a.mesh.tr },
+		Memberlist: st.sc.MemberlistConfig, Done: func() { a.pool.router.Trigger() }, Log: a.logs.Logger.With("component", "gossip"),
 	})
 	a.pool.router = routing.New(routing.Config{Policy: ps.Policy(), Damp: ps.Damp(), NoDamping: !ps.Damping,
 		IsolationWindow: ps.IsolationWindow, IsolationMax: ps.IsolationMax, Self: a.cfg.Node, Reach: a.mesh.reach},

@@ -496,9 +496,10 @@ func reviveInterval(members int) time.Duration {
 // members 1,000 pings rather than 3,000). The burst matters when the
 // member is alive (accused by stale suspicions after a heal): its socket
 // buffer holds a few hundred packets, and a ping it drops is a check that
-// fails. A member that is really down loses nothing: any packet from it
-// counts as an answer (the transport's watch), and one unanswered ping
-// after several round trips says as much as three.
+// fails. A member that is really down loses nothing: one unanswered ping
+// after several round trips says as much as three. Only an ack carrying
+// one of this agent's own sequence numbers answers (ownping.go): no other
+// packet from the member, replayed or not, is a sign of life.
 func confirmPingsFor(n int) int {
 	return max(1, min(confirmPings, (confirmBurst+n-2)/max(1, n-1)))
 }

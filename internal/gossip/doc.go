@@ -1,7 +1,9 @@
 // Package gossip holds shoal's gossip layer on top of hashicorp/serf and
 // memberlist: memberlist's network transport (Transport) with its keyring
-// packet check, the failure-confirmation gate and its pinger (Gate,
-// NewSerfGate), the name-conflict vote (Conflicts), the peers file kept
+// packet check, the failure-confirmation gate (Gate, NewSerfGate), the
+// agent's own pings (ownping.go: memberlist pings with this agent's own
+// sequence numbers, nothing piggybacked), isolation's reachability rounds
+// (Reach, NewSerfReach), the name-conflict vote (Conflicts), the peers file kept
 // next to serf's snapshot (Peers), serf's and memberlist's configuration
 // from the gossip settings, which this package owns with their defaults,
 // limits and timing profiles (SerfConfig, Settings, Tuning, Profiles), the
@@ -70,4 +72,12 @@
 //     which commands are read-only. TestProtocolMatchesSerf parses serf's
 //     ipc.go from the module cache and fails when any of these but the
 //     records and the read-only set changes; check those two by hand.
+//  11. Own pings (ownping.go): memberlist's message types (pingMsg 0,
+//     ackRespMsg 2, compoundMsg 7, compressMsg 9, hasCrcMsg 12), the ping
+//     and ackResp field names (net.go), handlePing answering to
+//     SourceAddr:SourcePort, invokeAckHandler ignoring an unknown sequence
+//     number (state.go), nextSeqNo counting up from 0 (own numbers have the
+//     high bit set), the compound and LZW compression framing (util.go).
+//     TestOwnPingLiveStoppedReplayed and TestOwnPingBetweenSerfs ping real
+//     memberlists; TestOwnPingSpendsNoBroadcasts checks nothing piggybacks.
 package gossip

@@ -110,7 +110,9 @@ func (r *Reach) round(names []string) {
 	for _, n := range names {
 		m, ok := byName[n]
 		if !ok {
+			mu.Lock()
 			answered[n] = false
+			mu.Unlock()
 			continue
 		}
 		wg.Add(1)
@@ -135,6 +137,7 @@ func (r *Reach) round(names []string) {
 // SerfReachConfig is what a Reach on a live serf needs.
 type SerfReachConfig struct {
 	Serf       func() *serf.Serf // called only from rounds, which start after serf runs
+	Transport  func() *Transport // own pings; called only from rounds, like Serf
 	Memberlist *memberlist.Config
 	Done       func()
 	Log        *slog.Logger
@@ -155,7 +158,7 @@ func NewSerfReach(c SerfReachConfig) *Reach {
 	return NewReach(ReachConfig{
 		Members: func() []serf.Member { return c.Serf().Members() },
 		Ping: func(m serf.Member) bool {
-			once.Do(func() { pg = newPinger(c.Serf().Memberlist(), pingsInFlight) })
+			once.Do(func() { pg = newSerfPinger(c.Serf, c.Transport(), c.Memberlist, pingsInFlight) })
 			s := c.Serf()
 			rtt, known := time.Duration(0), false
 			if me, err := s.GetCoordinate(); err == nil {

@@ -205,7 +205,7 @@ type Pool struct {
 	Isolation string // why, when Isolated (or isolated past pool.isolation_max)
 	// Held is the number of nodes kept in their role because this agent
 	// cannot verify their failure (docs/pool.md, Isolation).
-	Held int
+	Held      int
 	UpdatedAt time.Time
 	// Generation is the router's generation of this pool
 	// (routing.Update.Generation; 0: none computed yet). A sink whose
