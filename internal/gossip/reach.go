@@ -147,8 +147,11 @@ type SerfReachConfig struct {
 // packet must not make a member look unreachable.
 const reachPings = 2
 
-// NewSerfReach returns the Reach of an agent: its pings go through serf's
-// memberlist with the waits of the failure gate (confirmWait).
+// NewSerfReach returns the Reach of an agent: own pings (ownping.go) from
+// its gossip transport, each waiting as the failure gate's first check does
+// (confirmWait: a few round trips by serf's coordinates, at least 60 ms). A
+// round ends as soon as every member answered, so when the fleet is there it
+// takes one round trip; only members that do not answer cost the wait.
 func NewSerfReach(c SerfReachConfig) *Reach {
 	var (
 		once sync.Once
@@ -166,7 +169,7 @@ func NewSerfReach(c SerfReachConfig) *Reach {
 					rtt, known = me.DistanceTo(them), true
 				}
 			}
-			return pg.ping(m, reachPings, max(confirmWait(rtt, known, probeTimeout), carefulWait), true)
+			return pg.ping(m, reachPings, confirmWait(rtt, known, probeTimeout), true)
 		},
 		Done: c.Done,
 		Log:  c.Log,
