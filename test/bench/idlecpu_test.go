@@ -5,6 +5,7 @@ package bench
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,9 +23,10 @@ import (
 // window, in % of one core.
 //
 // BENCH_IDLE_SIZES (15,50) and BENCH_IDLE_WINDOW (60s; QUICK 15s) narrow
-// it. BENCH_IDLE_BASE_BIN, when set, adds a fourth cluster, shoal `fast`
-// run from that binary (say a build of main), measured in the same
-// window: a before/after of a change in one run.
+// it. BENCH_IDLE_BASE_BIN, when set, adds a cluster, shoal `fast` run
+// from that binary (say a build of main), measured in the same window: a
+// before/after of a change in one run. BENCH_IDLE_VARIANTS
+// ("name=path,name=path") adds one such cluster per binary.
 //
 //	sudo go test -tags 'bench e2e' -count=1 -v -timeout 30m -run '^TestIdleCPU$' ./test/bench/
 func TestIdleCPU(t *testing.T) {
@@ -38,10 +40,21 @@ func TestIdleCPU(t *testing.T) {
 		{"shoal lan", false, "lan"},
 		{"serf lan", true, "lan"},
 	}
-	base := os.Getenv("BENCH_IDLE_BASE_BIN")
-	if base != "" {
-		impls = append(impls, Impl{"shoal fast (base)", false, "fast"})
+	bins := map[string]string{} // impl name → another shoal binary
+	if base := os.Getenv("BENCH_IDLE_BASE_BIN"); base != "" {
+		bins["shoal fast (base)"] = base
 	}
+	for _, v := range envList("BENCH_IDLE_VARIANTS", nil) {
+		name, path, ok := strings.Cut(v, "=")
+		if !ok {
+			t.Fatalf("BENCH_IDLE_VARIANTS: %q is not name=path", v)
+		}
+		bins["shoal fast ("+name+")"] = path
+	}
+	for name := range bins {
+		impls = append(impls, Impl{name, false, "fast"})
+	}
+	slices.SortStableFunc(impls[3:], func(a, b Impl) int { return strings.Compare(a.Name, b.Name) })
 	var rows []idleRow
 	start := time.Now()
 	for _, ns := range envList("BENCH_IDLE_SIZES", []string{"15", "50"}) {
@@ -55,8 +68,8 @@ func TestIdleCPU(t *testing.T) {
 		var cells []idleRow
 		for _, impl := range impls {
 			c, err := NewGClusterWith(t, impl, n, key, GOptions{Stagger: Pick(100*time.Millisecond, 50*time.Millisecond), FormLimit: 3 * time.Minute})
-			if err == nil && strings.HasSuffix(impl.Name, "(base)") {
-				err = c.restartWith(t, base)
+			if bin := bins[impl.Name]; err == nil && bin != "" {
+				err = c.restartWith(t, bin)
 			}
 			r := idleRow{impl: impl, n: n}
 			if err != nil {
@@ -99,7 +112,7 @@ func TestIdleCPU(t *testing.T) {
 		}
 		rows = append(rows, cells...)
 	}
-	WriteSection(t, "62-idle-cpu", idleCPUReport(rows, time.Since(start), base != ""))
+	WriteSection(t, "62-idle-cpu", idleCPUReport(rows, time.Since(start), len(bins) > 0))
 }
 
 // idleRow is one (agent, N) cluster's idle window.
@@ -148,7 +161,7 @@ func idleCPUReport(rows []idleRow, took time.Duration, withBase bool) string {
 		"the sizes run one after the other. The distribution is over the agents of a cluster, in % of one core. " +
 		"`machine busy` is all CPU use of the machine over the window (every cluster, and whatever else ran), in cores of 2. ")
 	if withBase {
-		b.WriteString("`shoal fast (base)` is the same cluster run from another build (BENCH_IDLE_BASE_BIN), measured in the same window. ")
+		b.WriteString("`shoal fast (…)` rows are the same cluster run from another build (BENCH_IDLE_BASE_BIN, BENCH_IDLE_VARIANTS), measured in the same window. ")
 	}
 	fmt.Fprintf(&b, "Run: %s.\n\n", took.Round(time.Second))
 	b.WriteString("Command: `sudo go test -tags 'bench e2e' -count=1 -v -timeout 30m -run '^TestIdleCPU$' ./test/bench/` (`BENCH_QUICK=1` for a short run)\n\n")
