@@ -5,6 +5,7 @@ package bench
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -141,13 +142,22 @@ func (c *GCluster) usage() map[*GNode]ProcUsage {
 	return out
 }
 
-// restartWith restarts every agent of c from bin (same name, snapshot and
-// flags) and waits for the cluster to be whole again.
+// restartWith stops every agent of c, starts them all again from bin
+// (same names, snapshots and flags) and waits for the cluster to be whole
+// again: a cluster formed afresh, as the first one was (restarting agents
+// one by one into a running `fast` cluster of 50 did not always converge
+// within minutes on this shared machine).
 func (c *GCluster) restartWith(t testing.TB, bin string) error {
+	c.Stop()
 	for _, node := range c.Nodes {
-		node.Kill()
 		node.argv[0] = bin
+		if err := os.Remove(filepath.Join(node.Dir, "snapshot")); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	for _, node := range c.Nodes {
 		c.Start(t, node)
+		time.Sleep(Pick(100*time.Millisecond, 50*time.Millisecond))
 	}
 	return c.WaitAllAlive(3 * time.Minute)
 }
