@@ -78,6 +78,8 @@ bench:
 	$(BENCH_GO) -run 'TestScale|TestMembersLatency' ./test/bench/ > build/bench/scale.log 2>&1; echo $$? > build/bench/scale.rc
 	@echo "== suite 7 (about 35 min; BENCH_QUICK=1: about 8)"
 	$(BENCH_GO) -run '^TestFreshness' ./test/bench/ > build/bench/freshness.log 2>&1; echo $$? > build/bench/freshness.rc
+	@echo "== idle CPU per agent, 15 and 50 agents (about 6 min; BENCH_QUICK=1: about 3)"
+	$(BENCH_GO) -run '^TestIdleCPU$$' ./test/bench/ > build/bench/idlecpu.log 2>&1; echo $$? > build/bench/idlecpu.rc
 	$(GO) run ./test/bench/report
 	@for f in build/bench/*.rc; do echo "$$f: exit $$(cat $$f)"; done; ! grep -qv '^0$$' build/bench/*.rc
 

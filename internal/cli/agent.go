@@ -100,6 +100,7 @@ func indentErrors(err error) error {
 }
 
 func runAgent(ctx context.Context, g *globals, cfg *config.Config, flags *config.Flags) error {
+	defer limitProcs()()
 	lvl, _ := logging.ParseLevel(cfg.LogLevel)
 	logs := logging.New(g.stderr, cfg.LogFormat, lvl)
 	log := logs.Logger.With("component", "agent")
