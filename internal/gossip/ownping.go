@@ -723,7 +723,7 @@ func (t *Transport) matchAcks(addr netip.AddrPort, pkt []byte) {
 
 // writeOwn sends an own packet from the gossip socket.
 func (t *Transport) writeOwn(pkt []byte, to netip.AddrPort) error {
-	if _, err := t.udp.WriteToUDPAddrPort(pkt, to); err != nil {
+	if _, err := writeToUDP(t.udp, pkt, net.UDPAddrFromAddrPort(to)); err != nil {
 		return fmt.Errorf("send own ping to %s: %w", to, err)
 	}
 	return nil

@@ -183,7 +183,7 @@ func (t *Transport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, e
 	if err != nil {
 		return time.Time{}, err
 	}
-	_, err = t.udp.WriteTo(b, addr)
+	_, err = writeToUDP(t.udp, b, addr) // rawudp_linux.go: why not t.udp.WriteTo
 	return time.Now(), err
 }
 
@@ -257,7 +257,7 @@ func (t *Transport) readLoop() {
 	defer t.wg.Done()
 	buf := make([]byte, udpReadBufSize)
 	for {
-		n, addr, err := t.udp.ReadFrom(buf)
+		n, ua, err := readFromUDP(t.udp, buf) // rawudp_linux.go: why not t.udp.ReadFrom
 		ts := time.Now()
 		if err != nil {
 			if t.closed.Load() {
@@ -267,22 +267,20 @@ func (t *Transport) readLoop() {
 			continue
 		}
 		if n < 1 {
-			t.logger.Printf("[ERR] memberlist: UDP packet too short (%d bytes) %s", n, memberlist.LogAddress(addr))
+			t.logger.Printf("[ERR] memberlist: UDP packet too short (%d bytes) %s", n, memberlist.LogAddress(ua))
 			continue
 		}
 		metrics.IncrCounter([]string{"memberlist", "udp", "received"}, float32(n))
-		if ua, ok := addr.(*net.UDPAddr); ok {
-			ap := ua.AddrPort()
-			ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-			if t.nacks.Load() > 0 {
-				t.matchAcks(ap, buf[:n])
-			}
-			t.noteHeard(ap, ts, buf[:n])
+		ap := ua.AddrPort()
+		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		if t.nacks.Load() > 0 {
+			t.matchAcks(ap, buf[:n])
 		}
+		t.noteHeard(ap, ts, buf[:n])
 		pkt := make([]byte, n)
 		copy(pkt, buf[:n])
 		select {
-		case t.packets <- &memberlist.Packet{Buf: pkt, From: addr, Timestamp: ts}:
+		case t.packets <- &memberlist.Packet{Buf: pkt, From: ua, Timestamp: ts}:
 		case <-t.done:
 			return
 		}
