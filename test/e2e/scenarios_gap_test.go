@@ -69,7 +69,7 @@ func TestSurvivorsAgreeOnFailure(t *testing.T) {
 		}
 		stamps := filepath.Join(dir, name+".stamps")
 		a := NewAgent(t, h, dir, AgentSpec{Name: name, Role: "app", Key: key, Join: join,
-			Extra: []string{"--profile", "lan", "--log-level", cmpOr(os.Getenv("SHOAL_E2E_GAP_LOG_LEVEL"), "info"), "--event-handler", fmt.Sprintf("member-failed,member-join=%s %s", stamp, stamps)}})
+			Extra: []string{"--profile", "lan", "--log-level", cmpOr(os.Getenv("SHOAL_E2E_GAP_LOG_LEVEL"), "info"), "--confirm-failures=" + cmpOr(os.Getenv("SHOAL_E2E_GAP_CONFIRM"), "true"), "--event-handler", fmt.Sprintf("member-failed,member-join=%s %s", stamp, stamps)}})
 		agents = append(agents, a)
 	}
 	t.Cleanup(func() {
