@@ -320,8 +320,8 @@ type PoolResponse struct {
 	Isolation string     `json:"isolation,omitempty"`
 	// Held is the number of nodes kept in their role because the agent
 	// cannot verify their failure (docs/pool.md, Isolation).
-	Held int `json:"held"`
-	UpdatedAt time.Time  `json:"updated_at,omitzero"`
+	Held      int       `json:"held"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
 	// Generation numbers the pools the agent's router computed (1, 2, 3,
 	// ...); this is the current one's. 0: none yet. A sink whose
 	// AppliedGeneration is lower has not applied this pool yet.
