@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/serf/serf"
@@ -162,13 +161,7 @@ func NewSerfReach(c SerfReachConfig) *Reach {
 		Members: func() []serf.Member { return c.Serf().Members() },
 		Ping: func(m serf.Member) bool {
 			once.Do(func() { pg = newSerfPinger(c.Serf, c.Transport(), c.Memberlist, pingsInFlight) })
-			s := c.Serf()
-			rtt, known := time.Duration(0), false
-			if me, err := s.GetCoordinate(); err == nil {
-				if them, ok := s.GetCachedCoordinate(m.Name); ok {
-					rtt, known = me.DistanceTo(them), true
-				}
-			}
+			rtt, known := rttTo(c.Serf(), m.Name)
 			return pg.ping(m, reachPings, confirmWait(rtt, known, probeTimeout), true)
 		},
 		Done: c.Done,

@@ -3,6 +3,7 @@ package gossip
 import (
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -50,13 +51,7 @@ func NewSerfGate(c SerfGateConfig) *Gate {
 		return pg
 	}
 	waitFor := func(name string) time.Duration {
-		s := c.Serf()
-		rtt, known := time.Duration(0), false
-		if me, err := s.GetCoordinate(); err == nil {
-			if them, ok := s.GetCachedCoordinate(name); ok {
-				rtt, known = me.DistanceTo(them), true
-			}
-		}
+		rtt, known := rttTo(c.Serf(), name)
 		return confirmWait(rtt, known, probeTimeout)
 	}
 	log := c.Log
@@ -100,4 +95,42 @@ func NewSerfGate(c SerfGateConfig) *Gate {
 		},
 	})
 	return g
+}
+
+// rttSamples bounds the members rttTo looks at when name has no coordinate.
+const rttSamples = 16
+
+// rttTo is the round trip to name by serf's network coordinates. serf
+// caches a member's coordinate only from this agent's own probes of it, so
+// a member it has not probed yet (just joined, or just restarted) has none;
+// then the median round trip to up to rttSamples members that have one
+// stands for it (on one network they are alike), rather than the whole
+// probe timeout: measured, a survivor without the dead member's coordinate
+// acted on a crash about 0.44 s after the others at `lan` (its wait was the
+// 500 ms probe timeout instead of 60 ms). false when nothing is known.
+func rttTo(s *serf.Serf, name string) (time.Duration, bool) {
+	me, err := s.GetCoordinate()
+	if err != nil {
+		return 0, false
+	}
+	if them, ok := s.GetCachedCoordinate(name); ok {
+		return me.DistanceTo(them), true
+	}
+	var rtts []time.Duration
+	for _, m := range s.Members() {
+		if len(rtts) == rttSamples {
+			break
+		}
+		if m.Name == name || m.Status != serf.StatusAlive {
+			continue
+		}
+		if them, ok := s.GetCachedCoordinate(m.Name); ok && m.Name != s.LocalMember().Name {
+			rtts = append(rtts, me.DistanceTo(them))
+		}
+	}
+	if len(rtts) == 0 {
+		return 0, false
+	}
+	slices.Sort(rtts)
+	return rtts[len(rtts)/2], true
 }
