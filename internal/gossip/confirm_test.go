@@ -539,3 +539,46 @@ func TestConfirmPingsShrinkWithSize(t *testing.T) {
 		}
 	}
 }
+
+// A member that comes back from a confirmed failure is followed, syncDelay
+// later, by one state exchange; several coming back together cause one.
+func TestFailureGateSyncsAfterAComeback(t *testing.T) {
+	r := &gateRecorder{}
+	synced := make(chan string, 4)
+	g, clk := fakeGate(func(serf.Member) bool { return false }, r.emit, 10*time.Millisecond, time.Minute,
+		func(c *GateConfig) { c.Sync = func(back serf.Member) { synced <- back.Name } })
+	defer g.Close()
+	for _, n := range []string{"db2", "db3"} {
+		g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberFailed, Members: []serf.Member{member(n, serf.StatusFailed)}})
+	}
+	waitEvents(t, r, 2)
+	// A join of a member never failed here syncs nothing.
+	g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberJoin, Members: []serf.Member{member("app9", serf.StatusAlive)}})
+	for _, n := range []string{"db2", "db3"} {
+		g.HandleEvent(serf.MemberEvent{Type: serf.EventMemberJoin, Members: []serf.Member{member(n, serf.StatusAlive)}})
+	}
+	blockUntil(t, clk, 1)
+	select {
+	case n := <-synced:
+		t.Fatalf("synced with %s before syncDelay", n)
+	default:
+	}
+	clk.Advance(syncDelay)
+	select {
+	case n := <-synced:
+		if n != "db2" {
+			t.Fatalf("sync after %s's return, want db2 (the first back)", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no state exchange after a member came back")
+	}
+	clk.Advance(syncDelay)
+	select {
+	case n := <-synced:
+		t.Fatalf("a second exchange (%s) for members back together", n)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if g.Syncs.Load() != 1 {
+		t.Fatalf("Syncs = %d, want 1", g.Syncs.Load())
+	}
+}

@@ -2,6 +2,7 @@ package gossip
 
 import (
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"slices"
 	"strconv"
@@ -87,6 +88,28 @@ func NewSerfGate(c SerfGateConfig) *Gate {
 		Size:        func() int { return c.Serf().NumNodes() },
 		Health:      func() int { return c.Serf().Memberlist().GetHealthScore() },
 		ReviveEvery: func() time.Duration { return reviveInterval(c.Serf().Memberlist().NumMembers()) },
+		Sync: func(back serf.Member) {
+			s := c.Serf()
+			self := s.LocalMember().Name
+			var addrs []string
+			for _, m := range s.Members() {
+				if m.Status == serf.StatusAlive && m.Name != self && m.Name != back.Name {
+					addrs = append(addrs, net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port))))
+				}
+			}
+			rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
+			if len(addrs) > syncPeers {
+				addrs = addrs[:syncPeers]
+			}
+			if len(addrs) == 0 {
+				return
+			}
+			// A join to members already known is a full state exchange
+			// with each (memberlist's push/pull), nothing more.
+			if _, err := s.Join(addrs, true); err != nil {
+				log.Debug("state exchange after a member came back", "peers", addrs, "err", err)
+			}
+		},
 		Rejoin: func(m serf.Member) {
 			addr := net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port)))
 			if _, err := c.Serf().Join([]string{addr}, false); err != nil {
