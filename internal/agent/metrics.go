@@ -31,7 +31,7 @@ func (a *Agent) Collectors() []prometheus.Collector {
 	if g := a.mesh.gate; g != nil {
 		cs = append(cs, metrics.NewGateCollectors(metrics.GateCounts{
 			Confirmed: g.Confirmed.Load, Refuted: g.Refuted.Load, Expired: g.Expired.Load, Careful: g.Careful.Load,
-			ConfirmPings: g.ConfirmPings.Load, RevivePings: g.RevivePings.Load, Pending: g.Pending,
+			ConfirmPings: g.ConfirmPings.Load, RevivePings: g.RevivePings.Load, Pending: g.Pending, Syncs: g.Syncs.Load,
 		})...)
 	}
 	return cs

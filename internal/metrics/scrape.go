@@ -29,7 +29,8 @@ type GateCounts struct {
 	Confirmed, Refuted, Expired func() uint64 // checks, by result
 	Careful                     func() uint64 // checks that got a second round
 	ConfirmPings, RevivePings   func() uint64
-	Pending                     func() int // failures still being checked
+	Pending                     func() int    // failures still being checked
+	Syncs                       func() uint64 // state exchanges after a member came back
 }
 
 // NewGateCollectors returns the failure-confirmation gate's families.
@@ -59,6 +60,15 @@ func NewGateCollectors(g GateCounts) []prometheus.Collector {
 			ConstLabels: prometheus.Labels{"kind": k.kind},
 		}, func() float64 { return float64(k.n()) }))
 	}
+	cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "member_state_syncs_total",
+		Help: "Full state exchanges with two alive members, run 2 s after a member this agent had confirmed failed came back (so that incarnation numbers converge after a heal).",
+	}, func() float64 {
+		if g.Syncs == nil {
+			return 0
+		}
+		return float64(g.Syncs())
+	}))
 	return append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: Namespace, Name: "member_failures_withheld",
 		Help: "Member failures reported by gossip that this agent is still checking (not yet acted on).",
