@@ -242,7 +242,15 @@ func (r *isoRig) testRackLoss(t *testing.T) {
 	}
 	for _, d := range lost {
 		d.Agent.Kill()
-		d.Server.Kill()
+		// The mysqld got its SIGKILL above: wait for it to be gone rather
+		// than kill it again (mariadbtest's Kill fails the whole test when
+		// the process has already exited).
+		for deadline := time.Now().Add(10 * time.Second); d.Server.PID() > 0 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if pid := d.Server.PID(); pid > 0 {
+			s.Fatalf("%s's mysqld (pid %d) still runs 10 s after SIGKILL", d.Name, pid)
+		}
 	}
 	s.Note("killed %v (agents and mysqld) in %s", lostNames, time.Since(t0).Round(time.Millisecond))
 
