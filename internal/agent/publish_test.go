@@ -60,7 +60,7 @@ func TestHealthOutranksUserTags(t *testing.T) {
 	// Every entry point refuses it: the API/CLI path, and the check the
 	// Serf RPC gate calls.
 	if _, err := db1.a.UpdateTags(map[string]string{"pad": pad}, nil); err == nil ||
-		!strings.Contains(err.Error(), "140-byte user tag budget") {
+		!strings.Contains(err.Error(), "128-byte user tag budget") {
 		t.Fatalf("UpdateTags with a %d-byte tag: err = %v, want the user tag budget named", len(pad), err)
 	}
 	if err := db1.a.CheckTagChange(map[string]string{"pad": pad}, nil); !errors.Is(err, tags.ErrTooLarge) {
@@ -161,7 +161,7 @@ func TestTagsFileChecked(t *testing.T) {
 		{"nul in value", `{"k":"a\u0000b"}`, "printable UTF-8"},
 		{"newline in value", `{"k":"a\nb"}`, "printable UTF-8"},
 		{"reserved", `{"role":"web"}`, "reserved by shoal"},
-		{"over budget", `{"pad":"` + strings.Repeat("x", 200) + `"}`, "140-byte user tag budget"},
+		{"over budget", `{"pad":"` + strings.Repeat("x", 200) + `"}`, "128-byte user tag budget"},
 		{"bad maint", `{"maint":"a\u0007"}`, `"maint"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -80,7 +80,7 @@ func TestSerfRPCNeedsAPITokenForChanges(t *testing.T) {
 	// but no room left for a longer health tag. Refused, naming the budget
 	// and the size.
 	if err := authed.UpdateTags(map[string]string{"pad": strings.Repeat("x", 424)}, nil); err == nil ||
-		!strings.Contains(err.Error(), "140-byte user tag budget") || !strings.Contains(err.Error(), "431 bytes") {
+		!strings.Contains(err.Error(), "128-byte user tag budget") || !strings.Contains(err.Error(), "431 bytes") {
 		t.Errorf("tags pad=<424 x>: %v, want the budget and the size named", err)
 	}
 	if err := authed.UpdateTags(map[string]string{"team": "dba"}, nil); err != nil {

@@ -39,7 +39,7 @@ func TestValidateBadValues(t *testing.T) {
 		{"retry max wait", func(c *Config) { c.RetryMaxWait = 500 * time.Millisecond }, "retry_max_wait"},
 		{"retry max", func(c *Config) { c.RetryMax = -1 }, `retry_max (--retry-max) "-1"`},
 		{"tag key", func(c *Config) { c.Tags = map[string]string{"bad key": "v"} }, `tags (--tag) "bad key=v": tag key must be`},
-		{"tags over budget", func(c *Config) { c.Tags = map[string]string{"pad": strings.Repeat("x", 424)} }, "over the 140-byte user tag budget"},
+		{"tags over budget", func(c *Config) { c.Tags = map[string]string{"pad": strings.Repeat("x", 424)} }, "over the 128-byte user tag budget"},
 		{"tag value control", func(c *Config) { c.Tags = map[string]string{"k": "a\x1b[2Jb"} }, `tags (--tag) "k=a\x1b[2Jb": value must be printable`},
 		{"no encryption", func(c *Config) { c.InsecureNoEncryption = false }, "gossip encryption is required"},
 		{"bad key base64", func(c *Config) { c.Encrypt = "not base64!" }, `encrypt (--encrypt) "not ...": not valid base64`},

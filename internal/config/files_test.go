@@ -202,7 +202,7 @@ func TestTagsFileLegacyUserTags(t *testing.T) {
 		warn, err string
 	}{
 		{tags.UserTagBudget, "", ""},
-		{LegacyUserTagBudget, "150 bytes, over the 140 this release guarantees", ""},
+		{LegacyUserTagBudget, "150 bytes, over the 128 this release guarantees", ""},
 		{LegacyUserTagBudget + 1, "", "151 bytes"},
 	} {
 		user := map[string]string{"k": strings.Repeat("v", tc.size-5)} // fixstr key (2) + str8 value (3 + n)

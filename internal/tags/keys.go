@@ -1,6 +1,7 @@
 package tags
 
 import (
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -12,6 +13,9 @@ const (
 	KeyCluster = "cluster"
 	KeyMaint   = "maint"
 	KeyHealth  = "sh"
+	// KeyVoter marks a consensus voter: its raft port, with "+" once it is
+	// in a raft configuration (see Voter).
+	KeyVoter = "rv"
 )
 
 // Values of the role tag.
@@ -55,15 +59,16 @@ const (
 	// at its longest, fits (TestWorstCaseFits, which logs the bytes to
 	// spare: 16 before the replication source's server_id took 15, and the
 	// GTID position's 67 came from the maintenance reason, 128 bytes before,
-	// and this budget, 150 before); a new optional health field must fit
-	// there too.
-	UserTagBudget = 140
+	// and this budget, 150 before; the consensus voter tag's 10 came from
+	// this budget, 140 before); a new optional health field must fit there
+	// too.
+	UserTagBudget = 128
 )
 
 // IsReserved reports whether key is a tag key reserved by shoal.
 func IsReserved(key string) bool {
 	switch key {
-	case KeyRole, KeyCluster, KeyMaint, KeyHealth:
+	case KeyRole, KeyCluster, KeyMaint, KeyHealth, KeyVoter:
 		return true
 	}
 	return false
@@ -149,4 +154,33 @@ func isReasonByte(b byte) bool {
 
 func isAlnum(b byte) bool {
 	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+}
+
+// MaxVoterLen is the longest voter tag value: a port and "+".
+const MaxVoterLen = 6
+
+// Voter reads a member's voter tag: the raft port it serves on its gossip
+// address, and whether it is in a raft configuration already. ok is false
+// without the tag or when it is not a port in 1-65535 with an optional
+// "+" (a value from another machine: never trusted further).
+func Voter(t map[string]string) (port uint16, inConfig, ok bool) {
+	v, present := t[KeyVoter]
+	if !present || len(v) > MaxVoterLen {
+		return 0, false, false
+	}
+	v, inConfig = strings.CutSuffix(v, "+")
+	n, err := strconv.ParseUint(v, 10, 16)
+	if err != nil || n == 0 || v[0] == '0' {
+		return 0, false, false
+	}
+	return uint16(n), inConfig, true
+}
+
+// FormatVoter is the voter tag's value for Voter.
+func FormatVoter(port uint16, inConfig bool) string {
+	s := strconv.Itoa(int(port))
+	if inConfig {
+		s += "+"
+	}
+	return s
 }

@@ -57,7 +57,9 @@ func (e *BudgetError) Is(target error) bool { return target == ErrTooLarge }
 // not 1 to MaxClusterLen bytes of [A-Za-z0-9._-], maint is longer than
 // MaxMaintLen bytes or not printable UTF-8, or the result would exceed
 // MetaMaxSize once encoded (a *BudgetError).
-func Merge(user map[string]string, role, cluster string, h *Health, maint string) (map[string]string, error) {
+//
+// voter is the consensus voter tag's value (see Voter), "" for none.
+func Merge(user map[string]string, role, cluster string, h *Health, maint, voter string) (map[string]string, error) {
 	if err := checkMerge(user, role, cluster, h, maint); err != nil {
 		return nil, fmt.Errorf("merge tags: %w", err)
 	}
@@ -75,6 +77,12 @@ func Merge(user map[string]string, role, cluster string, h *Health, maint string
 	if h != nil {
 		out[KeyHealth] = Encode(*h)
 	}
+	if voter != "" {
+		if _, _, ok := Voter(map[string]string{KeyVoter: voter}); !ok {
+			return nil, fmt.Errorf("merge tags: voter tag %q: want a port, with + when in a raft configuration", voter)
+		}
+		out[KeyVoter] = voter
+	}
 	if size := EncodedSize(out); size > MetaMaxSize {
 		return nil, fmt.Errorf("merge tags: %w", &BudgetError{Size: size, Largest: largest(user, 3)})
 	}
@@ -90,8 +98,8 @@ func checkMerge(user map[string]string, role, cluster string, h *Health, maint s
 	}
 	if len(reserved) > 0 {
 		sort.Strings(reserved)
-		return fmt.Errorf("user tag %q: key is reserved by shoal (reserved: %s, %s, %s, %s)",
-			reserved[0], KeyRole, KeyCluster, KeyMaint, KeyHealth)
+		return fmt.Errorf("user tag %q: key is reserved by shoal (reserved: %s, %s, %s, %s, %s)",
+			reserved[0], KeyRole, KeyCluster, KeyMaint, KeyHealth, KeyVoter)
 	}
 	switch role {
 	case RoleDB:

@@ -38,7 +38,7 @@ func TestWorstCaseFits(t *testing.T) {
 				t.Fatalf("test user tags take %d bytes, want exactly the budget %d", got, UserTagBudget)
 			}
 			h := worstHealth
-			tags, err := Merge(user, RoleDB, cluster, &h, maint)
+			tags, err := Merge(user, RoleDB, cluster, &h, maint, "65535+")
 			if err != nil {
 				t.Fatalf("worst case does not fit: %v", err)
 			}
@@ -60,7 +60,7 @@ func TestMergeTooLarge(t *testing.T) {
 		"tiny":   "",
 	}
 	h := worstHealth
-	_, err := Merge(user, RoleDB, "c1", &h, "")
+	_, err := Merge(user, RoleDB, "c1", &h, "", "")
 	if !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("err = %v, want ErrTooLarge", err)
 	}
@@ -79,7 +79,7 @@ func TestMergeTooLarge(t *testing.T) {
 func TestMerge(t *testing.T) {
 	user := map[string]string{"dc": "eu1", "rack": "r7"}
 	h := Health{State: Passing, ServerID: 1}
-	got, err := Merge(user, RoleDB, "shard1", &h, "kernel upgrade")
+	got, err := Merge(user, RoleDB, "shard1", &h, "kernel upgrade", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestMerge(t *testing.T) {
 		t.Fatalf("Merge modified the user map: %v", user)
 	}
 
-	got, err = Merge(nil, RoleApp, "", nil, "")
+	got, err = Merge(nil, RoleApp, "", nil, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestMergeErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Merge(tt.user, tt.role, tt.cluster, tt.h, tt.maint)
+			_, err := Merge(tt.user, tt.role, tt.cluster, tt.h, tt.maint, "")
 			if err == nil {
 				t.Fatal("Merge succeeded")
 			}

@@ -61,6 +61,9 @@ type Config struct {
 	// Maint returns the maintenance reason in effect, "" for none (package
 	// maint owns it).
 	Maint func() string
+	// Voter returns the consensus voter tag's value, "" when this agent is
+	// no voter (nil: none).
+	Voter func() string
 	// Published runs after a publish changed the local tags (the router's
 	// Trigger).
 	Published func()
@@ -116,6 +119,9 @@ func New(cfg Config) *Publisher {
 	}
 	if cfg.Maint == nil {
 		cfg.Maint = func() string { return "" }
+	}
+	if cfg.Voter == nil {
+		cfg.Voter = func() string { return "" }
 	}
 	if cfg.Published == nil {
 		cfg.Published = func() {}
@@ -385,7 +391,7 @@ func (p *Publisher) fullTags(user map[string]string) (map[string]string, error) 
 		p.mu.Unlock()
 		h = &hh
 	}
-	full, err := tags.Merge(user, p.cfg.Role, p.cfg.Cluster, h, p.cfg.Maint())
+	full, err := tags.Merge(user, p.cfg.Role, p.cfg.Cluster, h, p.cfg.Maint(), p.cfg.Voter())
 	if err != nil {
 		return nil, err
 	}
