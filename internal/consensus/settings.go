@@ -58,8 +58,9 @@ type Settings struct {
 	// IP with DefaultPort (BindAddr).
 	Bind string `yaml:"bind"`
 	// Advertise is the raft address ip:port given to the other voters;
-	// empty means the gossip advertise IP (else the bind IP) with the bind
-	// port (AdvertiseAddr).
+	// empty means the bind IP when bind gives one, else the gossip
+	// advertise IP, else the gossip bind IP, with the bind port
+	// (AdvertiseAddr).
 	Advertise string `yaml:"advertise"`
 	// DataDir holds the raft log, stable store and snapshots; empty means
 	// DataDirName next to KeyringFile (DataDirPath).
@@ -111,22 +112,23 @@ func (s Settings) BindAddr(h Host) string {
 	return net.JoinHostPort(hostOf(h.GossipBind), strconv.Itoa(DefaultPort))
 }
 
-// AdvertiseAddr is the raft address given to the other voters: advertise,
-// else the gossip advertise IP (else the gossip bind IP) with the port of
-// BindAddr. The IP may be unspecified (0.0.0.0) when gossip binds every
-// interface and nothing is advertised: the agent then substitutes the IP
-// gossip advertises.
+// AdvertiseAddr is the raft address given to the other voters, with the
+// port of BindAddr: advertise when given; else the IP of bind when it is
+// one IP (raft listens on no other); else the gossip advertise IP, else
+// the gossip bind IP. The IP is unspecified (0.0.0.0) when everything
+// binds every interface and nothing is advertised: the agent then
+// substitutes the IP gossip advertises (Host.GossipAdvertise).
 func (s Settings) AdvertiseAddr(h Host) string {
 	if s.Advertise != "" {
 		return s.Advertise
 	}
-	ip := hostOf(h.GossipAdvertise)
-	if ip == "" {
-		ip = hostOf(h.GossipBind)
-	}
-	_, port, err := net.SplitHostPort(s.BindAddr(h))
+	bindIP, port, err := net.SplitHostPort(s.BindAddr(h))
 	if err != nil {
-		port = strconv.Itoa(DefaultPort)
+		bindIP, port = "", strconv.Itoa(DefaultPort)
+	}
+	ip := hostOf(h.GossipAdvertise)
+	if b := net.ParseIP(bindIP); s.Bind != "" && b != nil && !b.IsUnspecified() || ip == "" {
+		ip = bindIP
 	}
 	return net.JoinHostPort(ip, port)
 }

@@ -123,7 +123,8 @@ func TestResolvedDefaults(t *testing.T) {
 		{"on, app", on, app, false, "0.0.0.0:7950", "192.0.2.7:7950", "/var/lib/shoal/raft"},
 		{"key only, app", keyOnly, app, false, "0.0.0.0:7950", "192.0.2.7:7950", ""},
 		{"given", set, db, false, "10.0.0.1:8000", "192.0.2.1:9000", "/data/raft"},
-		{"advertise from the bind port", func() Settings { s := on; s.Bind = "10.0.0.1:8000"; return s }(), app, false, "10.0.0.1:8000", "192.0.2.7:8000", "/var/lib/shoal/raft"},
+		{"advertise with the bind port", func() Settings { s := on; s.Bind = "0.0.0.0:8000"; return s }(), app, false, "0.0.0.0:8000", "192.0.2.7:8000", "/var/lib/shoal/raft"},
+		{"advertise the bind IP", func() Settings { s := on; s.Bind = "10.0.0.1:8000"; return s }(), app, false, "10.0.0.1:8000", "10.0.0.1:8000", "/var/lib/shoal/raft"},
 		{"ipv6", on, Host{Role: tags.RoleDB, GossipBind: "[2001:db8::1]:7946"}, true, "[2001:db8::1]:7950", "[2001:db8::1]:7950", "/var/lib/shoal/raft"},
 		{"witness", func() Settings { s := on; s.Voter = ptr(true); return s }(), app, true, "0.0.0.0:7950", "192.0.2.7:7950", "/var/lib/shoal/raft"},
 	} {
