@@ -33,6 +33,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shoaldb/shoal/internal/consensus"
 	"github.com/shoaldb/shoal/internal/gossip"
 	"github.com/shoaldb/shoal/internal/history"
 	"github.com/shoaldb/shoal/internal/hooks"
@@ -70,6 +71,11 @@ type Config struct {
 	Encrypt              string `yaml:"encrypt"`
 	KeyringFile          string `yaml:"keyring_file"`
 	InsecureNoEncryption bool   `yaml:"insecure_no_encryption"`
+
+	// Consensus configures raft among the voters (db agents and witness
+	// app agents) that decides each cluster's writer term; on exactly
+	// when consensus.key or consensus.keyring_file is given.
+	Consensus consensus.Settings `yaml:"consensus"`
 
 	// Profile names the gossip timing profile (gossip.Profiles); Gossip
 	// holds the user's gossip settings over it.
@@ -224,6 +230,7 @@ func Default() *Config {
 		Pool:          pool.DefaultSettings(),
 		History:       history.DefaultConfig(),
 		Hooks:         hooks.DefaultSettings(),
+		Consensus:     consensus.DefaultSettings(),
 	}
 }
 

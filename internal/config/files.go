@@ -29,6 +29,13 @@ type Files struct {
 	// keyring_file is set or it does not exist yet (the agent then creates
 	// it from encrypt).
 	Keys []string
+	// ConsensusKeys are the consensus keys, primary first: the consensus
+	// keyring file's content, else (no file yet, or none) consensus.key;
+	// nil when consensus is off. ConsensusKeyringFile is the consensus
+	// keyring file ("" when none is set), which the agent creates from
+	// consensus.key when it does not exist (Config.ConsensusKeyring).
+	ConsensusKeys        []string
+	ConsensusKeyringFile string
 	// Tags is the tags file's content (user tags, and the maintenance
 	// reason under tags.KeyMaint); nil when no tags_file is set or it does
 	// not exist yet.
@@ -44,7 +51,8 @@ type Files struct {
 
 // CheckFiles reads and checks every file the configuration names, and
 // everything else the agent checks at start that needs no network: the
-// keyring file, the tags file, the API token file, the MySQL probe's
+// keyring file, the consensus keyring file and data directory, the tags
+// file, the API token file, the MySQL probe's
 // credentials (password file, option file, user), the HTTPS certificate,
 // the history file and the event handlers' programs. It creates and changes
 // nothing. Every error names its config key and flag; the errors are joined.
@@ -58,6 +66,12 @@ func (c *Config) CheckFiles(getenv func(string) string, euid int) (*Files, error
 	}
 	keys, warn, err := c.checkKeyring()
 	f.Keys = keys
+	add(err)
+	if warn != "" {
+		f.Warnings = append(f.Warnings, warn)
+	}
+	f.ConsensusKeys, warn, err = c.checkConsensusFiles()
+	f.ConsensusKeyringFile = c.Consensus.KeyringFile
 	add(err)
 	if warn != "" {
 		f.Warnings = append(f.Warnings, warn)
@@ -99,29 +113,59 @@ func ReadKeyringFile(path string) ([]string, error) {
 	return keys, nil
 }
 
-// checkKeyring reads keyring_file. A missing file is fine when encrypt
-// gives the key to create it with, in a directory that exists.
+// keyringSetting is a keyring file setting and the key it is created
+// from: the gossip keyring (keyring_file, encrypt) or the consensus one
+// (consensus.keyring_file, consensus.key).
+type keyringSetting struct {
+	fileKey, path string // "keyring_file"
+	keyName, key  string // "encrypt key", as the messages name it
+	keyFlag       string // "--encrypt"
+	keyEnv        string // "$SHOAL_ENCRYPT"
+	install       string // how to add a key to the file, "" for no hint
+	// checkKey checks each key beyond ReadKeyringFile; nil for none.
+	checkKey func(string) error
+}
+
+// checkKeyring reads keyring_file.
 func (c *Config) checkKeyring() (keys []string, warning string, err error) {
-	if c.KeyringFile == "" {
+	return checkKeyringFile(keyringSetting{fileKey: "keyring_file", path: c.KeyringFile, keyName: "encrypt key", key: c.Encrypt,
+		keyFlag: "--encrypt", keyEnv: "$SHOAL_ENCRYPT", install: "shoal keys install"})
+}
+
+// checkKeyringFile reads a keyring file. A missing file is fine when the
+// key to create it with is given, in a directory that exists.
+func checkKeyringFile(k keyringSetting) (keys []string, warning string, err error) {
+	if k.path == "" {
 		return nil, "", nil
 	}
-	keys, err = ReadKeyringFile(c.KeyringFile)
+	keys, err = ReadKeyringFile(k.path)
 	switch {
 	case err == nil:
-		if c.Encrypt != "" && !slices.Contains(keys, c.Encrypt) {
-			warning = fmt.Sprintf("keyring file %s exists and does not contain the --encrypt key; the keyring file wins (install the key with shoal keys install)", c.KeyringFile)
+		for i, key := range keys {
+			if k.checkKey == nil {
+				break
+			}
+			if err := k.checkKey(key); err != nil {
+				return nil, "", fieldErr(k.fileKey, k.path, "key %d: %v", i+1, err)
+			}
+		}
+		if k.key != "" && !slices.Contains(keys, k.key) {
+			warning = fmt.Sprintf("keyring file %s exists and does not contain the %s key; the keyring file wins", k.path, k.keyFlag)
+			if k.install != "" {
+				warning += " (install the key with " + k.install + ")"
+			}
 		}
 		return keys, warning, nil
 	case errors.Is(err, fs.ErrNotExist):
-		if c.Encrypt == "" {
-			return nil, "", fieldErr("keyring_file", c.KeyringFile, "does not exist, and no encrypt key (--encrypt, $SHOAL_ENCRYPT) was given to create it with")
+		if k.key == "" {
+			return nil, "", fieldErr(k.fileKey, k.path, "does not exist, and no %s (%s, %s) was given to create it with", k.keyName, k.keyFlag, k.keyEnv)
 		}
-		if err := dirExists(c.KeyringFile); err != nil {
-			return nil, "", fieldErr("keyring_file", c.KeyringFile, "cannot be created from encrypt: %v", err)
+		if err := dirExists(k.path); err != nil {
+			return nil, "", fieldErr(k.fileKey, k.path, "cannot be created from %s: %v", strings.TrimSuffix(k.keyName, " key"), err)
 		}
 		return nil, "", nil
 	}
-	return nil, "", fieldErr("keyring_file", c.KeyringFile, "%v", err)
+	return nil, "", fieldErr(k.fileKey, k.path, "%v", err)
 }
 
 // LegacyMaxMaintLen is the longest maintenance reason releases before

@@ -73,6 +73,19 @@ func intOpt(key, flag, env, usage string, f func(*Config) *int) option {
 	}}
 }
 
+// optBoolOpt is a boolean whose default depends on other settings: nil
+// until given.
+func optBoolOpt(key, flag, env, usage string, f func(*Config) **bool) option {
+	return option{key: key, flag: flag, env: env, usage: usage, bool: true, typ: "bool", set: func(c *Config, raw []string) error {
+		b, err := strconv.ParseBool(raw[len(raw)-1])
+		if err != nil {
+			return fieldErr(key, raw[len(raw)-1], "not a boolean (true or false)")
+		}
+		*f(c) = &b
+		return nil
+	}}
+}
+
 func boolOpt(key, flag, env, usage string, f func(*Config) *bool) option {
 	return option{key: key, flag: flag, env: env, usage: usage, bool: true, typ: "bool", def: func(c *Config) string { return strconv.FormatBool(*f(c)) }, set: func(c *Config, raw []string) error {
 		b, err := strconv.ParseBool(raw[len(raw)-1])
@@ -114,6 +127,16 @@ var options = []option{
 	strOpt("tags_file", "tags-file", "SHOAL_TAGS_FILE", "file that persists tags changed at runtime", func(c *Config) *string { return &c.TagsFile }),
 	strOpt("encrypt", "encrypt", "SHOAL_ENCRYPT", "base64 gossip encryption key (shoal keygen)", func(c *Config) *string { return &c.Encrypt }),
 	strOpt("keyring_file", "keyring-file", "SHOAL_KEYRING_FILE", "keyring file; created from --encrypt if missing, updated by key rotation", func(c *Config) *string { return &c.KeyringFile }),
+	strOpt("consensus.key", "consensus-key", "SHOAL_CONSENSUS_KEY", "base64 32-byte consensus key (shoal keygen), separate from the gossip key; creates --consensus-keyring-file if missing. With it or --consensus-keyring-file, consensus is on", func(c *Config) *string { return &c.Consensus.Key }),
+	strOpt("consensus.keyring_file", "consensus-keyring-file", "SHOAL_CONSENSUS_KEYRING_FILE", "consensus keyring file (mode 0600); created from --consensus-key if missing", func(c *Config) *string { return &c.Consensus.KeyringFile }),
+	optBoolOpt("consensus.voter", "consensus-voter", "SHOAL_CONSENSUS_VOTER", "vote in consensus (default: true on a db agent with consensus on; true on an app agent makes it a witness)", func(c *Config) **bool { return &c.Consensus.Voter }),
+	strOpt("consensus.bind", "consensus-bind", "SHOAL_CONSENSUS_BIND", "consensus (raft) listen address ip:port (default: the gossip bind IP, port 7950)", func(c *Config) *string { return &c.Consensus.Bind }),
+	strOpt("consensus.advertise", "consensus-advertise", "SHOAL_CONSENSUS_ADVERTISE", "consensus address ip:port given to the other voters (default: the consensus bind IP, else the gossip advertise IP, else the gossip bind IP; the consensus bind port)", func(c *Config) *string { return &c.Consensus.Advertise }),
+	strOpt("consensus.data_dir", "consensus-data-dir", "SHOAL_CONSENSUS_DATA_DIR", "raft log, stable store and snapshots (default: raft next to the consensus keyring file)", func(c *Config) *string { return &c.Consensus.DataDir }),
+	intOpt("consensus.bootstrap_expect", "consensus-bootstrap-expect", "SHOAL_CONSENSUS_BOOTSTRAP_EXPECT", "voters that must be seen before the first quorum forms (1 to 9; give every voter the same)", func(c *Config) *int { return &c.Consensus.BootstrapExpect }),
+	durOpt("consensus.heartbeat_timeout", "consensus-heartbeat-timeout", "", "raft heartbeat timeout", func(c *Config) *time.Duration { return &c.Consensus.HeartbeatTimeout }),
+	durOpt("consensus.election_timeout", "consensus-election-timeout", "", "raft election timeout (at least the heartbeat timeout)", func(c *Config) *time.Duration { return &c.Consensus.ElectionTimeout }),
+	durOpt("consensus.leader_lease_timeout", "consensus-leader-lease-timeout", "", "raft leader lease timeout (at most the heartbeat timeout)", func(c *Config) *time.Duration { return &c.Consensus.LeaderLeaseTimeout }),
 	boolOpt("insecure_no_encryption", "insecure-no-encryption", "SHOAL_INSECURE_NO_ENCRYPTION", "run gossip unencrypted (not for production)", func(c *Config) *bool { return &c.InsecureNoEncryption }),
 	strOpt("profile", "profile", "SHOAL_PROFILE", "timing profile: "+strings.Join(gossip.ProfileNames(), ", "), func(c *Config) *string { return &c.Profile }),
 	durOpt("gossip.probe_interval", "probe-interval", "", "override: failure detector probe interval", func(c *Config) *time.Duration { return &c.Gossip.ProbeInterval }),
@@ -405,6 +428,7 @@ func lookupEnv(getenv func(string) string, name string) (string, bool) {
 // mysql.password_file, the option file or SHOAL_MYSQL_PASSWORD.
 var secrets = []struct{ key, flag, instead string }{
 	{"encrypt", "encrypt", "SHOAL_ENCRYPT or keyring_file"},
+	{"consensus.key", "consensus-key", "SHOAL_CONSENSUS_KEY or consensus.keyring_file"},
 	{"rpc_auth", "rpc-auth", "SHOAL_RPC_AUTH or a config file of mode 0600"},
 }
 

@@ -23,6 +23,8 @@ func (c *Config) sections() []section {
 		{"gossip", c.Gossip.Check},
 		{"hooks", c.Hooks.Check},
 		{"history", c.History.Validate},
+		{"consensus", c.Consensus.Check},
+		{"consensus", c.checkConsensusHost},
 	}
 	if c.Sinks.FileEnabled() {
 		out = append(out, section{"sinks.file", c.Sinks.File.Validate})

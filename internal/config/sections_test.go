@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shoaldb/shoal/internal/consensus"
 	"github.com/shoaldb/shoal/internal/gossip"
 	"github.com/shoaldb/shoal/internal/history"
 	"github.com/shoaldb/shoal/internal/hooks"
@@ -48,6 +49,7 @@ func TestDefaultSectionsAreTheComponents(t *testing.T) {
 		"Gossip":        gossip.DefaultTuning(),
 		"Hooks":         hooks.DefaultSettings(),
 		"History":       history.DefaultConfig(),
+		"Consensus":     consensus.DefaultSettings(),
 		"Sinks.File":    d.Sinks.File, // off until configured: zero
 		"Sinks.HAProxy": d.Sinks.HAProxy,
 	}
