@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"slices"
 	"time"
 )
 
@@ -32,6 +33,12 @@ const (
 // name.
 const certName = "shoal-consensus"
 
+// alpnPrefix starts the ALPN name by which a client announces each key it
+// holds (the prefix and 16 hex digits of the SHA-256 of the key's TLS public
+// key), so that a server can present a key the client accepts during a key
+// rotation.
+const alpnPrefix = "shoal-consensus/"
+
 // Fixed certificate fields, so that a key always gives the same certificate.
 var (
 	certSerial    = big.NewInt(1)
@@ -40,25 +47,29 @@ var (
 )
 
 // Keyring is the consensus keyring: the keys a voter accepts from its peers,
-// the first of which (the primary) it presents. It holds, per key, only what
-// was derived from it: the public key of its TLS identity and its
-// term-signing key pair; the primary's TLS certificate and private key are
-// kept for presenting. A Keyring is immutable and safe for concurrent use.
-// Formatting a Keyring (String, Format) shows only the number of keys and the
-// primary's fingerprint.
+// the first of which (the primary) it presents and signs with. It holds, per
+// key, only what was derived from it: the TLS identity (a certificate and
+// its private key) and the term-signing key pair. A Keyring is immutable and
+// safe for concurrent use. Formatting a Keyring (String, Format) shows only
+// the number of keys and the primary's fingerprint.
 type Keyring struct {
 	keys        []*derivedKey // keys[0] is the primary
-	cert        *tls.Certificate
 	fingerprint string
 }
 
-// derivedKey is what one keyring key yields. Kept behind a pointer so that
-// printing a Keyring value with fmt never walks into it.
+// derivedKey is what one keyring key yields. Private keys sit two pointers
+// deep (cert, term): fmt, even with a bad verb on a struct that holds a
+// Keyring, expands at most one pointer level of unexported fields.
 type derivedKey struct {
-	tlsPub   ed25519.PublicKey
-	termPriv ed25519.PrivateKey
-	termPub  ed25519.PublicKey
+	tlsPub  ed25519.PublicKey
+	cert    *tls.Certificate
+	proto   string // ALPN name announcing that this key is held
+	term    *termKey
+	termPub ed25519.PublicKey
 }
+
+// termKey holds a term-signing private key (see derivedKey).
+type termKey struct{ priv ed25519.PrivateKey }
 
 // ParseKeyring parses a consensus keyring: each key is the standard base64
 // encoding of exactly KeySize bytes; there is at least one key, no two are
@@ -87,11 +98,6 @@ func ParseKeyring(keys []string) (*Keyring, error) {
 		}
 		kr.keys = append(kr.keys, dk)
 	}
-	cert, err := primaryCert(raws[0])
-	if err != nil {
-		return nil, fmt.Errorf("consensus keyring key 0: %w", err)
-	}
-	kr.cert = cert
 	kr.fingerprint = fingerprint(kr.keys[0].tlsPub)
 	return kr, nil
 }
@@ -116,10 +122,14 @@ func decodeKey(s string) ([]byte, error) {
 	return raw, nil
 }
 
-// deriveKey derives the TLS identity's public key and the term-signing key
-// pair of one raw key.
+// deriveKey derives the TLS identity and the term-signing key pair of one
+// raw key.
 func deriveKey(raw []byte) (*derivedKey, error) {
 	tlsPriv, err := deriveEd25519(raw, infoTLS)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := selfSigned(tlsPriv)
 	if err != nil {
 		return nil, err
 	}
@@ -127,10 +137,14 @@ func deriveKey(raw []byte) (*derivedKey, error) {
 	if err != nil {
 		return nil, err
 	}
+	tlsPub := tlsPriv.Public().(ed25519.PublicKey)
+	sum := sha256.Sum256(tlsPub)
 	return &derivedKey{
-		tlsPub:   tlsPriv.Public().(ed25519.PublicKey),
-		termPriv: termPriv,
-		termPub:  termPriv.Public().(ed25519.PublicKey),
+		tlsPub:  tlsPub,
+		cert:    cert,
+		proto:   alpnPrefix + hex.EncodeToString(sum[:8]),
+		term:    &termKey{priv: termPriv},
+		termPub: termPriv.Public().(ed25519.PublicKey),
 	}, nil
 }
 
@@ -154,14 +168,10 @@ func (noRand) Read([]byte) (int, error) {
 
 var _ io.Reader = noRand{}
 
-// primaryCert builds the self-signed TLS certificate of a raw key's TLS
-// identity. Every field is fixed and ed25519 signatures are deterministic,
-// so the same key always gives the same certificate.
-func primaryCert(raw []byte) (*tls.Certificate, error) {
-	priv, err := deriveEd25519(raw, infoTLS)
-	if err != nil {
-		return nil, err
-	}
+// selfSigned builds the self-signed TLS certificate of a TLS identity.
+// Every field is fixed and ed25519 signatures are deterministic, so the same
+// key always gives the same certificate.
+func selfSigned(priv ed25519.PrivateKey) (*tls.Certificate, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber:          certSerial,
 		Subject:               pkix.Name{CommonName: certName},
@@ -218,16 +228,32 @@ func (k *Keyring) Format(f fmt.State, _ rune) {
 	_, _ = io.WriteString(f, k.String())
 }
 
-// certificate is the primary's TLS certificate, to present.
-func (k *Keyring) certificate() tls.Certificate { return *k.cert }
-
-// acceptsTLS reports whether pub is the TLS public key derived from any key
-// of the keyring.
-func (k *Keyring) acceptsTLS(pub ed25519.PublicKey) bool {
-	for _, dk := range k.keys {
+// tlsIndex is the index of the key whose TLS public key is pub, or -1.
+func (k *Keyring) tlsIndex(pub ed25519.PublicKey) int {
+	for i, dk := range k.keys {
 		if bytes.Equal(dk.tlsPub, pub) {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
+}
+
+// protos lists the ALPN names of all keys, primary first.
+func (k *Keyring) protos() []string {
+	out := make([]string, len(k.keys))
+	for i, dk := range k.keys {
+		out[i] = dk.proto
+	}
+	return out
+}
+
+// certFor is the certificate of the first key (in keyring order) whose ALPN
+// name a peer offered, or the primary's when it offered none of them.
+func (k *Keyring) certFor(offered []string) *tls.Certificate {
+	for _, dk := range k.keys {
+		if slices.Contains(offered, dk.proto) {
+			return dk.cert
+		}
+	}
+	return k.keys[0].cert
 }

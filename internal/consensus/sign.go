@@ -8,7 +8,7 @@ import (
 
 // SignTerm signs msg with the primary key's term-signing key (ed25519).
 func (k *Keyring) SignTerm(msg []byte) []byte {
-	return ed25519.Sign(k.keys[0].termPriv, msg)
+	return ed25519.Sign(k.keys[0].term.priv, msg)
 }
 
 // TermPublicKeys lists the term-signing public keys of all keys, primary

@@ -55,17 +55,19 @@ type StreamOptions struct {
 	OnRefused func(remote net.Addr, reason string, err error)
 }
 
-// StreamLayer is hashicorp/raft's StreamLayer over mutual TLS 1.3, each
-// side presenting the certificate of its keyring's primary key and
-// accepting only a peer whose certificate's public key is derived from a key
-// of its keyring. Accept returns only connections whose handshake completed;
+// StreamLayer is hashicorp/raft's StreamLayer over mutual TLS 1.3: each side
+// accepts only a peer whose certificate's public key is derived from a key of
+// its keyring. The server presents its primary key, or during a rotation the
+// first of its keys that the client announces holding (ALPN names carry
+// fingerprints of public keys, nothing secret); the client presents back the
+// key the server presented. Accept returns only connections whose handshake completed;
 // each incoming handshake runs in its own goroutine under HandshakeTimeout.
 type StreamLayer struct {
 	ln        net.Listener
 	advertise net.Addr
 	opts      StreamOptions
+	kr        *Keyring
 	server    *tls.Config
-	client    *tls.Config
 
 	accepted chan net.Conn
 	slots    chan struct{} // one per handshake in flight
@@ -100,8 +102,8 @@ func NewStreamLayer(ln net.Listener, kr *Keyring, advertise net.Addr, opts Strea
 		ln:        ln,
 		advertise: advertise,
 		opts:      opts,
+		kr:        kr,
 		server:    serverConfig(kr),
-		client:    clientConfig(kr),
 		accepted:  make(chan net.Conn),
 		slots:     make(chan struct{}, opts.MaxPending),
 		closed:    make(chan struct{}),
@@ -115,48 +117,70 @@ func NewStreamLayer(ln net.Listener, kr *Keyring, advertise net.Addr, opts Strea
 	return s
 }
 
-// verifyPeer accepts a peer whose leaf certificate's public key is the TLS
-// public key derived from a key of kr. The chain is not verified: the
-// certificates are self-signed, and TLS 1.3 has already proved that the
-// peer holds the private key of its leaf.
-func verifyPeer(kr *Keyring) func(tls.ConnectionState) error {
-	return func(cs tls.ConnectionState) error {
-		if len(cs.PeerCertificates) == 0 {
-			return fmt.Errorf("no peer certificate: %w", ErrUnknownKey)
-		}
-		pub, ok := cs.PeerCertificates[0].PublicKey.(ed25519.PublicKey)
-		if !ok {
-			return fmt.Errorf("peer certificate key is %T, not ed25519: %w",
-				cs.PeerCertificates[0].PublicKey, ErrUnknownKey)
-		}
-		if !kr.acceptsTLS(pub) {
-			return fmt.Errorf("peer key %s: %w", fingerprint(pub), ErrUnknownKey)
-		}
-		return nil
+// peerKey returns the index of the key of kr from which the peer's leaf
+// certificate's public key is derived, or an error wrapping ErrUnknownKey.
+// The chain is not verified: the certificates are self-signed, and TLS 1.3
+// has already proved that the peer holds the private key of its leaf.
+func peerKey(kr *Keyring, cs tls.ConnectionState) (int, error) {
+	if len(cs.PeerCertificates) == 0 {
+		return -1, fmt.Errorf("no peer certificate: %w", ErrUnknownKey)
 	}
+	pub, ok := cs.PeerCertificates[0].PublicKey.(ed25519.PublicKey)
+	if !ok {
+		return -1, fmt.Errorf("peer certificate key is %T, not ed25519: %w",
+			cs.PeerCertificates[0].PublicKey, ErrUnknownKey)
+	}
+	i := kr.tlsIndex(pub)
+	if i < 0 {
+		return -1, fmt.Errorf("peer key %s: %w", fingerprint(pub), ErrUnknownKey)
+	}
+	return i, nil
 }
 
+// serverConfig presents the first key of kr (primary first) that the client
+// announced holding in its ALPN names, or the primary, and accepts a client
+// certificate of any key of kr.
 func serverConfig(kr *Keyring) *tls.Config {
 	return &tls.Config{
-		Certificates:           []tls.Certificate{kr.certificate()},
+		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			return kr.certFor(hello.SupportedProtos), nil
+		},
+		NextProtos:             kr.protos(),
 		ClientAuth:             tls.RequireAnyClientCert,
 		MinVersion:             tls.VersionTLS13,
 		MaxVersion:             tls.VersionTLS13,
 		SessionTicketsDisabled: true,
-		VerifyConnection:       verifyPeer(kr),
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			_, err := peerKey(kr, cs)
+			return err
+		},
 	}
 }
 
+// clientConfig is the configuration of one outgoing connection: it announces
+// every key of kr in its ALPN names, accepts a server certificate of any key
+// of kr and presents back the key the server presented (which both hold).
 func clientConfig(kr *Keyring) *tls.Config {
+	matched := 0 // set by VerifyConnection before GetClientCertificate runs
 	return &tls.Config{
-		Certificates: []tls.Certificate{kr.certificate()},
-		ServerName:   certName,
+		ServerName: certName,
 		// The server's certificate is checked against the keyring by
 		// VerifyConnection instead of against a CA.
 		InsecureSkipVerify: true,
+		NextProtos:         kr.protos(),
 		MinVersion:         tls.VersionTLS13,
 		MaxVersion:         tls.VersionTLS13,
-		VerifyConnection:   verifyPeer(kr),
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			i, err := peerKey(kr, cs)
+			if err != nil {
+				return err
+			}
+			matched = i
+			return nil
+		},
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return kr.keys[matched].cert, nil
+		},
 	}
 }
 
@@ -344,7 +368,7 @@ func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, timeout)
 	defer cancel()
-	return dialTLS(ctx, string(address), s.client)
+	return dialTLS(ctx, string(address), clientConfig(s.kr))
 }
 
 // dialTLS dials addr and completes the TLS handshake within ctx.
