@@ -247,13 +247,13 @@ func (k *Keyring) protos() []string {
 	return out
 }
 
-// certFor is the certificate of the first key (in keyring order) whose ALPN
-// name a peer offered, or the primary's when it offered none of them.
-func (k *Keyring) certFor(offered []string) *tls.Certificate {
-	for _, dk := range k.keys {
+// offeredIndex is the index of the first key (in keyring order) whose ALPN
+// name a peer offered, or -1.
+func (k *Keyring) offeredIndex(offered []string) int {
+	for i, dk := range k.keys {
 		if slices.Contains(offered, dk.proto) {
-			return dk.cert
+			return i
 		}
 	}
-	return k.keys[0].cert
+	return -1
 }
