@@ -6,8 +6,10 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -374,4 +376,228 @@ func TestProbe(t *testing.T) {
 		t.Error("probe of a silent port succeeded")
 	}
 	waitFor(t, "two probe connections", func() bool { return len(acc) == 2 })
+}
+
+// testFSM records the entries applied.
+type testFSM struct {
+	mu      sync.Mutex
+	applied []string
+}
+
+func (f *testFSM) Apply(l *raft.Log) any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.applied = append(f.applied, string(l.Data))
+	return nil
+}
+
+func (f *testFSM) Snapshot() (raft.FSMSnapshot, error) { return testSnapshot{}, nil }
+func (f *testFSM) Restore(rc io.ReadCloser) error      { return rc.Close() }
+
+func (f *testFSM) has(entry string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Contains(f.applied, entry)
+}
+
+type testSnapshot struct{}
+
+func (testSnapshot) Persist(sink raft.SnapshotSink) error { return sink.Close() }
+func (testSnapshot) Release()                             {}
+
+// logBuffer keeps the first MiB of raft's logs, shown if the test fails.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buf.Len() < 1<<20 {
+		b.buf.Write(p)
+	}
+	return len(p), nil
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type raftNode struct {
+	id    raft.ServerID
+	raft  *raft.Raft
+	trans *raft.NetworkTransport
+	layer *StreamLayer
+	fsm   *testFSM
+}
+
+func (n *raftNode) server() raft.Server {
+	return raft.Server{Suffrage: raft.Voter, ID: n.id, Address: n.trans.LocalAddr()}
+}
+
+func startRaft(t *testing.T, id string, kr *Keyring, logs io.Writer) *raftNode {
+	t.Helper()
+	layer := listenLayer(t, kr, StreamOptions{HandshakeTimeout: 2 * time.Second})
+	trans := raft.NewNetworkTransport(layer, 3, 2*time.Second, logs)
+	conf := raft.DefaultConfig()
+	conf.LocalID = raft.ServerID(id)
+	conf.HeartbeatTimeout = 500 * time.Millisecond
+	conf.ElectionTimeout = 500 * time.Millisecond
+	conf.LeaderLeaseTimeout = 250 * time.Millisecond
+	conf.CommitTimeout = 10 * time.Millisecond
+	conf.LogOutput, conf.LogLevel = logs, "INFO"
+	store := raft.NewInmemStore()
+	fsm := &testFSM{}
+	r, err := raft.NewRaft(conf, fsm, store, store, raft.NewInmemSnapshotStore(), trans)
+	if err != nil {
+		t.Fatalf("start raft %s: %v", id, err)
+	}
+	t.Cleanup(func() { _ = r.Shutdown().Error() }) // closes trans and layer
+	return &raftNode{id: raft.ServerID(id), raft: r, trans: trans, layer: layer, fsm: fsm}
+}
+
+// startCluster starts n voters sharing kr's keys and waits for a leader.
+func startCluster(t *testing.T, keys []string, n int, logs io.Writer) ([]*raftNode, *raftNode) {
+	t.Helper()
+	nodes := make([]*raftNode, n)
+	var cfg raft.Configuration
+	for i := range nodes {
+		nodes[i] = startRaft(t, fmt.Sprintf("n%d", i+1), mustKeyring(t, keys...), logs)
+		cfg.Servers = append(cfg.Servers, nodes[i].server())
+	}
+	for _, node := range nodes {
+		if err := node.raft.BootstrapCluster(cfg).Error(); err != nil {
+			t.Fatalf("bootstrap %s: %v", node.id, err)
+		}
+	}
+	var leader *raftNode
+	waitFor(t, "a leader", func() bool {
+		for _, node := range nodes {
+			if node.raft.State() == raft.Leader {
+				leader = node
+				return true
+			}
+		}
+		return false
+	})
+	return nodes, leader
+}
+
+func applyEverywhere(t *testing.T, leader *raftNode, nodes []*raftNode, entry string) {
+	t.Helper()
+	if err := leader.raft.Apply([]byte(entry), 5*time.Second).Error(); err != nil {
+		t.Fatalf("apply %q on leader %s: %v", entry, leader.id, err)
+	}
+	waitFor(t, entry+" on every node", func() bool {
+		for _, node := range nodes {
+			if !node.fsm.has(entry) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func TestRaftOverStreamLayer(t *testing.T) {
+	logs := &logBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("raft logs:\n%s", logs)
+		}
+	})
+	nodes, leader := startCluster(t, []string{newKey(t)}, 3, logs)
+	applyEverywhere(t, leader, nodes, "db1 term 1")
+	term := leader.raft.CurrentTerm()
+	members := []raft.Server{nodes[0].server(), nodes[1].server(), nodes[2].server()}
+
+	// A raft node with another key campaigns with itself in the cluster.
+	intruder := startRaft(t, "intruder", mustKeyring(t, newKey(t)), logs)
+	bootstrap := raft.Configuration{Servers: append(slices.Clone(members), intruder.server())}
+	if err := intruder.raft.BootstrapCluster(bootstrap).Error(); err != nil {
+		t.Fatalf("bootstrap intruder: %v", err)
+	}
+	// Its transport, one that trusts any server and a plain TCP one send
+	// AppendEntries with a far higher term and a configuration that adds it.
+	forged := &raft.AppendEntriesRequest{
+		RPCHeader: raft.RPCHeader{ID: []byte("intruder"), Addr: []byte(intruder.trans.LocalAddr())},
+		Term:      term + 100,
+		Entries: []*raft.Log{{Index: 100, Term: term + 100, Type: raft.LogConfiguration,
+			Data: raft.EncodeConfiguration(bootstrap)}},
+		LeaderCommitIndex: 100,
+	}
+	for _, tr := range []raft.Transport{intruder.trans, trustingTransport(t, logs), plainTransport(t, logs)} {
+		for _, m := range members {
+			var resp raft.AppendEntriesResponse
+			if err := tr.AppendEntries(m.ID, m.Address, forged, &resp); err == nil {
+				t.Errorf("forged AppendEntries to %s succeeded: %+v", m.ID, resp)
+			}
+		}
+	}
+	for _, node := range nodes {
+		waitRefused(t, node.layer, RefusedBadKey, 1) // the trusting transport
+		// The plain transport, the intruder's transport and its campaign.
+		waitFor(t, "refused handshakes", func() bool { return node.layer.Refused()[RefusedHandshake] >= 3 })
+	}
+	for _, node := range nodes {
+		f := node.raft.GetConfiguration()
+		if err := f.Error(); err != nil {
+			t.Fatalf("configuration of %s: %v", node.id, err)
+		}
+		if got := f.Configuration().Servers; !slices.Equal(got, members) {
+			t.Errorf("configuration of %s = %v, want %v", node.id, got, members)
+		}
+		if got := node.raft.CurrentTerm(); got != term {
+			t.Errorf("term of %s = %d, want %d", node.id, got, term)
+		}
+		t.Logf("%s refused %v", node.id, node.layer.Refused())
+	}
+	if intruder.raft.State() == raft.Leader {
+		t.Error("the intruder became leader")
+	}
+	applyEverywhere(t, leader, nodes, "db1 term 2")
+	if intruder.fsm.has("db1 term 1") || intruder.fsm.has("db1 term 2") {
+		t.Error("the intruder received the cluster's entries")
+	}
+}
+
+// trustingLayer is a stream layer that presents another key's certificate
+// and trusts any server: an attacker who lacks the keyring.
+type trustingLayer struct {
+	net.Listener
+	conf *tls.Config
+}
+
+func (l trustingLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	d := &net.Dialer{Timeout: timeout}
+	return tls.DialWithDialer(d, "tcp", string(addr), l.conf)
+}
+
+func trustingTransport(t *testing.T, logs io.Writer) *raft.NetworkTransport {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := mustKeyring(t, newKey(t))
+	layer := trustingLayer{Listener: ln, conf: &tls.Config{
+		InsecureSkipVerify: true,
+		Certificates:       []tls.Certificate{*other.keys[0].cert},
+		MinVersion:         tls.VersionTLS13,
+	}}
+	trans := raft.NewNetworkTransport(layer, 1, 2*time.Second, logs)
+	t.Cleanup(func() { _ = trans.Close() })
+	return trans
+}
+
+func plainTransport(t *testing.T, logs io.Writer) *raft.NetworkTransport {
+	t.Helper()
+	trans, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 2*time.Second, logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = trans.Close() })
+	return trans
 }
