@@ -601,3 +601,14 @@ func plainTransport(t *testing.T, logs io.Writer) *raft.NetworkTransport {
 	t.Cleanup(func() { _ = trans.Close() })
 	return trans
 }
+
+func TestStreamCallbackPanic(t *testing.T) {
+	kr := mustKeyring(t, newKey(t))
+	server := listenLayer(t, kr, StreamOptions{OnRefused: func(net.Addr, string, error) { panic("boom") }})
+	acc := acceptAll(t, server)
+	c := rawDial(t, server.Addr().String(), []byte("GET / HTTP/1.1\r\n\r\n"))
+	defer func() { _ = c.Close() }()
+	waitRefused(t, server, RefusedCallbackPanic, 1)
+	waitRefused(t, server, RefusedHandshake, 1)
+	exchange(t, listenLayer(t, kr, StreamOptions{}), server, acc)
+}
