@@ -60,8 +60,10 @@ type StreamOptions struct {
 // its keyring. The server presents its primary key, or during a rotation the
 // first of its keys that the client announces holding (ALPN names carry
 // fingerprints of public keys, nothing secret); the client presents back the
-// key the server presented. Accept returns only connections whose handshake completed;
-// each incoming handshake runs in its own goroutine under HandshakeTimeout.
+// key the server presented. So two voters whose keyrings share a key connect,
+// whatever their primaries. Accept returns only connections whose handshake
+// completed; each incoming handshake runs in its own goroutine under
+// HandshakeTimeout, at most MaxPending at a time.
 type StreamLayer struct {
 	ln        net.Listener
 	advertise net.Addr
