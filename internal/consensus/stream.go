@@ -1,0 +1,432 @@
+package consensus
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Reasons a StreamLayer refuses an incoming connection, the keys of Refused.
+const (
+	// RefusedHandshake: the TLS handshake failed (not TLS, not TLS 1.3, no
+	// client certificate, or the peer refused our certificate).
+	RefusedHandshake = "handshake"
+	// RefusedBadKey: the peer's certificate is not derived from a key of
+	// the keyring.
+	RefusedBadKey = "bad-key"
+	// RefusedTimeout: the handshake did not finish within HandshakeTimeout.
+	RefusedTimeout = "timeout"
+	// RefusedOverload: MaxPending handshakes were already in flight; the
+	// connection was closed at once.
+	RefusedOverload = "overload"
+	// RefusedCallbackPanic counts panics of OnRefused, which are recovered.
+	RefusedCallbackPanic = "callback-panic"
+)
+
+// Defaults of StreamOptions.
+const (
+	DefaultHandshakeTimeout = 5 * time.Second
+	DefaultMaxPending       = 64
+)
+
+// ErrUnknownKey is wrapped by handshake errors when the peer's certificate
+// is not derived from a key of the keyring.
+var ErrUnknownKey = errors.New("peer certificate is not derived from a consensus keyring key")
+
+// StreamOptions tunes a StreamLayer. Zero values take the defaults.
+type StreamOptions struct {
+	// HandshakeTimeout bounds each incoming TLS handshake (and an outgoing
+	// one when raft dials without a timeout). Default 5 s.
+	HandshakeTimeout time.Duration
+	// MaxPending bounds the incoming handshakes in flight (including those
+	// done and waiting for Accept); beyond it new connections are closed at
+	// once and counted as RefusedOverload. Default 64.
+	MaxPending int
+	// OnRefused, if set, is called for every refused incoming connection,
+	// from the layer's goroutines: it must not block.
+	OnRefused func(remote net.Addr, reason string, err error)
+}
+
+// StreamLayer is hashicorp/raft's StreamLayer over mutual TLS 1.3: each side
+// accepts only a peer whose certificate's public key is derived from a key of
+// its keyring. The server presents its primary key, or during a rotation the
+// first of its keys that the client announces holding (ALPN names carry
+// fingerprints of public keys, nothing secret); the client presents back the
+// key the server presented. So two voters whose keyrings share a key connect,
+// whatever their primaries. Accept returns only connections whose handshake
+// completed; each incoming handshake runs in its own goroutine under
+// HandshakeTimeout, at most MaxPending at a time.
+type StreamLayer struct {
+	ln        net.Listener
+	advertise net.Addr
+	opts      StreamOptions
+	kr        *Keyring
+	server    *tls.Config
+
+	accepted chan net.Conn
+	slots    chan struct{} // one per handshake in flight
+	closed   chan struct{}
+	ctx      context.Context // cancelled by Close
+	cancel   context.CancelFunc
+	loopDone chan struct{}
+	loopErr  error // set before loopDone is closed
+
+	closeOnce sync.Once
+	closeErr  error
+	wg        sync.WaitGroup
+
+	mu      sync.Mutex
+	refused map[string]uint64
+}
+
+var _ raft.StreamLayer = (*StreamLayer)(nil)
+
+// NewStreamLayer serves raft's stream layer on ln, which it owns from now on,
+// with the identity of kr (which must not be nil). advertise is the address
+// peers reach it at; nil means ln's address.
+func NewStreamLayer(ln net.Listener, kr *Keyring, advertise net.Addr, opts StreamOptions) *StreamLayer {
+	if opts.HandshakeTimeout <= 0 {
+		opts.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = DefaultMaxPending
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &StreamLayer{
+		ln:        ln,
+		advertise: advertise,
+		opts:      opts,
+		kr:        kr,
+		server:    serverConfig(kr),
+		accepted:  make(chan net.Conn),
+		slots:     make(chan struct{}, opts.MaxPending),
+		closed:    make(chan struct{}),
+		ctx:       ctx,
+		cancel:    cancel,
+		loopDone:  make(chan struct{}),
+		refused:   make(map[string]uint64),
+	}
+	s.wg.Add(1)
+	go s.acceptLoop()
+	return s
+}
+
+// peerKey returns the index of the key of kr from which the peer's leaf
+// certificate's public key is derived, or an error wrapping ErrUnknownKey.
+// The chain is not verified: the certificates are self-signed, and TLS 1.3
+// has already proved that the peer holds the private key of its leaf.
+func peerKey(kr *Keyring, cs tls.ConnectionState) (int, error) {
+	if len(cs.PeerCertificates) == 0 {
+		return -1, fmt.Errorf("no peer certificate: %w", ErrUnknownKey)
+	}
+	pub, ok := cs.PeerCertificates[0].PublicKey.(ed25519.PublicKey)
+	if !ok {
+		return -1, fmt.Errorf("peer certificate key is %T, not ed25519: %w",
+			cs.PeerCertificates[0].PublicKey, ErrUnknownKey)
+	}
+	i := kr.tlsIndex(pub)
+	if i < 0 {
+		return -1, fmt.Errorf("peer key %s: %w", fingerprint(pub), ErrUnknownKey)
+	}
+	return i, nil
+}
+
+// serverConfig presents the first key of kr (primary first) that the client
+// announces holding in its ALPN names, or else the primary (without ALPN, so
+// that such a client learns the server's key fingerprint from its own
+// refusal), and accepts a client certificate of any key of kr.
+func serverConfig(kr *Keyring) *tls.Config {
+	base := &tls.Config{
+		ClientAuth:             tls.RequireAnyClientCert,
+		MinVersion:             tls.VersionTLS13,
+		MaxVersion:             tls.VersionTLS13,
+		SessionTicketsDisabled: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			_, err := peerKey(kr, cs)
+			return err
+		},
+	}
+	fallback := base.Clone()
+	fallback.Certificates = []tls.Certificate{*kr.keys[0].cert}
+	byKey := make([]*tls.Config, len(kr.keys))
+	for i, dk := range kr.keys {
+		byKey[i] = base.Clone()
+		byKey[i].Certificates = []tls.Certificate{*dk.cert}
+		byKey[i].NextProtos = []string{dk.proto}
+	}
+	return &tls.Config{
+		MinVersion: tls.VersionTLS13,
+		GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			if i := kr.offeredIndex(hello.SupportedProtos); i >= 0 {
+				return byKey[i], nil
+			}
+			return fallback, nil
+		},
+	}
+}
+
+// clientConfig is the configuration of one outgoing connection: it announces
+// every key of kr in its ALPN names, accepts a server certificate of any key
+// of kr and presents back the key the server presented (which both hold).
+func clientConfig(kr *Keyring) *tls.Config {
+	matched := 0 // set by VerifyConnection before GetClientCertificate runs
+	return &tls.Config{
+		ServerName: certName,
+		// The server's certificate is checked against the keyring by
+		// VerifyConnection instead of against a CA.
+		InsecureSkipVerify: true,
+		NextProtos:         kr.protos(),
+		MinVersion:         tls.VersionTLS13,
+		MaxVersion:         tls.VersionTLS13,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			i, err := peerKey(kr, cs)
+			if err != nil {
+				return err
+			}
+			matched = i
+			return nil
+		},
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return kr.keys[matched].cert, nil
+		},
+	}
+}
+
+// acceptLoop accepts TCP connections and starts a handshake for each, or
+// closes it at once when MaxPending handshakes are in flight.
+func (s *StreamLayer) acceptLoop() {
+	defer s.wg.Done()
+	defer close(s.loopDone)
+	var delay time.Duration
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if s.isClosed() {
+				s.loopErr = net.ErrClosed
+				return
+			}
+			if errors.Is(err, net.ErrClosed) {
+				s.loopErr = fmt.Errorf("consensus listener %s: %w", s.ln.Addr(), err)
+				return
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			if !s.sleep(delay) {
+				s.loopErr = net.ErrClosed
+				return
+			}
+			continue
+		}
+		delay = 0
+		select {
+		case s.slots <- struct{}{}:
+		default:
+			_ = c.Close()
+			s.refuse(c.RemoteAddr(), RefusedOverload,
+				fmt.Errorf("%d consensus handshakes in flight", s.opts.MaxPending))
+			continue
+		}
+		s.wg.Add(1)
+		go s.serve(c)
+	}
+}
+
+// sleep waits d, or until Close; it reports false on Close.
+func (s *StreamLayer) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.closed:
+		return false
+	}
+}
+
+// serve runs the handshake of one incoming connection and hands it to
+// Accept. It holds a slot until the connection is handed over or refused.
+func (s *StreamLayer) serve(c net.Conn) {
+	defer s.wg.Done()
+	tc, err := s.handshake(c)
+	if err != nil {
+		_ = c.Close()
+		<-s.slots
+		if !s.isClosed() {
+			s.refuse(c.RemoteAddr(), refusalReason(err), err)
+		}
+		return
+	}
+	defer func() { <-s.slots }()
+	select {
+	case s.accepted <- tc:
+	case <-s.closed:
+		_ = tc.Close()
+	}
+}
+
+func (s *StreamLayer) handshake(c net.Conn) (*tls.Conn, error) {
+	if err := c.SetDeadline(time.Now().Add(s.opts.HandshakeTimeout)); err != nil {
+		return nil, fmt.Errorf("set handshake deadline for %s: %w", c.RemoteAddr(), err)
+	}
+	tc := tls.Server(c, s.server)
+	if err := tc.HandshakeContext(s.ctx); err != nil {
+		return nil, fmt.Errorf("consensus tls handshake from %s: %w", c.RemoteAddr(), err)
+	}
+	if err := c.SetDeadline(time.Time{}); err != nil {
+		return nil, fmt.Errorf("clear handshake deadline for %s: %w", c.RemoteAddr(), err)
+	}
+	return tc, nil
+}
+
+func refusalReason(err error) string {
+	switch {
+	case errors.Is(err, ErrUnknownKey):
+		return RefusedBadKey
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return RefusedTimeout
+	default:
+		return RefusedHandshake
+	}
+}
+
+// refuse counts a refusal and reports it to OnRefused, recovering a panic.
+func (s *StreamLayer) refuse(remote net.Addr, reason string, err error) {
+	s.count(reason)
+	if s.opts.OnRefused == nil {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s.count(RefusedCallbackPanic)
+		}
+	}()
+	s.opts.OnRefused(remote, reason, err)
+}
+
+func (s *StreamLayer) count(reason string) {
+	s.mu.Lock()
+	s.refused[reason]++
+	s.mu.Unlock()
+}
+
+// Refused returns a copy of the refused incoming connections, by reason
+// (the Refused* constants).
+func (s *StreamLayer) Refused() map[string]uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]uint64, len(s.refused))
+	for k, v := range s.refused {
+		out[k] = v
+	}
+	return out
+}
+
+func (s *StreamLayer) isClosed() bool {
+	select {
+	case <-s.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Accept returns the next incoming connection whose handshake completed. After
+// Close it returns an error wrapping net.ErrClosed.
+func (s *StreamLayer) Accept() (net.Conn, error) {
+	select {
+	case c := <-s.accepted:
+		return c, nil
+	case <-s.closed:
+		return nil, fmt.Errorf("accept consensus stream: %w", net.ErrClosed)
+	case <-s.loopDone:
+		return nil, fmt.Errorf("accept consensus stream: %w", s.loopErr)
+	}
+}
+
+// Close stops accepting, closes the listener, interrupts the handshakes in
+// flight and waits for the layer's goroutines. Connections already returned
+// by Accept or Dial are the caller's. Close is idempotent.
+func (s *StreamLayer) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		s.cancel()
+		if err := s.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			s.closeErr = fmt.Errorf("close consensus listener: %w", err)
+		}
+		s.wg.Wait()
+	})
+	return s.closeErr
+}
+
+// Addr is the advertised address, or the listener's.
+func (s *StreamLayer) Addr() net.Addr {
+	if s.advertise != nil {
+		return s.advertise
+	}
+	return s.ln.Addr()
+}
+
+// Dial connects to a peer and completes the TLS handshake, both within
+// timeout (HandshakeTimeout if timeout is not positive).
+func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	if s.isClosed() {
+		return nil, fmt.Errorf("dial consensus peer %s: %w", address, net.ErrClosed)
+	}
+	if timeout <= 0 {
+		timeout = s.opts.HandshakeTimeout
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, timeout)
+	defer cancel()
+	return dialTLS(ctx, string(address), clientConfig(s.kr))
+}
+
+// dialTLS dials addr and completes the TLS handshake within ctx.
+func dialTLS(ctx context.Context, addr string, conf *tls.Config) (*tls.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial consensus peer %s: %w", addr, err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		if err := c.SetDeadline(dl); err != nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("set handshake deadline for %s: %w", addr, err)
+		}
+	}
+	tc := tls.Client(c, conf)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("consensus tls handshake with %s: %w", addr, err)
+	}
+	if err := c.SetDeadline(time.Time{}); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("clear handshake deadline for %s: %w", addr, err)
+	}
+	return tc, nil
+}
+
+// Probe dials addr, completes the TLS handshake and closes: it proves that
+// the peer holds a key of kr (it presented a certificate derived from one,
+// and TLS 1.3 proved it holds the private key). The peer then accepts us
+// too, since we present back the key it presented. Without a deadline in
+// ctx, Probe takes at most DefaultHandshakeTimeout.
+func Probe(ctx context.Context, addr string, kr *Keyring) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultHandshakeTimeout)
+		defer cancel()
+	}
+	tc, err := dialTLS(ctx, addr, clientConfig(kr))
+	if err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	_ = tc.Close() // the proof is done; a failed close_notify changes nothing
+	return nil
+}
