@@ -62,6 +62,7 @@ type Agent struct {
 	probe *probe.Probe       // the local MySQL probe (db agents), else nil
 	pool  poolParts          // the router and its sinks
 	rep   reporters          // history, hooks and metrics
+	cons  consensusParts     // the raft voter (consensus.go), when this agent is one
 }
 
 // New validates what it can without binding ports and prepares the agent.
@@ -77,6 +78,7 @@ func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
 	}
 	a.join.status = view.JoinStatus{Addrs: cfg.Join}
 	a.mesh.events.onEvent = a.observeEvent
+	a.cons.port = consensusPort(cfg)
 	a.newTagParts()
 	a.leave = leave.New(leave.Config{Node: cfg.Node, Clock: a.clock, Log: a.log, Stopping: a.life.stopping})
 	// serf may log a conflict over our name while it is being created:
@@ -111,6 +113,7 @@ func (a *Agent) newTagParts() {
 		Role: cfg.EffectiveRole(), Cluster: cfg.Cluster, TagsFile: cfg.TagsFile, Port: port,
 		Serf:      func() publish.Local { return a.Serf() },
 		Maint:     func() string { return a.maint.Reason() },
+		Voter:     a.voterTag,
 		Published: func() { a.pool.router.Trigger() },
 		Clock:     a.clock, Log: a.log,
 	})
@@ -172,6 +175,7 @@ func (a *Agent) observeEvent(e serf.Event) {
 	if a.pool.router != nil {
 		a.pool.router.Trigger()
 	}
+	a.wakeConsensus()
 	if me.Type != serf.EventMemberUpdate {
 		return
 	}
@@ -237,6 +241,7 @@ func (a *Agent) Shutdown() {
 			_ = a.mesh.tr.Shutdown() // when serf never took it over
 		}
 		a.life.wg.Wait()
+		a.closeConsensus()
 		if a.join.conflicts != nil {
 			a.join.conflicts.Close()
 		}

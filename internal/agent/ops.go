@@ -46,6 +46,7 @@ func (a *Agent) Info(httpAddr string) view.Info {
 		EventsDrop:   a.mesh.events.dropped.Load(),
 		Publish:      a.PublishStatus(),
 		Serf:         view.ParseSerfStats(s.Stats()),
+		Consensus:    a.consensusInfo(),
 		Timings: view.Timings{
 			ProbeInterval:     mc.ProbeInterval,
 			ProbeTimeout:      mc.ProbeTimeout,

@@ -48,14 +48,15 @@ type startStep struct {
 // and builds parts first, ports and goroutines last.
 func (a *Agent) startSteps() []startStep {
 	return []startStep{
-		{"config", a.startConfig},   // serf config, files, keyring, API token, tags
-		{"probe", a.startProbe},     // the MySQL probe (db agents), not yet running
-		{"pool", a.startPool},       // router and sinks, not yet running
-		{"history", a.startHistory}, // the history file
-		{"serf", a.startSerfAgent},  // serf's agent (not started) and the hooks
-		{"gossip", a.startGossip},   // transport, handlers, serf started
-		{"rpc", a.startRPC},         // the Serf-compatible RPC listener
-		{"run", a.startLoops},       // probe, sinks, join and the other loops
+		{"config", a.startConfig},       // serf config, files, keyring, API token, tags
+		{"probe", a.startProbe},         // the MySQL probe (db agents), not yet running
+		{"pool", a.startPool},           // router and sinks, not yet running
+		{"history", a.startHistory},     // the history file
+		{"serf", a.startSerfAgent},      // serf's agent (not started) and the hooks
+		{"gossip", a.startGossip},       // transport, handlers, serf started
+		{"rpc", a.startRPC},             // the Serf-compatible RPC listener
+		{"consensus", a.startConsensus}, // the raft voter (db agents and witnesses with a consensus key)
+		{"run", a.startLoops},           // probe, sinks, join and the other loops
 	}
 }
 
@@ -286,7 +287,7 @@ func (a *Agent) startLoops(ctx context.Context, _ *startup) error {
 		}
 	}
 	a.startSinks(ctx)
-	loops := []func(context.Context){a.reannounce, a.pub.Run, a.pool.router.Run, a.retryJoin, a.watchSerf}
+	loops := []func(context.Context){a.reannounce, a.pub.Run, a.pool.router.Run, a.retryJoin, a.watchSerf, a.runConsensus}
 	if a.mesh.peers != nil {
 		loops = append(loops, a.mesh.peers.Run, a.mesh.peers.Rejoin)
 		a.mesh.peers.MarkDirty()

@@ -17,8 +17,6 @@ import (
 const (
 	// DefaultPort is the raft port when consensus.bind gives none.
 	DefaultPort = 7950
-	// KeySize is the length in bytes of a consensus key (shoal keygen).
-	KeySize = 32
 	// DataDirName is the default data directory's name, next to the
 	// keyring file.
 	DataDirName = "raft"

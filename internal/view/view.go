@@ -111,6 +111,53 @@ type Info struct {
 	EventsDrop   uint64
 	Publish      PublishStatus
 	Serf         SerfStats
+	// Consensus is the consensus layer; nil when this agent has no
+	// consensus key (the writer terms are then not used).
+	Consensus *Consensus
+}
+
+// Consensus is the consensus layer as `shoal info` shows it: this
+// agent's raft server when it is a voter.
+type Consensus struct {
+	Voter           bool   // this agent is a voter (a db agent, or a witness)
+	ID              string // its raft server ID: the node name
+	Addr            string // its raft address
+	BootstrapExpect int
+	State           string // leader, follower, candidate, shutdown; "" for no voter
+	Leader          string
+	LeaderAddr      string
+	Bootstrapped    bool // in a raft configuration
+	RaftTerm        uint64
+	LastIndex       uint64
+	AppliedIndex    uint64
+	// LastContact is a follower's last contact with the leader.
+	LastContact time.Time
+	Voters      []ConsensusVoter
+	// Refused counts the raft connections refused, by reason (a peer
+	// without the consensus key, a handshake that timed out, overload).
+	Refused map[string]uint64
+	// Terms are the writer terms this agent knows, by cluster.
+	Terms []Term
+}
+
+// ConsensusVoter is one voter of the raft configuration.
+type ConsensusVoter struct {
+	ID     string
+	Addr   string
+	Leader bool
+	// Failing, on the leader: its heartbeats fail since LastContact.
+	Failing     bool
+	LastContact time.Time
+}
+
+// Term is a cluster's writer term.
+type Term struct {
+	Cluster string
+	Number  uint64
+	Writer  string
+	Addr    string
+	Granted time.Time
+	Why     string
 }
 
 // ForceLeave says what a force-leave did.

@@ -1,0 +1,210 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/serf/serf"
+
+	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/consensus"
+	gossiped "github.com/shoaldb/shoal/internal/member"
+	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/tags"
+	"github.com/shoaldb/shoal/internal/view"
+)
+
+// consensusParts is this agent's raft voter, when it is one (a db agent
+// with a consensus key, or a witness).
+type consensusParts struct {
+	node     *consensus.Node // nil when this agent is no voter
+	wake     chan struct{}   // a member changed: decide now
+	port     uint16          // the raft port the voter tag advertises
+	inConfig atomic.Bool     // last published: in a raft configuration
+	// refusedLogged is when a refused connection was last logged (unix ns).
+	refusedLogged atomic.Int64
+}
+
+// reconcileTagEvery is how often the voter tag's mark is checked.
+const reconcileTagEvery = time.Second
+
+// voterTag is the voter tag's value, "" when this agent is no voter.
+func (a *Agent) voterTag() string {
+	if a.cons.port == 0 {
+		return ""
+	}
+	return tags.FormatVoter(a.cons.port, a.cons.inConfig.Load())
+}
+
+// startConsensus opens this agent's raft server when it is a voter; the
+// loop runs from startLoops. An agent without a consensus key has none.
+func (a *Agent) startConsensus(context.Context, *startup) error {
+	cs := a.cfg.Consensus
+	if a.cons.port == 0 {
+		return nil
+	}
+	keys, warn, err := a.cfg.ConsensusKeyring()
+	if err != nil {
+		return config.Invalid(err)
+	}
+	if warn != "" {
+		a.log.Warn(warn)
+	}
+	kr, err := consensus.ParseKeyring(keys)
+	if err != nil {
+		return config.Invalid(fmt.Errorf("consensus.keyring_file %s: %w", cs.KeyringFile, err))
+	}
+	host := a.cfg.ConsensusHost()
+	n, err := consensus.Open(consensus.Config{
+		ID: a.cfg.Node, Bind: cs.BindAddr(host), Advertise: a.consensusAdvertise(cs.AdvertiseAddr(host)),
+		DataDir: cs.DataDirPath(), Keyring: kr, BootstrapExpect: cs.BootstrapExpect,
+		HeartbeatTimeout: cs.HeartbeatTimeout, ElectionTimeout: cs.ElectionTimeout, LeaderLeaseTimeout: cs.LeaderLeaseTimeout,
+		Log: a.logs.Logger, OnRefused: a.consensusRefused,
+	})
+	if err != nil {
+		return err
+	}
+	a.cons.node, a.cons.wake = n, make(chan struct{}, 1)
+	a.log.Info("consensus voter started", "raft", n.Status().Addr, "key", kr.Fingerprint(), "bootstrap_expect", cs.BootstrapExpect, "in_config", n.HasState())
+	return nil
+}
+
+// consensusAdvertise is the raft address this voter gives: the other
+// voters dial its gossip IP and the voter tag's port (Peers), so an
+// unspecified advertise host (0.0.0.0, ::) becomes the IP gossip advertises.
+func (a *Agent) consensusAdvertise(adv string) string {
+	host, port, err := net.SplitHostPort(adv)
+	if err != nil {
+		return adv
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		return net.JoinHostPort(a.Serf().LocalMember().Addr.String(), port)
+	}
+	return adv
+}
+
+// consensusRefused logs a refused raft connection, at most one line per
+// second (a stranger can make many).
+func (a *Agent) consensusRefused(remote net.Addr, reason string, err error) {
+	now, last := a.clock.Now().UnixNano(), a.cons.refusedLogged.Load()
+	if now-last >= int64(time.Second) && a.cons.refusedLogged.CompareAndSwap(last, now) {
+		a.log.Warn("consensus: refused a raft connection", "remote", remote.String(), "reason", reason, "error", err)
+	}
+}
+
+// runConsensus drives the voter until ctx ends, and keeps the voter tag's
+// "in a configuration" mark current.
+func (a *Agent) runConsensus(ctx context.Context) {
+	if a.cons.node == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.cons.node.Run(ctx, consensusView{a}, a.cons.wake)
+	}()
+	defer func() { <-done }()
+	t := a.clock.NewTicker(reconcileTagEvery)
+	defer t.Stop()
+	for {
+		if in := a.cons.node.HasState(); in != a.cons.inConfig.Load() {
+			a.cons.inConfig.Store(in)
+			a.pub.MarkDirty()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.Chan():
+		}
+	}
+}
+
+// wakeConsensus makes the voter decide now: a member changed.
+func (a *Agent) wakeConsensus() {
+	if a.cons.wake == nil {
+		return
+	}
+	select {
+	case a.cons.wake <- struct{}{}:
+	default:
+	}
+}
+
+// consensusView is what the raft voter reads of the agent.
+type consensusView struct{ a *Agent }
+
+func (v consensusView) Members() []pool.Member { return v.a.poolMembers() }
+func (v consensusView) Policy() pool.Policy    { return v.a.cfg.Pool.Policy() }
+
+// Peers returns the alive members whose voter tag is valid, with their
+// raft address (the member's gossip IP and the tag's port), and the
+// members that left. A member that breaks the gossip rules is never a
+// peer.
+func (v consensusView) Peers() (alive []consensus.Peer, gone map[string]bool) {
+	gone = map[string]bool{}
+	for _, m := range v.a.Members() {
+		if gossiped.FromSerf(m).Pool().Bad != pool.ReasonNone {
+			continue
+		}
+		switch m.Status {
+		case serf.StatusLeft:
+			gone[m.Name] = true
+		case serf.StatusAlive:
+			if port, in, ok := tags.Voter(m.Tags); ok && m.Name != v.a.cfg.Node {
+				alive = append(alive, consensus.Peer{ID: m.Name, Addr: net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(port))), HasState: in})
+			}
+		}
+	}
+	return alive, gone
+}
+
+// consensusInfo is the consensus part of `shoal info`.
+func (a *Agent) consensusInfo() *view.Consensus {
+	cs := a.cfg.Consensus
+	if !cs.Enabled() {
+		return nil
+	}
+	out := &view.Consensus{BootstrapExpect: cs.BootstrapExpect}
+	if a.cons.node == nil {
+		return out
+	}
+	s := a.cons.node.Status()
+	out.Voter, out.ID, out.Addr, out.State, out.Leader, out.LeaderAddr = true, s.ID, s.Addr, s.State, s.Leader, s.LeaderAddr
+	out.Bootstrapped, out.RaftTerm, out.LastIndex, out.AppliedIndex, out.LastContact = s.Bootstrapped, s.RaftTerm, s.LastIndex, s.AppliedIndex, s.LastContact
+	out.Refused = s.Refused
+	for _, vo := range s.Voters {
+		out.Voters = append(out.Voters, view.ConsensusVoter{ID: vo.ID, Addr: vo.Addr, Leader: vo.Leader, Failing: vo.Failing, LastContact: vo.LastContact})
+	}
+	for _, t := range s.Terms {
+		out.Terms = append(out.Terms, view.Term{Cluster: t.Cluster, Number: t.Number, Writer: t.Writer, Addr: t.Addr, Granted: t.Granted, Why: t.Why})
+	}
+	return out
+}
+
+// consensusPort is the raft port the voter tag advertises, 0 when this
+// agent is no voter.
+func consensusPort(cfg *config.Config) uint16 {
+	if !cfg.Consensus.Enabled() || !cfg.ConsensusVoter() {
+		return 0
+	}
+	_, p, err := net.SplitHostPort(cfg.Consensus.AdvertiseAddr(cfg.ConsensusHost()))
+	if err != nil {
+		return 0
+	}
+	port, _ := strconv.ParseUint(p, 10, 16)
+	return uint16(port)
+}
+
+// closeConsensus stops the raft voter (Shutdown: after the loops end).
+func (a *Agent) closeConsensus() {
+	if a.cons.node == nil {
+		return
+	}
+	if err := a.cons.node.Close(); err != nil {
+		a.log.Warn("consensus shutdown", "error", err)
+	}
+}

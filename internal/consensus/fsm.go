@@ -1,0 +1,177 @@
+package consensus
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/shoaldb/shoal/internal/pool"
+)
+
+// command is one raft log entry of shoal's: a versioned JSON object, so
+// that a later release can add operations an older one refuses by name
+// rather than misreads.
+type command struct {
+	V     int         `json:"v"`
+	Op    string      `json:"op"`
+	Grant *pool.Grant `json:"grant,omitempty"`
+}
+
+const (
+	commandVersion = 1
+	opGrant        = "grant"
+	// maxCommand bounds an entry the FSM decodes: a grant is a few hundred
+	// bytes.
+	maxCommand = 4096
+	// maxClusters bounds the terms the FSM keeps (one per cluster).
+	maxClusters = 10_000
+)
+
+// EncodeGrant encodes a grant as a raft log entry.
+func EncodeGrant(g pool.Grant) ([]byte, error) {
+	if err := pool.CheckTerm(g.Term); err != nil {
+		return nil, fmt.Errorf("grant: %w", err)
+	}
+	if g.Term.Number != g.Expect+1 {
+		return nil, fmt.Errorf("grant of %q: term %d does not follow %d", g.Term.Cluster, g.Term.Number, g.Expect)
+	}
+	return json.Marshal(command{V: commandVersion, Op: opGrant, Grant: &g})
+}
+
+// ErrStale is what Apply returns for a grant whose expected term is no
+// longer the cluster's: another grant came first.
+var ErrStale = errors.New("the cluster's term changed since the grant was decided")
+
+// FSM is the replicated state: each cluster's current writer term. Every
+// voter applies the same log in the same order, so every voter holds the
+// same terms. Safe for concurrent use.
+type FSM struct {
+	mu    sync.RWMutex // guards terms
+	terms map[string]pool.Term
+	// onApply, when set, is called (outside the lock) with each term that
+	// an applied grant made current.
+	onApply func(pool.Term)
+}
+
+// NewFSM returns an empty FSM; onApply may be nil.
+func NewFSM(onApply func(pool.Term)) *FSM {
+	return &FSM{terms: map[string]pool.Term{}, onApply: onApply}
+}
+
+// Apply applies one log entry. It returns nil, the granted pool.Term, or
+// an error (ErrStale, or what is wrong with the entry); a bad entry
+// changes nothing.
+func (f *FSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	var c command
+	if len(l.Data) > maxCommand {
+		return fmt.Errorf("log entry %d: %d bytes, more than %d", l.Index, len(l.Data), maxCommand)
+	}
+	if err := json.Unmarshal(l.Data, &c); err != nil {
+		return fmt.Errorf("log entry %d: %w", l.Index, err)
+	}
+	if c.V != commandVersion || c.Op != opGrant || c.Grant == nil {
+		return fmt.Errorf("log entry %d: unknown command v%d %q", l.Index, c.V, c.Op)
+	}
+	t, err := f.grant(*c.Grant)
+	if err != nil {
+		return fmt.Errorf("log entry %d: %w", l.Index, err)
+	}
+	if f.onApply != nil {
+		f.onApply(t)
+	}
+	return t
+}
+
+func (f *FSM) grant(g pool.Grant) (pool.Term, error) {
+	if err := pool.CheckTerm(g.Term); err != nil {
+		return pool.Term{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur := f.terms[g.Term.Cluster]
+	switch {
+	case cur.Number != g.Expect:
+		return pool.Term{}, fmt.Errorf("grant of term %d to %s in %q: %w (it is %d)", g.Term.Number, g.Term.Writer, g.Term.Cluster, ErrStale, cur.Number)
+	case g.Term.Number != g.Expect+1:
+		return pool.Term{}, fmt.Errorf("grant of term %d in %q does not follow %d", g.Term.Number, g.Term.Cluster, g.Expect)
+	case cur.Number == 0 && len(f.terms) >= maxClusters:
+		return pool.Term{}, fmt.Errorf("grant in %q: already %d clusters", g.Term.Cluster, maxClusters)
+	}
+	f.terms[g.Term.Cluster] = g.Term
+	return g.Term, nil
+}
+
+// Term returns the cluster's current term (Number 0: none).
+func (f *FSM) Term(cluster string) pool.Term {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.terms[cluster]
+}
+
+// Terms returns a copy of every cluster's current term.
+func (f *FSM) Terms() map[string]pool.Term {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return maps.Clone(f.terms)
+}
+
+// snapshotFormat is a snapshot's content.
+type snapshotFormat struct {
+	V     int         `json:"v"`
+	Terms []pool.Term `json:"terms"`
+}
+
+// Snapshot captures the terms.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	terms := f.Terms()
+	s := snapshotFormat{V: commandVersion}
+	for _, c := range slices.Sorted(maps.Keys(terms)) {
+		s.Terms = append(s.Terms, terms[c])
+	}
+	return &fsmSnapshot{s}, nil
+}
+
+// Restore replaces the terms with a snapshot's. A snapshot with a bad
+// term is refused whole.
+func (f *FSM) Restore(r io.ReadCloser) error {
+	defer r.Close()
+	var s snapshotFormat
+	if err := json.NewDecoder(io.LimitReader(r, maxClusters*2*maxCommand)).Decode(&s); err != nil {
+		return fmt.Errorf("restore terms: %w", err)
+	}
+	if s.V != commandVersion {
+		return fmt.Errorf("restore terms: snapshot version %d, this release reads %d", s.V, commandVersion)
+	}
+	terms := map[string]pool.Term{}
+	for _, t := range s.Terms {
+		if err := pool.CheckTerm(t); err != nil {
+			return fmt.Errorf("restore terms: %w", err)
+		}
+		terms[t.Cluster] = t
+	}
+	f.mu.Lock()
+	f.terms = terms
+	f.mu.Unlock()
+	return nil
+}
+
+type fsmSnapshot struct{ s snapshotFormat }
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := json.NewEncoder(sink).Encode(s.s); err != nil {
+		_ = sink.Cancel()
+		return fmt.Errorf("persist terms: %w", err)
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() {}

@@ -1,0 +1,119 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"runtime/debug"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/pool"
+)
+
+// View is what the loop reads of the agent: the gossip's voters and the
+// members as the pool sees them.
+type View interface {
+	// Peers returns the alive members that advertise a raft port, and the
+	// names of members gone for good (left, force-left, reaped).
+	Peers() (alive []Peer, gone map[string]bool)
+	// Members returns every member as the pool sees it.
+	Members() []pool.Member
+	// Policy is the pool policy the grants judge servers by.
+	Policy() pool.Policy
+}
+
+// Loop timings.
+const (
+	decideEvery    = 250 * time.Millisecond
+	reconcileEvery = time.Second
+	grantTimeout   = 2 * time.Second
+)
+
+// Run drives the node until ctx ends: it bootstraps the first quorum,
+// and while this node leads, keeps the voters in step with the gossip and
+// grants terms (pool.DecideTerms). wake, when it fires, makes it decide at
+// once (a member changed); it may be nil. Panics are recovered and logged,
+// and the loop goes on.
+func (n *Node) Run(ctx context.Context, v View, wake <-chan struct{}) {
+	decide := time.NewTicker(decideEvery)
+	defer decide.Stop()
+	var lastReconcile time.Time
+	led := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-decide.C:
+		case <-wake:
+		}
+		if time.Since(lastReconcile) >= reconcileEvery {
+			lastReconcile = time.Now()
+			n.safely("membership", func() { n.membership(ctx, v) })
+		}
+		leading := n.IsLeader()
+		if leading && !led {
+			// A new leader first applies everything committed before it,
+			// so that it decides on the terms the quorum holds.
+			if err := n.Barrier(ctx); err != nil {
+				n.log.Warn("consensus: barrier after election", "error", err)
+				continue
+			}
+		}
+		led = leading
+		if leading {
+			n.safely("grant", func() { n.decide(v) })
+		}
+	}
+}
+
+func (n *Node) safely(what string, f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			n.log.Error("consensus: recovered from a panic", "in", what, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	f()
+}
+
+func (n *Node) membership(ctx context.Context, v View) {
+	alive, gone := v.Peers()
+	if !n.HasState() {
+		if _, err := n.MaybeBootstrap(ctx, alive); err != nil {
+			n.log.Warn("consensus: not bootstrapping yet", "error", err)
+		}
+		return
+	}
+	if err := n.Reconcile(ctx, alive, gone); err != nil {
+		n.log.Warn("consensus: voters", "error", err)
+	}
+}
+
+// decide grants what pool.DecideTerms says, once this leader's view
+// knows every voter: a leader that has not yet heard of a voter (a
+// partial member list, just after a start) could take a second writable
+// server for the only one.
+func (n *Node) decide(v View) {
+	members := v.Members()
+	voters := map[string]bool{}
+	known := map[string]bool{}
+	for _, m := range members {
+		known[m.Name] = true
+	}
+	for id := range n.Voters() {
+		if !known[id] {
+			n.log.Debug("consensus: not deciding terms: a voter is not in the member list yet", "voter", id)
+			return
+		}
+		voters[id] = true
+	}
+	for _, g := range pool.DecideTerms(members, v.Policy(), n.fsm.Terms(), voters, time.Now()) {
+		t, err := n.Grant(g, grantTimeout)
+		switch {
+		case errors.Is(err, ErrStale):
+			n.log.Debug("consensus: grant overtaken", "cluster", g.Term.Cluster, "error", err)
+		case err != nil:
+			n.log.Warn("consensus: grant failed", "cluster", g.Term.Cluster, "writer", g.Term.Writer, "term", g.Term.Number, "error", err)
+		default:
+			n.log.Info("consensus: writer term granted", "cluster", t.Cluster, "term", t.Number, "writer", t.Writer, "addr", t.Addr, "why", t.Why)
+		}
+	}
+}

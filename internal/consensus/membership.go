@@ -1,0 +1,125 @@
+package consensus
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Peer is a voter as the gossip shows it: an alive member whose tags
+// advertise a raft port (the agent builds the list).
+type Peer struct {
+	ID   string // its node name
+	Addr string // its raft address, host:port
+	// HasState: its tags say it is in a raft configuration already.
+	HasState bool
+}
+
+// probeTimeout bounds one admission handshake.
+const probeTimeout = 3 * time.Second
+
+// MaybeBootstrap forms the first quorum without a manual step, in the
+// manner of Consul's bootstrap_expect. While this node has no raft state,
+// each call looks at the alive voters (self included or not): once at
+// least BootstrapExpect are seen, none of them is in a configuration
+// already, every one of them proves it holds a consensus key (a TLS
+// handshake), and the set is the same as at the previous call (so that
+// voters that see the set grow do not bootstrap different ones), it
+// bootstraps with all of them. It reports whether it did.
+func (n *Node) MaybeBootstrap(ctx context.Context, alive []Peer) (bool, error) {
+	if n.HasState() {
+		return false, nil
+	}
+	set := map[string]string{n.cfg.ID: n.cfg.Advertise}
+	for _, p := range alive {
+		if p.HasState && p.ID != n.cfg.ID {
+			n.bootSet = ""
+			return false, nil // a quorum exists: its leader adds this node
+		}
+		set[p.ID] = p.Addr
+	}
+	if len(set) < n.cfg.BootstrapExpect {
+		n.bootSet = ""
+		return false, nil
+	}
+	ids := slices.Sorted(maps.Keys(set))
+	var key strings.Builder
+	for _, id := range ids {
+		fmt.Fprintf(&key, "%s=%s\n", id, set[id])
+	}
+	if key.String() != n.bootSet {
+		n.bootSet = key.String()
+		return false, nil
+	}
+	var servers []raft.Server
+	for _, id := range ids {
+		if id != n.cfg.ID {
+			if err := n.probe(ctx, set[id]); err != nil {
+				n.bootSet = ""
+				return false, fmt.Errorf("bootstrap: voter %s at %s: %w", id, set[id], err)
+			}
+		}
+		servers = append(servers, raft.Server{ID: raft.ServerID(id), Address: raft.ServerAddress(set[id]), Suffrage: raft.Voter})
+	}
+	if err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+		return false, fmt.Errorf("bootstrap with %d voters: %w", len(servers), err)
+	}
+	n.log.Info("consensus bootstrapped", "voters", ids)
+	return true, nil
+}
+
+func (n *Node) probe(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	return Probe(ctx, addr, n.cfg.Keyring)
+}
+
+// maxChanges bounds the configuration changes one Reconcile makes.
+const maxChanges = 4
+
+// Reconcile, on the leader, brings the configuration to the gossip's
+// view: an alive voter that is not in it, or has a new address, is added
+// once it proves it holds a consensus key; a voter whose member left for
+// good (gone: left, or force-left) is removed, in the manner of Consul's
+// autopilot dead-server cleanup. A failed member stays: it may come back,
+// and removing it would shrink the quorum it is counted in.
+func (n *Node) Reconcile(ctx context.Context, alive []Peer, gone map[string]bool) error {
+	if !n.IsLeader() {
+		return nil
+	}
+	cur := n.Voters()
+	changes := 0
+	for _, p := range alive {
+		if changes >= maxChanges {
+			break
+		}
+		if addr, ok := cur[p.ID]; ok && addr == p.Addr {
+			continue
+		}
+		changes++
+		if err := n.probe(ctx, p.Addr); err != nil {
+			n.log.Warn("consensus: not admitting a voter: it did not prove a consensus key", "node", p.ID, "addr", p.Addr, "error", err)
+			continue
+		}
+		if err := n.raft.AddVoter(raft.ServerID(p.ID), raft.ServerAddress(p.Addr), 0, 5*time.Second).Error(); err != nil {
+			return fmt.Errorf("add voter %s at %s: %w", p.ID, p.Addr, err)
+		}
+		n.log.Info("consensus: voter added", "node", p.ID, "addr", p.Addr)
+	}
+	for _, id := range slices.Sorted(maps.Keys(cur)) {
+		if !gone[id] || id == n.cfg.ID || changes >= maxChanges {
+			continue
+		}
+		changes++
+		if err := n.raft.RemoveServer(raft.ServerID(id), 0, 5*time.Second).Error(); err != nil {
+			return fmt.Errorf("remove voter %s: %w", id, err)
+		}
+		n.log.Info("consensus: voter removed: its member left", "node", id)
+	}
+	return nil
+}

@@ -1,0 +1,215 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/shoaldb/shoal/internal/pool"
+)
+
+// Config is what Open needs. The agent builds it from Settings.
+type Config struct {
+	ID              string // this agent's node name: its raft server ID
+	Bind            string // host:port the raft listener binds
+	Advertise       string // host:port the other voters dial
+	DataDir         string // raft log, stable store and snapshots
+	Keyring         *Keyring
+	BootstrapExpect int
+	// Timeouts as raft.Config has them; zero keeps raft's default.
+	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
+	Log                                                   *slog.Logger
+	// OnApply is called with each term a grant made current (may be nil).
+	OnApply func(pool.Term)
+	// OnRefused is called for each raft connection refused (may be nil).
+	OnRefused func(remote net.Addr, reason string, err error)
+}
+
+// Node is this agent's raft server: a voter in the fleet's one raft group,
+// whose FSM holds each cluster's writer term.
+type Node struct {
+	cfg    Config
+	log    *slog.Logger
+	fsm    *FSM
+	raft   *raft.Raft
+	stream *StreamLayer
+	trans  *raft.NetworkTransport
+	store  *raftboltdb.BoltStore
+	peers  *peerContact
+	// bootSet is the voter set MaybeBootstrap saw at its previous call
+	// (only the loop calls it).
+	bootSet string
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open starts the raft server: it opens (or creates) the stores in
+// cfg.DataDir and binds cfg.Bind. A node with no state waits to be
+// bootstrapped (MaybeBootstrap) or added by the leader.
+func Open(cfg Config) (n *Node, err error) {
+	if cfg.ID == "" || cfg.Keyring == nil || cfg.DataDir == "" {
+		return nil, errors.New("consensus: node ID, keyring and data directory are required")
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	n = &Node{cfg: cfg, log: log, fsm: NewFSM(cfg.OnApply), peers: newPeerContact()}
+	defer func() {
+		if err != nil {
+			n.closeParts()
+		}
+	}()
+	if err = os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("consensus data directory: %w", err)
+	}
+	hl := newHCLog(log)
+	if n.store, err = raftboltdb.NewBoltStore(filepath.Join(cfg.DataDir, "raft.db")); err != nil {
+		return nil, fmt.Errorf("consensus store %s: %w", filepath.Join(cfg.DataDir, "raft.db"), err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hl)
+	if err != nil {
+		return nil, fmt.Errorf("consensus snapshots in %s: %w", cfg.DataDir, err)
+	}
+	if err = n.listen(hl); err != nil {
+		return nil, err
+	}
+	rc := n.raftConfig(hl)
+	if n.raft, err = raft.NewRaft(rc, n.fsm, n.store, n.store, snaps, n.trans); err != nil {
+		return nil, fmt.Errorf("consensus: start raft: %w", err)
+	}
+	n.raft.RegisterObserver(raft.NewObserver(n.peers.ch, false, nil))
+	go n.peers.run()
+	return n, nil
+}
+
+func (n *Node) listen(hl hclogger) error {
+	adv, err := net.ResolveTCPAddr("tcp", n.cfg.Advertise)
+	if err != nil {
+		return fmt.Errorf("consensus advertise %q: %w", n.cfg.Advertise, err)
+	}
+	ln, err := net.Listen("tcp", n.cfg.Bind)
+	if err != nil {
+		return fmt.Errorf("consensus listen on %s: %w", n.cfg.Bind, err)
+	}
+	n.stream = NewStreamLayer(ln, n.cfg.Keyring, adv, StreamOptions{OnRefused: n.cfg.OnRefused})
+	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: n.stream, MaxPool: 3, Timeout: 5 * time.Second, Logger: hl,
+	})
+	return nil
+}
+
+func (n *Node) raftConfig(hl hclogger) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(n.cfg.ID)
+	rc.Logger = hl
+	if n.cfg.HeartbeatTimeout > 0 {
+		rc.HeartbeatTimeout = n.cfg.HeartbeatTimeout
+	}
+	if n.cfg.ElectionTimeout > 0 {
+		rc.ElectionTimeout = n.cfg.ElectionTimeout
+	}
+	if n.cfg.LeaderLeaseTimeout > 0 {
+		rc.LeaderLeaseTimeout = n.cfg.LeaderLeaseTimeout
+	}
+	// Terms are few and small: snapshot often enough that the log stays short.
+	rc.SnapshotThreshold = 1024
+	rc.TrailingLogs = 1024
+	return rc
+}
+
+// FSM returns the replicated terms.
+func (n *Node) FSM() *FSM { return n.fsm }
+
+// ID returns this node's raft server ID.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// IsLeader reports whether this node is the raft leader now.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// HasState reports whether this node has joined a raft configuration
+// (bootstrapped, or added by a leader): it then never bootstraps again.
+func (n *Node) HasState() bool {
+	f := n.raft.GetConfiguration()
+	return f.Error() == nil && len(f.Configuration().Servers) > 0
+}
+
+// Voters returns the voters of the current configuration, by ID.
+func (n *Node) Voters() map[string]string {
+	f := n.raft.GetConfiguration()
+	out := map[string]string{}
+	if f.Error() != nil {
+		return out
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			out[string(s.ID)] = string(s.Address)
+		}
+	}
+	return out
+}
+
+// Grant applies a grant through the quorum and returns the granted term.
+// Only the leader can; ErrStale means another grant came first.
+func (n *Node) Grant(g pool.Grant, timeout time.Duration) (pool.Term, error) {
+	b, err := EncodeGrant(g)
+	if err != nil {
+		return pool.Term{}, err
+	}
+	f := n.raft.Apply(b, timeout)
+	if err := f.Error(); err != nil {
+		return pool.Term{}, fmt.Errorf("grant term %d in %q: %w", g.Term.Number, g.Term.Cluster, err)
+	}
+	switch r := f.Response().(type) {
+	case pool.Term:
+		return r, nil
+	case error:
+		return pool.Term{}, r
+	}
+	return pool.Term{}, fmt.Errorf("grant term %d in %q: no result", g.Term.Number, g.Term.Cluster)
+}
+
+// Barrier waits until every entry committed before it is applied here:
+// a new leader calls it before it decides on the terms it holds.
+func (n *Node) Barrier(ctx context.Context) error {
+	d := 5 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		d = time.Until(dl)
+	}
+	return n.raft.Barrier(d).Error()
+}
+
+// Close shuts raft down and closes the stores; safe to call twice.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		if n.raft != nil {
+			n.closeErr = n.raft.Shutdown().Error()
+		}
+		n.closeParts()
+	})
+	return n.closeErr
+}
+
+func (n *Node) closeParts() {
+	if n.peers != nil {
+		n.peers.stop()
+	}
+	if n.trans != nil {
+		_ = n.trans.Close()
+	} else if n.stream != nil {
+		_ = n.stream.Close()
+	}
+	if n.store != nil {
+		_ = n.store.Close()
+	}
+}

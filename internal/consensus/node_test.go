@@ -1,0 +1,267 @@
+package consensus
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/tags"
+)
+
+// fakeView is a gossip view the test controls: voters and db members.
+type fakeView struct {
+	mu      sync.Mutex
+	peers   []Peer
+	gone    map[string]bool
+	members []pool.Member
+}
+
+func (v *fakeView) Peers() ([]Peer, map[string]bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]Peer(nil), v.peers...), v.gone
+}
+
+func (v *fakeView) Members() []pool.Member {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]pool.Member(nil), v.members...)
+}
+
+func (v *fakeView) Policy() pool.Policy { return pool.Policy{} }
+
+func (v *fakeView) set(f func(v *fakeView)) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	f(v)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// dbMember is a db member of cluster "default" as the pool sees it.
+func dbMember(name string, writable bool) pool.Member {
+	h := tags.Health{State: tags.Passing, ReadOnly: !writable, Replica: !writable, IORunning: !writable, SQLRunning: !writable, LagKnown: true}
+	t := map[string]string{tags.KeyRole: tags.RoleDB, tags.KeyHealth: tags.Encode(h)}
+	hh, _ := tags.Published(t)
+	return pool.Member{Name: name, Addr: name + ":3306", Status: pool.StatusAlive, Tags: t, Health: hh}
+}
+
+type testNode struct {
+	*Node
+	cancel context.CancelFunc
+	done   chan struct{}
+	cfg    Config
+}
+
+func startNode(t *testing.T, cfg Config, v View) *testNode {
+	t.Helper()
+	n, err := Open(cfg)
+	if err != nil {
+		t.Fatalf("open %s: %v", cfg.ID, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tn := &testNode{Node: n, cancel: cancel, done: make(chan struct{}), cfg: cfg}
+	go func() { defer close(tn.done); n.Run(ctx, v, nil) }()
+	t.Cleanup(tn.stop)
+	return tn
+}
+
+func (tn *testNode) stop() {
+	tn.cancel()
+	<-tn.done
+	_ = tn.Close()
+}
+
+func nodeConfig(t *testing.T, id, addr string, keys ...string) Config {
+	kr, err := ParseKeyring(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Config{ID: id, Bind: addr, Advertise: addr, DataDir: t.TempDir(), Keyring: kr, BootstrapExpect: 3, Log: testLog(t, id),
+		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond, LeaderLeaseTimeout: 150 * time.Millisecond}
+}
+
+func waitUntil(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", limit, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func leaderOf(nodes []*testNode) *testNode {
+	for _, n := range nodes {
+		if n.IsLeader() {
+			return n
+		}
+	}
+	return nil
+}
+
+// TestQuorumBootstrapsAndGrants: three voters that see each other form a
+// quorum without a manual step, grant the first term to the only writable
+// server, move it on an outside promotion, and keep it across a new
+// leader; a fourth agent with another key is never admitted.
+func TestQuorumBootstrapsAndGrants(t *testing.T) {
+	key := newKey(t)
+	ids := []string{"db1", "db2", "db3"}
+	addrs := map[string]string{}
+	view := &fakeView{gone: map[string]bool{}}
+	for _, id := range ids {
+		addrs[id] = freeAddr(t)
+		view.peers = append(view.peers, Peer{ID: id, Addr: addrs[id]})
+	}
+	view.members = []pool.Member{dbMember("db1", true), dbMember("db2", false), dbMember("db3", false)}
+	var nodes []*testNode
+	for _, id := range ids {
+		nodes = append(nodes, startNode(t, nodeConfig(t, id, addrs[id], key), view))
+	}
+	waitUntil(t, "a leader with 3 voters", 15*time.Second, func() bool {
+		l := leaderOf(nodes)
+		return l != nil && len(l.Voters()) == 3
+	})
+	waitUntil(t, "term 1 to db1 on every voter", 10*time.Second, func() bool {
+		for _, n := range nodes {
+			if tm := n.FSM().Term("default"); tm.Number != 1 || tm.Writer != "db1" {
+				return false
+			}
+		}
+		return true
+	})
+
+	// A stranger with another key advertises itself as a voter.
+	strangerAddr := freeAddr(t)
+	stranger := startNode(t, nodeConfig(t, "evil", strangerAddr, newKey(t)), &fakeView{gone: map[string]bool{}})
+	view.set(func(v *fakeView) {
+		v.peers = append(v.peers, Peer{ID: "evil", Addr: strangerAddr})
+		v.members = append(v.members, dbMember("evil", true))
+	})
+	time.Sleep(3 * time.Second) // three reconcile rounds
+	if l := leaderOf(nodes); l == nil || len(l.Voters()) != 3 {
+		t.Fatalf("voters after a stranger advertised itself: %v", l.Voters())
+	}
+	if got := leaderOf(nodes).FSM().Term("default"); got.Writer != "db1" || got.Number != 1 {
+		t.Fatalf("a writable stranger changed the term: %+v", got)
+	}
+	if r := leaderOf(nodes).Status().Refused; sum(r) == 0 {
+		// The leader's probes to the stranger fail at the stranger; the
+		// stranger's own stream layer counts them.
+		if sum(stranger.Status().Refused) == 0 {
+			t.Errorf("no refused raft connection counted on either side")
+		}
+	}
+	view.set(func(v *fakeView) { v.peers, v.members = v.peers[:3], v.members[:3] })
+
+	// Outside promotion: db1 goes read-only, db2 writable.
+	view.set(func(v *fakeView) {
+		v.members = []pool.Member{dbMember("db1", false), dbMember("db2", true), dbMember("db3", false)}
+	})
+	waitUntil(t, "term 2 to db2", 5*time.Second, func() bool {
+		tm := leaderOf(nodes).FSM().Term("default")
+		return tm.Number == 2 && tm.Writer == "db2"
+	})
+
+	// The leader stops: another takes over with the same terms.
+	old := leaderOf(nodes)
+	old.stop()
+	var rest []*testNode
+	for _, n := range nodes {
+		if n != old {
+			rest = append(rest, n)
+		}
+	}
+	waitUntil(t, "a new leader", 10*time.Second, func() bool { return leaderOf(rest) != nil })
+	// It applies what the old leader committed (the barrier) before it
+	// decides: term 2 is never lost.
+	waitUntil(t, "the new leader holds term 2", 5*time.Second, func() bool {
+		l := leaderOf(rest)
+		return l != nil && l.FSM().Term("default").Number == 2
+	})
+	// It grants on: db2 read-only, db3 writable (db1 is stopped, a
+	// failed voter stays in the configuration).
+	view.set(func(v *fakeView) { v.members = []pool.Member{dbMember("db2", false), dbMember("db3", true)} })
+	time.Sleep(time.Second)
+	if tm := leaderOf(rest).FSM().Term("default"); tm.Number != 2 {
+		t.Fatalf("granted while a voter (db1) is missing from the member list: %+v", tm)
+	}
+	view.set(func(v *fakeView) {
+		v.members = []pool.Member{withStatus(dbMember("db1", false), pool.StatusFailed), dbMember("db2", false), dbMember("db3", true)}
+	})
+	waitUntil(t, "term 3 to db3", 5*time.Second, func() bool {
+		tm := leaderOf(rest).FSM().Term("default")
+		return tm.Number == 3 && tm.Writer == "db3"
+	})
+	if got := len(leaderOf(rest).Voters()); got != 3 {
+		t.Fatalf("voters = %d, want 3 (a failed voter stays)", got)
+	}
+
+	// db1 comes back from its data directory: it has the terms.
+	back := startNode(t, old.cfg, view)
+	waitUntil(t, "db1 catches up to term 3", 10*time.Second, func() bool { return back.FSM().Term("default").Number == 3 })
+
+	// db1 leaves for good: it is removed.
+	back.stop()
+	view.set(func(v *fakeView) { v.gone = map[string]bool{"db1": true}; v.peers = v.peers[1:3] })
+	waitUntil(t, "db1 removed after it left", 10*time.Second, func() bool {
+		l := leaderOf(rest)
+		return l != nil && len(l.Voters()) == 2
+	})
+}
+
+func withStatus(m pool.Member, s pool.Status) pool.Member { m.Status = s; return m }
+
+func sum(m map[string]uint64) (n uint64) {
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// TestBootstrapWaitsForExpect: two voters of an expected three never form
+// a quorum on their own.
+func TestBootstrapWaitsForExpect(t *testing.T) {
+	key := newKey(t)
+	view := &fakeView{gone: map[string]bool{}}
+	var nodes []*testNode
+	addrs := map[string]string{"a": freeAddr(t), "b": freeAddr(t)}
+	for id, addr := range addrs {
+		view.peers = append(view.peers, Peer{ID: id, Addr: addr})
+	}
+	for id, addr := range addrs {
+		nodes = append(nodes, startNode(t, nodeConfig(t, id, addr, key), view))
+	}
+	time.Sleep(3 * time.Second)
+	for _, n := range nodes {
+		if n.HasState() {
+			t.Fatalf("%s bootstrapped with 2 of 3 expected voters", n.ID())
+		}
+	}
+}
+
+// testLog logs a node's info lines to the test log (go test -v shows them).
+func testLog(t *testing.T, id string) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", id)
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
