@@ -3,7 +3,6 @@ package agent
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/hashicorp/memberlist"
 	"github.com/shoaldb/shoal/internal/config"
-	"github.com/shoaldb/shoal/internal/fsutil"
 )
 
 // GenerateKey returns a new random 32-byte gossip key, base64 encoded.
@@ -43,7 +41,7 @@ func setupKeyring(encrypt, keyringFile string) (kr *memberlist.Keyring, warning 
 			if encrypt == "" {
 				return nil, "", fmt.Errorf("keyring file %s does not exist and no --encrypt key was given to create it", keyringFile)
 			}
-			if err := writeKeyringFile(keyringFile, []string{encrypt}); err != nil {
+			if err := config.WriteKeyringFile(keyringFile, []string{encrypt}); err != nil {
 				return nil, "", err
 			}
 		default:
@@ -75,13 +73,3 @@ func newKeyring(keys []string) (*memberlist.Keyring, error) {
 // readKeyringFile reads a keyring file. Like a password file, it must not be
 // readable by group or other: it holds the cluster's keys.
 func readKeyringFile(path string) ([]string, error) { return config.ReadKeyringFile(path) }
-
-// writeKeyringFile writes the serf keyring format (a JSON array of base64
-// keys, primary first) atomically with mode 0600.
-func writeKeyringFile(path string, keys []string) error {
-	data, err := json.MarshalIndent(keys, "", "  ")
-	if err != nil {
-		return err
-	}
-	return fsutil.WriteFileAtomic(path, data, 0o600)
-}

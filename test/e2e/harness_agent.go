@@ -50,7 +50,7 @@ type AgentSpec struct {
 	Role  string // db: probes 127.0.0.1:3306 in its namespace; app: no probe
 	Key   string
 	Join  []string // gossip addresses tried at the first start
-	Extra []string // more flags
+	Extra []string // more flags; "{dir}" in them becomes the agent's directory
 	// Config is a YAML file body (e.g. the HAProxy sink); written to
 	// Dir/agent.yaml and passed with --config.
 	Config string
@@ -104,7 +104,9 @@ func NewAgent(t testing.TB, h *Host, dir string, spec AgentSpec) *Agent {
 		}
 		a.args = append(a.args, "--config", cfg)
 	}
-	a.args = append(a.args, spec.Extra...)
+	for _, f := range spec.Extra {
+		a.args = append(a.args, strings.ReplaceAll(f, "{dir}", a.Dir))
+	}
 	return a
 }
 

@@ -23,6 +23,9 @@ type Options struct {
 	// AgentFlags are more flags for every agent, db and app (e.g. the
 	// pool settings, which every agent of a cluster must share).
 	AgentFlags []string
+	// DBFlags are more flags for every db agent (e.g. the consensus
+	// settings, see ConsensusFlags).
+	DBFlags []string
 	// FormTimeout bounds the wait for the healthy pool (default 60 s).
 	FormTimeout time.Duration
 	// ROBalance is the `balance` algorithm of the read-only listener of
@@ -103,7 +106,7 @@ func NewCluster(t testing.TB, opts Options) *Cluster {
 	}
 	c.Obs = NewObserver(t)
 	for _, d := range c.DBs {
-		d.Agent = NewAgent(t, d.Host, c.Dir, AgentSpec{Name: d.Name, Role: "db", Key: c.Key, Join: without(seeds, d.Host.IP), Extra: opts.AgentFlags})
+		d.Agent = NewAgent(t, d.Host, c.Dir, AgentSpec{Name: d.Name, Role: "db", Key: c.Key, Join: without(seeds, d.Host.IP), Extra: append(slices.Clone(opts.AgentFlags), opts.DBFlags...)})
 	}
 	for _, a := range c.Apps {
 		a.HAProxy = StartHAProxyBalance(t, a.Host, c.Dir, c.DBs, opts.ROBalance)

@@ -1,0 +1,93 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"time"
+)
+
+// ConsensusFlags are the db agents' flags for the consensus layer: the
+// key, a keyring file and raft data in each agent's directory, and the
+// number of voters that form the first quorum.
+func ConsensusFlags(key string, expect int) []string {
+	return []string{"--consensus-key", key, "--consensus-keyring-file", "{dir}/consensus.keyring",
+		"--consensus-bootstrap-expect", fmt.Sprint(expect)}
+}
+
+// ConsensusInfo is the consensus part of an agent's /v1/agent/self.
+type ConsensusInfo struct {
+	Voter        bool              `json:"voter"`
+	State        string            `json:"state"`
+	Leader       string            `json:"leader"`
+	Bootstrapped bool              `json:"bootstrapped"`
+	Voters       []ConsensusVoter  `json:"voters"`
+	Refused      map[string]uint64 `json:"refused"`
+	Terms        []ConsensusTerm   `json:"terms"`
+}
+
+// ConsensusVoter is one voter as an agent shows it.
+type ConsensusVoter struct {
+	ID      string `json:"id"`
+	Addr    string `json:"addr"`
+	Leader  bool   `json:"leader"`
+	Failing bool   `json:"failing"`
+}
+
+// ConsensusTerm is a cluster's writer term as an agent shows it.
+type ConsensusTerm struct {
+	Cluster string    `json:"cluster"`
+	Term    uint64    `json:"term"`
+	Writer  string    `json:"writer"`
+	Addr    string    `json:"addr"`
+	Granted time.Time `json:"granted"`
+	Why     string    `json:"why"`
+}
+
+// Consensus reads an agent's consensus state (nil: the agent has none).
+func (c *Cluster) Consensus(a *Agent) (*ConsensusInfo, error) {
+	var self struct {
+		Consensus *ConsensusInfo `json:"consensus"`
+	}
+	if err := c.Get(a, "/v1/agent/self", &self); err != nil {
+		return nil, err
+	}
+	return self.Consensus, nil
+}
+
+// Term is the term of cluster on ci (Term 0: none).
+func (ci *ConsensusInfo) Term(cluster string) ConsensusTerm {
+	if ci != nil {
+		for _, t := range ci.Terms {
+			if t.Cluster == cluster {
+				return t
+			}
+		}
+	}
+	return ConsensusTerm{}
+}
+
+// WaitConsensus polls every agent in agents until cond holds for all of
+// them, or limit passes; it returns how long it took and the last state
+// seen of each, by name.
+func (c *Cluster) WaitConsensus(agents []*Agent, limit time.Duration, cond func(*ConsensusInfo) bool) (time.Duration, map[string]*ConsensusInfo, bool) {
+	start := time.Now()
+	last := map[string]*ConsensusInfo{}
+	for {
+		all := true
+		for _, a := range agents {
+			ci, err := c.Consensus(a)
+			last[a.Name] = ci
+			if err != nil || !cond(ci) {
+				all = false
+			}
+		}
+		if all {
+			return time.Since(start), last, true
+		}
+		if time.Since(start) > limit {
+			return time.Since(start), last, false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,174 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestConsensus: the db agents of a 3-server cluster, given a consensus
+// key, form a raft quorum with no manual step and grant the first writer
+// term to the only writable server; a key holder that claims role=db
+// with a writable server of its own and another consensus key is never
+// admitted and never gets the term; a stranger's bytes to the raft port
+// are refused; an outside promotion (read_only flipped) moves the term;
+// with the raft leader SIGSTOPped the other two elect a new one, keep the
+// terms and grant the next.
+func TestConsensus(t *testing.T) {
+	Require(t)
+	ckey := Keygen(t)
+	start := time.Now()
+	c := NewCluster(t, Options{DBHosts: 3, AppHosts: 1, DBFlags: ConsensusFlags(ckey, 3)})
+	var dbs []*Agent
+	for _, d := range c.DBs {
+		dbs = append(dbs, d.Agent)
+	}
+	holds := func(n uint64, writer string) func(*ConsensusInfo) bool {
+		return func(ci *ConsensusInfo) bool {
+			tm := ci.Term("main")
+			return ci != nil && ci.Voter && ci.Bootstrapped && tm.Term == n && tm.Writer == writer
+		}
+	}
+	took, last, ok := c.WaitConsensus(dbs, 30*time.Second, func(ci *ConsensusInfo) bool {
+		return holds(1, "db1")(ci) && len(ci.Voters) == 3 && ci.Leader != ""
+	})
+	if !ok {
+		t.Fatalf("no quorum with term 1 to db1 on every voter within 30s: %s", describeConsensus(last))
+	}
+	t.Logf("first term on every voter %.1fs after the first agent started (%.1fs after the pool formed)",
+		time.Since(start).Seconds()-0, took.Seconds())
+	if ci, err := c.Consensus(c.Apps[0].Agent); err != nil || ci != nil {
+		t.Errorf("app agent without a consensus key: consensus = %+v, %v; want none", ci, err)
+	}
+
+	t.Run("stranger_with_gossip_key", func(t *testing.T) { consensusStranger(t, c, dbs) })
+
+	t.Run("outside_promotion", func(t *testing.T) {
+		flipped := c.Switchover(t, c.DBs[1])
+		took, last, ok := c.WaitConsensus(dbs, 10*time.Second, holds(2, "db2"))
+		if !ok {
+			t.Fatalf("term 2 to db2 not on every voter within 10s of the flip: %s", describeConsensus(last))
+		}
+		t.Logf("term 2 to db2 on every voter %.2fs after db2 became writable (why: %s)", time.Since(flipped).Seconds()-0, last["db2"].Term("main").Why)
+		_ = took
+	})
+
+	t.Run("leader_stopped", func(t *testing.T) {
+		ci, err := c.Consensus(dbs[0])
+		if err != nil || ci == nil {
+			t.Fatalf("consensus of db1: %v", err)
+		}
+		var leader *Agent
+		var rest []*Agent
+		for _, a := range dbs {
+			if a.Name == ci.Leader {
+				leader = a
+			} else {
+				rest = append(rest, a)
+			}
+		}
+		if leader == nil {
+			t.Fatalf("leader %q is not a db agent", ci.Leader)
+		}
+		if err := leader.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = leader.Signal(syscall.SIGCONT) }()
+		took, last, ok := c.WaitConsensus(rest, 15*time.Second, func(ci *ConsensusInfo) bool {
+			return ci != nil && ci.Leader != "" && ci.Leader != leader.Name && ci.Term("main").Term == 2
+		})
+		if !ok {
+			t.Fatalf("no new leader with term 2 within 15s of SIGSTOP to %s: %s", leader.Name, describeConsensus(last))
+		}
+		t.Logf("new leader %s %.1fs after %s was stopped", last[rest[0].Name].Leader, took.Seconds(), leader.Name)
+		// The next promotion is granted by the two that are left.
+		next := c.DBs[2]
+		if leader.Name == next.Name {
+			next = c.DBs[0]
+		}
+		if c.Primary().Name == leader.Name {
+			t.Skipf("the stopped leader is the primary: a switchover would need it")
+		}
+		c.Switchover(t, next)
+		want := fmt.Sprint(next.Name)
+		if _, last, ok := c.WaitConsensus(rest, 10*time.Second, holds(3, want)); !ok {
+			t.Fatalf("term 3 to %s not granted by the two voters left: %s", want, describeConsensus(last))
+		}
+	})
+}
+
+// consensusStranger: a host with the gossip key and a writable MariaDB of
+// its own starts a db agent of cluster main with another consensus key.
+func consensusStranger(t *testing.T, c *Cluster, dbs []*Agent) {
+	h := c.AddHost(t)
+	srv := startServer(t, "dbx", h)
+	for _, q := range clientSchema()[:2] {
+		srv.MustExec(q)
+	}
+	var seeds []string
+	for _, d := range c.DBs {
+		seeds = append(seeds, d.Host.IP)
+	}
+	x := c.AddAgent(t, h, AgentSpec{Name: "dbx", Role: "db", Key: c.Key, Join: seeds, Extra: ConsensusFlags(Keygen(t), 3)})
+	// Wait until the voters see dbx's voter tag and the leader tried to
+	// admit it (several rounds).
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ci, err := c.Consensus(x)
+		if err == nil && ci != nil && sumRefused(ci.Refused) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader never tried to admit dbx (its refused raft connections: %+v, %v); dbx's log:\n%s", ci, err, x.LogTail(30))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// A stranger without any key writes raft-looking bytes to db1's raft port.
+	before, _ := c.Consensus(dbs[0])
+	conn, err := h.dialer.DialContext(context.Background(), "tcp", fmt.Sprintf("%s:%d", c.DBs[0].Host.IP, 7950))
+	if err != nil {
+		t.Fatalf("dial db1's raft port from the stranger's host: %v", err)
+	}
+	_, _ = conn.Write([]byte("\x00\x01\x02forged append entries"))
+	time.Sleep(500 * time.Millisecond)
+	conn.Close()
+	_, last, ok := c.WaitConsensus(dbs, 10*time.Second, func(ci *ConsensusInfo) bool {
+		return ci != nil && len(ci.Voters) == 3 && ci.Term("main").Writer == "db1"
+	})
+	if !ok {
+		t.Fatalf("the voters changed with a stranger around: %s", describeConsensus(last))
+	}
+	for _, v := range last["db1"].Voters {
+		if v.ID == "dbx" {
+			t.Fatalf("dbx was admitted as a voter: %s", describeConsensus(last))
+		}
+	}
+	if got := sumRefused(last["db1"].Refused); got <= sumRefused(before.Refused) {
+		t.Errorf("db1 did not count the stranger's raft connection as refused: %v before, %v after", before.Refused, last["db1"].Refused)
+	}
+	x.Stop(10 * time.Second)
+}
+
+func sumRefused(m map[string]uint64) (n uint64) {
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func describeConsensus(m map[string]*ConsensusInfo) string {
+	var b strings.Builder
+	for name, ci := range m {
+		if ci == nil {
+			fmt.Fprintf(&b, "\n  %s: none", name)
+			continue
+		}
+		fmt.Fprintf(&b, "\n  %s: voter=%v state=%s leader=%q bootstrapped=%v voters=%d refused=%v terms=%+v", name, ci.Voter, ci.State, ci.Leader, ci.Bootstrapped, len(ci.Voters), ci.Refused, ci.Terms)
+	}
+	return b.String()
+}
