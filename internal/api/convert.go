@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/shoaldb/shoal/internal/history"
@@ -65,13 +66,14 @@ func toInfo(in view.Info) client.Info {
 
 // toConsensus converts the consensus layer; nil (no consensus key) stays
 // nil. Its lists and map are never null on the wire: a voter that knows
-// no term has [].
+// no term has []. The raft state is lower case on the wire (leader,
+// follower, candidate, shutdown), whatever case raft names it in.
 func toConsensus(c *view.Consensus) *client.Consensus {
 	if c == nil {
 		return nil
 	}
 	out := &client.Consensus{
-		Voter: c.Voter, ID: c.ID, Addr: c.Addr, BootstrapExpect: c.BootstrapExpect, State: c.State,
+		Voter: c.Voter, ID: c.ID, Addr: c.Addr, BootstrapExpect: c.BootstrapExpect, State: strings.ToLower(c.State),
 		Leader: c.Leader, LeaderAddr: c.LeaderAddr, Bootstrapped: c.Bootstrapped,
 		RaftTerm: c.RaftTerm, LastIndex: c.LastIndex, AppliedIndex: c.AppliedIndex, LastContact: c.LastContact,
 		Voters: make([]client.ConsensusVoter, 0, len(c.Voters)), Refused: make(map[string]uint64, len(c.Refused)),

@@ -156,12 +156,13 @@ func TestConsensusOnTheWire(t *testing.T) {
 	}
 	granted := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 	b, _ = json.Marshal(toConsensus(&view.Consensus{
-		Voter: true, Voters: []view.ConsensusVoter{{ID: "db1", Addr: "10.0.0.1:7950", Failing: true, LastContact: granted}},
+		Voter: true, State: "Leader", Voters: []view.ConsensusVoter{{ID: "db1", Addr: "10.0.0.1:7950", Failing: true, LastContact: granted}},
 		Refused: map[string]uint64{"bad-key": 2},
 		Terms:   []view.Term{{Cluster: "main", Number: 4, Writer: "db1", Addr: "10.0.0.1:3306", Granted: granted, Why: "first writer"}},
 	}))
 	for _, part := range []string{
 		`"voters":[{"id":"db1","addr":"10.0.0.1:7950","leader":false,"failing":true,"last_contact":"2024-05-01T12:00:00Z"}]`,
+		`"state":"leader"`,
 		`"refused":{"bad-key":2}`,
 		`"terms":[{"cluster":"main","term":4,"writer":"db1","addr":"10.0.0.1:3306","granted":"2024-05-01T12:00:00Z","why":"first writer"}]`,
 	} {

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -72,7 +73,8 @@ func (c *ConsensusCollector) Collect(ch chan<- prometheus.Metric) {
 	if !v.Voter {
 		return
 	}
-	leads := v.State == "leader"
+	// raft names its states in title case (Leader); the view may too.
+	leads := strings.EqualFold(v.State, "leader")
 	gauge(c.leader, b2f(leads))
 	gauge(c.leaderKnown, b2f(v.Leader != "" || v.LeaderAddr != ""))
 	gauge(c.bootstrapped, b2f(v.Bootstrapped))

@@ -27,8 +27,9 @@ func TestConsensusCollector(t *testing.T) {
 		Refused: map[string]uint64{"bad-key": 3, "timeout": 1},
 		Terms:   consensusTerms(),
 	}
+	// The leader's state as raft spells it.
 	leader := &view.Consensus{
-		Voter: true, ID: "db1", State: "leader", Leader: "db1", LeaderAddr: "10.0.0.11:7950", Bootstrapped: true,
+		Voter: true, ID: "db1", State: "Leader", Leader: "db1", LeaderAddr: "10.0.0.11:7950", Bootstrapped: true,
 		RaftTerm: 5, AppliedIndex: 60,
 		Voters:  []view.ConsensusVoter{{ID: "db1", Leader: true}, {ID: "db2"}, {ID: "db3", Failing: true, LastContact: consensusNow.Add(-time.Minute)}},
 		Refused: map[string]uint64{},

@@ -382,10 +382,11 @@
     setKids('members', [table(['node', 'status', 'role', 'cluster', 'gossip address', 'RTT', 'health', 'probe facts / tags'], rows, 'members-table'), summary]);
   }
 
-  // userTags shows a member's own tags (not shoal's reserved ones), or a
+  // userTags shows a member's own tags (not shoal's reserved ones: role,
+  // cluster, maint, the health tag sh, the voter tag rv), or a
   // dash when it has none and nothing else fills the cell.
   function userTags(tags, dash) {
-    const keys = Object.keys(tags).filter(function (k) { return ['role', 'cluster', 'maint', 'sh'].indexOf(k) < 0; }).sort();
+    const keys = Object.keys(tags).filter(function (k) { return ['role', 'cluster', 'maint', 'sh', 'rv'].indexOf(k) < 0; }).sort();
     if (keys.length === 0) return dash ? muted('—') : null;
     return el('div', 'tags', keys.map(function (k) { return k + '=' + tags[k]; }).join(' '));
   }
