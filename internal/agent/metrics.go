@@ -23,6 +23,7 @@ func (a *Agent) Collectors() []prometheus.Collector {
 			return v
 		}),
 		metrics.NewStateCollector(a.probeState, a.hookState),
+		metrics.NewConsensusCollector(a.consensusInfo, a.clock.Now),
 	)
 	cs = append(cs, metrics.NewPublishCollectors(a.publishFailures, func() bool { return a.PublishStatus().OK })...)
 	if r := a.mesh.reach; r != nil {

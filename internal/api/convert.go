@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"strings"
 	"time"
 
 	"github.com/shoaldb/shoal/internal/history"
@@ -56,9 +58,35 @@ func toInfo(in view.Info) client.Info {
 		Snapshot: in.Snapshot, HTTPAddr: in.HTTPAddr, RPCAddr: in.RPCAddr, APITokenFile: in.APITokenFile,
 		Join:        toJoin(in.Join),
 		HealthScore: in.HealthScore, EventsDrop: in.EventsDrop,
-		Publish: toPublish(in.Publish),
-		Serf:    toSerfStats(in.Serf),
+		Publish:   toPublish(in.Publish),
+		Serf:      toSerfStats(in.Serf),
+		Consensus: toConsensus(in.Consensus),
 	}
+}
+
+// toConsensus converts the consensus layer; nil (no consensus key) stays
+// nil. Its lists and map are never null on the wire: a voter that knows
+// no term has []. The raft state is lower case on the wire (leader,
+// follower, candidate, shutdown), whatever case raft names it in.
+func toConsensus(c *view.Consensus) *client.Consensus {
+	if c == nil {
+		return nil
+	}
+	out := &client.Consensus{
+		Voter: c.Voter, ID: c.ID, Addr: c.Addr, BootstrapExpect: c.BootstrapExpect, State: strings.ToLower(c.State),
+		Leader: c.Leader, LeaderAddr: c.LeaderAddr, Bootstrapped: c.Bootstrapped,
+		RaftTerm: c.RaftTerm, LastIndex: c.LastIndex, AppliedIndex: c.AppliedIndex, LastContact: c.LastContact,
+		Voters: make([]client.ConsensusVoter, 0, len(c.Voters)), Refused: make(map[string]uint64, len(c.Refused)),
+		Terms: make([]client.Term, 0, len(c.Terms)),
+	}
+	for _, v := range c.Voters {
+		out.Voters = append(out.Voters, client.ConsensusVoter{ID: v.ID, Addr: v.Addr, Leader: v.Leader, Failing: v.Failing, LastContact: v.LastContact})
+	}
+	maps.Copy(out.Refused, c.Refused)
+	for _, t := range c.Terms {
+		out.Terms = append(out.Terms, client.Term{Cluster: t.Cluster, Term: t.Number, Writer: t.Writer, Addr: t.Addr, Granted: t.Granted, Why: t.Why})
+	}
+	return out
 }
 
 func toJoin(j view.JoinStatus) client.JoinStatus {

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,6 +132,46 @@ func TestConversionsKeepNilAndEmpty(t *testing.T) {
 	}
 	if d := toHookStats([]hooks.HandlerStats{{}})[0].LastDuration; d != "" {
 		t.Fatalf("no last run: duration %q, want none", d)
+	}
+}
+
+// The consensus layer: nil (no consensus key) is absent from the JSON; a
+// voter's lists and map are never null, and a zero last contact is left out.
+func TestConsensusOnTheWire(t *testing.T) {
+	if c := toInfo(view.Info{}).Consensus; c != nil {
+		t.Fatalf("no consensus key: %+v, want nil", c)
+	}
+	b, err := json.Marshal(toInfo(view.Info{}))
+	if err != nil || strings.Contains(string(b), `"consensus"`) {
+		t.Fatalf("no consensus key: %s, %v", b, err)
+	}
+	b, err = json.Marshal(toConsensus(&view.Consensus{BootstrapExpect: 3}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"voter":false,"id":"","addr":"","bootstrap_expect":3,"state":"","leader":"","leader_addr":"","bootstrapped":false,` +
+		`"raft_term":0,"last_index":0,"applied_index":0,"voters":[],"refused":{},"terms":[]}`
+	if string(b) != want {
+		t.Fatalf("not a voter:\n got %s\nwant %s", b, want)
+	}
+	granted := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	b, _ = json.Marshal(toConsensus(&view.Consensus{
+		Voter: true, State: "Leader", Voters: []view.ConsensusVoter{{ID: "db1", Addr: "10.0.0.1:7950", Failing: true, LastContact: granted}},
+		Refused: map[string]uint64{"bad-key": 2},
+		Terms:   []view.Term{{Cluster: "main", Number: 4, Writer: "db1", Addr: "10.0.0.1:3306", Granted: granted, Why: "first writer"}},
+	}))
+	for _, part := range []string{
+		`"voters":[{"id":"db1","addr":"10.0.0.1:7950","leader":false,"failing":true,"last_contact":"2024-05-01T12:00:00Z"}]`,
+		`"state":"leader"`,
+		`"refused":{"bad-key":2}`,
+		`"terms":[{"cluster":"main","term":4,"writer":"db1","addr":"10.0.0.1:3306","granted":"2024-05-01T12:00:00Z","why":"first writer"}]`,
+	} {
+		if !strings.Contains(string(b), part) {
+			t.Errorf("voter: %s lacks %s", b, part)
+		}
+	}
+	if strings.Contains(string(b), `"applied_index":0,"last_contact"`) {
+		t.Errorf("zero last contact on the wire: %s", b)
 	}
 }
 

@@ -324,7 +324,11 @@ func writeInfo(w io.Writer, in *client.Info) error {
 	if in.Snapshot != "" {
 		row("snapshot", in.Snapshot)
 	}
-	return tw.Flush()
+	consensusRows(row, in.Consensus)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeConsensusTables(w, in.Consensus)
 }
 
 func newKeygenCmd(g *globals) *cobra.Command {

@@ -105,7 +105,7 @@ func TestRenderersEscapeHostileText(t *testing.T) {
 				Tags: map[string]string{s: s}, Encrypted: true, KeyringFile: s, KeyWarning: s, Snapshot: s, RPCAddr: s,
 				Join:    client.JoinStatus{Addrs: []string{s}, Attempts: 2, LastError: s},
 				Timings: client.Timings{ProbeInterval: s, ProbeTimeout: s, GossipInterval: s},
-				Serf:    client.SerfStats{Members: 3, Failed: 1}})
+				Serf:    client.SerfStats{Members: 3, Failed: 1}, Consensus: hostileConsensus(s)})
 			return b.Bytes()
 		},
 		"health": func(s string) []byte {
@@ -171,7 +171,7 @@ func hostileAgent(t *testing.T, text string) string {
 	hooks := []client.HookStats{{Spec: text, LastError: text, LastExitCode: 1, LastStart: historyTime, LastDuration: text}}
 	reply("GET /v1/members", 200, client.MembersResponse{Members: []client.Member{{Name: text, Addr: text, Port: 1, Status: text, Tags: map[string]string{text: text}}}})
 	reply("GET /v1/agent/self", 200, client.Info{Node: text, Addr: text, Status: text, Version: text, Tags: map[string]string{text: text},
-		Join: client.JoinStatus{Addrs: []string{text}, LastError: text}, Serf: client.SerfStats{Members: 1}})
+		Join: client.JoinStatus{Addrs: []string{text}, LastError: text}, Serf: client.SerfStats{Members: 1}, Consensus: hostileConsensus(text)})
 	reply("GET /v1/health", 200, client.HealthResponse{Status: text, Node: text, Role: text, Gossip: text, MySQL: &client.LocalHealth{State: text, Message: text, Version: text}})
 	reply("POST /v1/agent/join", 500, fail)
 	reply("POST /v1/agent/force-leave", 500, fail)
@@ -245,4 +245,13 @@ func TestCommandsEscapeHostileText(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hostileConsensus is a voter's consensus layer with text in every string
+// another machine or the agent gives it.
+func hostileConsensus(s string) *client.Consensus {
+	return &client.Consensus{Voter: true, ID: s, Addr: s, State: s, Leader: s, LeaderAddr: s, Bootstrapped: true,
+		LastContact: historyTime, Refused: map[string]uint64{s: 1},
+		Voters: []client.ConsensusVoter{{ID: s, Addr: s, Leader: true}, {ID: s, Addr: s, Failing: true, LastContact: historyTime}},
+		Terms:  []client.Term{{Cluster: s, Term: 2, Writer: s, Addr: s, Granted: historyTime, Why: s}}}
 }

@@ -7,7 +7,7 @@
 // agent's events, HTTPConns for the HTTP API's connection limiter), or
 // give a collector here the funcs it reads at scrape time
 // (NewMembersCollector, NewPoolCollector, NewStateCollector,
-// NewPublishCollectors, NewGateCollectors). docs/observability.md lists
+// NewConsensusCollector, NewPublishCollectors, NewGateCollectors). docs/observability.md lists
 // them all (TestMetricsDocumented in package agent), and
 // TestFamiliesDeclaredHere fails when a package outside this one calls a
 // Prometheus constructor.

@@ -127,10 +127,18 @@ func TestContract(t *testing.T) {
 			t.Fatalf("join %+v, publish %+v", in.Join, in.Publish)
 		}
 		// serf's counters are strings on the wire, as serf reports them.
-		var raw struct{ Serf map[string]any }
+		var raw struct {
+			Serf      map[string]any
+			Consensus any `json:"consensus"`
+		}
+		raw.Consensus = "unset"
 		getJSON(t, base+"/v1/agent/self", &raw)
 		if raw.Serf["members"] != "2" || raw.Serf["encrypted"] != "false" {
 			t.Fatalf("serf on the wire: %v", raw.Serf)
+		}
+		// Without a consensus key there is no consensus field at all.
+		if in.Consensus != nil || raw.Consensus != "unset" {
+			t.Fatalf("consensus without a consensus key: %+v, on the wire %v", in.Consensus, raw.Consensus)
 		}
 	})
 

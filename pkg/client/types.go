@@ -127,6 +127,57 @@ type Info struct {
 	Publish PublishStatus `json:"publish"`
 	// Serf is serf's own counters on this agent.
 	Serf SerfStats `json:"serf"`
+	// Consensus is the consensus layer on this agent (the raft voters and
+	// the writer terms); nil (absent) when it has no consensus key, and
+	// the writer terms are then not used.
+	Consensus *Consensus `json:"consensus,omitempty"`
+}
+
+// Consensus is the consensus layer as the answering agent sees it. The
+// raft fields are those of its own voter: zero when it is no voter.
+type Consensus struct {
+	Voter           bool   `json:"voter"` // this agent is a raft voter (a db agent, or a witness)
+	ID              string `json:"id"`    // its raft server ID: the node name
+	Addr            string `json:"addr"`  // its raft address
+	BootstrapExpect int    `json:"bootstrap_expect"`
+	State           string `json:"state"` // leader, follower, candidate, shutdown; "" for no voter
+	Leader          string `json:"leader"`
+	LeaderAddr      string `json:"leader_addr"`
+	Bootstrapped    bool   `json:"bootstrapped"` // in a raft configuration
+	RaftTerm        uint64 `json:"raft_term"`
+	LastIndex       uint64 `json:"last_index"`
+	AppliedIndex    uint64 `json:"applied_index"`
+	// LastContact is a follower's last contact with the leader.
+	LastContact time.Time `json:"last_contact,omitzero"`
+	// Voters is the raft configuration as this voter knows it; never null.
+	Voters []ConsensusVoter `json:"voters"`
+	// Refused counts the raft connections refused, by reason (a peer
+	// without the consensus key, a handshake that timed out, overload);
+	// never null.
+	Refused map[string]uint64 `json:"refused"`
+	// Terms are the writer terms this agent knows, by cluster; never null.
+	Terms []Term `json:"terms"`
+}
+
+// ConsensusVoter is one voter of the raft configuration.
+type ConsensusVoter struct {
+	ID     string `json:"id"`
+	Addr   string `json:"addr"`
+	Leader bool   `json:"leader"`
+	// Failing (reported by the leader only): its heartbeats fail since
+	// LastContact.
+	Failing     bool      `json:"failing"`
+	LastContact time.Time `json:"last_contact,omitzero"`
+}
+
+// Term is a cluster's writer term: the writer the voters granted it to.
+type Term struct {
+	Cluster string    `json:"cluster"`
+	Term    uint64    `json:"term"`
+	Writer  string    `json:"writer"`
+	Addr    string    `json:"addr"`
+	Granted time.Time `json:"granted,omitzero"`
+	Why     string    `json:"why"`
 }
 
 // SerfStats are serf's own counters on the answering agent. In JSON each

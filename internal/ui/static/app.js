@@ -59,13 +59,13 @@
 
   function toneOf(value) {
     switch (value) {
-      case 'alive': case 'passing': case 'ok': case 'reader': case 'connected': case 'off':
+      case 'alive': case 'passing': case 'ok': case 'reader': case 'connected': case 'off': case 'follower':
         return 'ok';
-      case 'writer':
+      case 'writer': case 'leader':
         return 'info';
-      case 'leaving': case 'warning': case 'pending': case 'floor': case 'on':
+      case 'leaving': case 'warning': case 'pending': case 'floor': case 'on': case 'candidate':
         return 'warn';
-      case 'failed': case 'critical': case 'failing': case 'out': case 'isolated':
+      case 'failed': case 'critical': case 'failing': case 'out': case 'isolated': case 'shutdown':
         return 'bad';
     }
     return 'idle';
@@ -241,6 +241,10 @@
         out.push(banner('bad', 'Sink ' + s.name + ' failing:', s.last_error || ''));
       }
     });
+    const cons = (d.self || {}).consensus;
+    if (cons && cons.voter && cons.bootstrapped && !hasLeader(cons)) {
+      out.push(banner('bad', 'No raft leader:', 'this voter knows no leader; no writer term can be granted until a quorum of the voters is back.'));
+    }
     const h = d.health || {};
     if (h.status && h.status !== 'ok') {
       out.push(banner('warn', 'This agent is not healthy:', h.status));
@@ -378,10 +382,11 @@
     setKids('members', [table(['node', 'status', 'role', 'cluster', 'gossip address', 'RTT', 'health', 'probe facts / tags'], rows, 'members-table'), summary]);
   }
 
-  // userTags shows a member's own tags (not shoal's reserved ones), or a
+  // userTags shows a member's own tags (not shoal's reserved ones: role,
+  // cluster, maint, the health tag sh, the voter tag rv), or a
   // dash when it has none and nothing else fills the cell.
   function userTags(tags, dash) {
-    const keys = Object.keys(tags).filter(function (k) { return ['role', 'cluster', 'maint', 'sh'].indexOf(k) < 0; }).sort();
+    const keys = Object.keys(tags).filter(function (k) { return ['role', 'cluster', 'maint', 'sh', 'rv'].indexOf(k) < 0; }).sort();
     if (keys.length === 0) return dash ? muted('—') : null;
     return el('div', 'tags', keys.map(function (k) { return k + '=' + tags[k]; }).join(' '));
   }
@@ -452,6 +457,83 @@
     setKids('sinks', table(['sink', 'state', 'target', 'last success', 'applied / pool', 'failures', 'last error / notes'], rows, 'sinks-table'));
   }
 
+  function hasLeader(c) { return !!(c.leader || c.leader_addr); }
+
+  // renderConsensus shows the consensus layer (GET /v1/agent/self's
+  // consensus, absent without a consensus key): this voter's raft state,
+  // its voters (the leader marks the failing ones) and the writer terms.
+  function renderConsensus(d) {
+    const c = (d.self || {}).consensus;
+    const section = document.getElementById('consensus-section');
+    section.hidden = !c;
+    if (!c) return;
+    const kids = [];
+    if (!c.voter) {
+      kids.push(el('p', 'muted', 'This agent has the consensus key but is not a voter.'));
+    } else {
+      kids.push(consensusState(c), votersTable(c));
+    }
+    kids.push(termsTable(c.terms || [], c.voter));
+    setKids('consensus', kids);
+  }
+
+  function consensusState(c) {
+    let leader;
+    if (c.state === 'leader') {
+      leader = 'this agent';
+    } else if (hasLeader(c)) {
+      leader = [el('span', 'node', c.leader || '?'), ' ', el('span', 'mono muted', c.leader_addr || '')];
+    } else {
+      leader = chip('none known', 'bad');
+    }
+    const contact = parseTime(c.last_contact);
+    const refused = c.refused || {};
+    const rows = [
+      ['state', [chip(c.state || '—', toneOf(c.state)), ' ', el('span', 'node', c.id), ' ', el('span', 'mono muted', c.addr)]],
+      ['leader', [leader, contact ? el('span', 'muted', ' · last contact ' + clock(contact) + ' (' + ago(contact) + ')') : null]],
+      ['bootstrap', c.bootstrapped ? 'bootstrapped (bootstrap_expect ' + c.bootstrap_expect + ')' : chip('waiting for ' + c.bootstrap_expect + ' voters', 'warn')],
+      ['raft', 'term ' + c.raft_term + ' · last index ' + c.last_index + ' · applied ' + c.applied_index],
+      ['refused', Object.keys(refused).sort().map(function (k) { return k + ' ' + refused[k]; }).join(' · ') || '—'],
+    ];
+    return el('dl', 'kv', rows.map(function (r) { return [el('dt', null, r[0]), el('dd', null, r[1])]; }));
+  }
+
+  function votersTable(c) {
+    const voters = c.voters || [];
+    if (voters.length === 0) return el('p', 'empty', 'No voters in the raft configuration yet.');
+    const leads = c.state === 'leader';
+    const rows = voters.map(function (v) {
+      let status = muted('—'); // only the leader knows whose heartbeats fail
+      if (v.failing) {
+        status = [chip('failing', 'bad'), el('span', 'muted', ' since ' + dayAndClock(parseTime(v.last_contact)))];
+      } else if (leads) {
+        status = chip('ok', 'ok');
+      }
+      const tr = el('tr', null,
+        td('c-node', el('span', 'node', v.id), v.id === c.id ? el('span', 'muted small', ' (this agent)') : null),
+        td('c-addr mono', v.addr || '—'),
+        td('c-status', v.leader ? chip('leader', 'info') : muted('—')),
+        td('c-status', status));
+      tr.setAttribute('data-voter', v.failing ? 'failing' : 'ok');
+      return tr;
+    });
+    return table(['voter', 'raft address', 'leader', 'heartbeats'], rows, 'voters-table');
+  }
+
+  function termsTable(terms, voter) {
+    if (terms.length === 0) return el('p', 'empty', voter ? 'No writer terms granted yet.' : 'No writer terms known.');
+    const rows = terms.map(function (t) {
+      return el('tr', null,
+        td('c-cluster', t.cluster),
+        td('num', String(t.term)),
+        td('c-node', el('span', 'node', t.writer || '—')),
+        td('c-addr mono', t.addr || '—'),
+        td('c-time', dayAndClock(parseTime(t.granted))),
+        td('c-detail', t.why || '—'));
+    });
+    return table(['cluster', 'term', 'writer', 'address', 'granted', 'why'], rows, 'terms-table');
+  }
+
   function renderHistory(d) {
     const h = d.history || {};
     const entries = (h.entries || []).slice().reverse();
@@ -493,6 +575,7 @@
     renderPool(d);
     renderMembers(d);
     renderLocal(d);
+    renderConsensus(d);
     renderSinks(d);
     renderHistory(d);
   }
