@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -49,7 +50,7 @@ func (n *Node) Status() Status {
 	leaderAddr, leaderID := n.raft.LeaderWithID()
 	stats := n.raft.Stats()
 	s := Status{
-		ID: n.cfg.ID, Addr: n.cfg.Advertise, State: n.raft.State().String(),
+		ID: n.cfg.ID, Addr: n.cfg.Advertise, State: strings.ToLower(n.raft.State().String()),
 		Leader: string(leaderID), LeaderAddr: string(leaderAddr), Bootstrapped: n.HasState(),
 		RaftTerm: parseUint(stats["term"]), LastIndex: parseUint(stats["last_log_index"]),
 		AppliedIndex: parseUint(stats["applied_index"]), Refused: n.stream.Refused(),
@@ -63,7 +64,7 @@ func (n *Node) Status() Status {
 	voters := n.Voters()
 	for _, id := range slices.Sorted(maps.Keys(voters)) {
 		v := Voter{ID: id, Addr: voters[id], Leader: id == string(leaderID)}
-		if lc, ok := failing[id]; ok && s.State == raft.Leader.String() {
+		if lc, ok := failing[id]; ok && n.raft.State() == raft.Leader {
 			v.Failing, v.LastContact = true, lc
 		}
 		s.Voters = append(s.Voters, v)
