@@ -5,6 +5,8 @@ package e2e
 import (
 	"fmt"
 	"time"
+
+	"github.com/shoaldb/shoal/pkg/client"
 )
 
 // ConsensusFlags are the db agents' flags for the consensus layer: the
@@ -16,33 +18,10 @@ func ConsensusFlags(key string, expect int) []string {
 }
 
 // ConsensusInfo is the consensus part of an agent's /v1/agent/self.
-type ConsensusInfo struct {
-	Voter        bool              `json:"voter"`
-	State        string            `json:"state"`
-	Leader       string            `json:"leader"`
-	Bootstrapped bool              `json:"bootstrapped"`
-	Voters       []ConsensusVoter  `json:"voters"`
-	Refused      map[string]uint64 `json:"refused"`
-	Terms        []ConsensusTerm   `json:"terms"`
-}
-
-// ConsensusVoter is one voter as an agent shows it.
-type ConsensusVoter struct {
-	ID      string `json:"id"`
-	Addr    string `json:"addr"`
-	Leader  bool   `json:"leader"`
-	Failing bool   `json:"failing"`
-}
+type ConsensusInfo client.Consensus
 
 // ConsensusTerm is a cluster's writer term as an agent shows it.
-type ConsensusTerm struct {
-	Cluster string    `json:"cluster"`
-	Term    uint64    `json:"term"`
-	Writer  string    `json:"writer"`
-	Addr    string    `json:"addr"`
-	Granted time.Time `json:"granted"`
-	Why     string    `json:"why"`
-}
+type ConsensusTerm = client.Term
 
 // Consensus reads an agent's consensus state (nil: the agent has none).
 func (c *Cluster) Consensus(a *Agent) (*ConsensusInfo, error) {
