@@ -50,8 +50,9 @@ func main() {
 	b.WriteString("\nThe machine is shared and virtualized: expect run-to-run noise of tens of milliseconds; compare rows of one run, not runs.\n\n")
 	b.WriteString("Reproduce everything: `sudo make bench` (about 80 minutes; `BENCH_QUICK=1 sudo make bench` runs every suite with few trials in minutes). " +
 		"Suites 1, 3 and 4 run at the same time (they leave the CPUs mostly idle; the comparisons inside each suite share the same conditions); " +
-		"suite 2 (CPUs saturated on purpose), suite 5 (hundreds of agents) and suite 7 (freshness: silent cuts of a replica's replication link " +
-		"against a Seconds_Behind_Master rule and pt-heartbeat, then the gossip and CPU cost of GTID positions) each run alone. " +
+		"suite 2 (CPUs saturated on purpose), suite 5 (hundreds of agents), suite 7 (freshness: silent cuts of a replica's replication link " +
+		"against a Seconds_Behind_Master rule and pt-heartbeat, then the gossip and CPU cost of GTID positions) and suite 8 (writer terms: " +
+		"a fresh consensus quorum per trial) each run alone. " +
 		"Each section gives the command for that suite alone.\n\n")
 	b.WriteString("Fleet sizes with one agent process per host (15, 50 and 100 agents in network namespaces, `lan` and `fast`), the scaling model and predictions for 1,000 and 5,000 members are in [scale.md](scale.md) (`BENCH_FLEET=1 sudo make bench-fleet`, about 50 minutes, not part of `make bench`).\n\n")
 	for _, s := range sections {
