@@ -83,9 +83,13 @@ type Publisher struct {
 	cfg   Config
 	dirty chan struct{} // a wake-up of Run: the tags need publishing
 
-	// pubMu serializes the changes of the local tags. guards: published
+	// pubMu serializes the changes of the local tags. guards: published, rebroadcast
 	pubMu     sync.Mutex
 	published map[string]string // the tags the last publish set
+	// rebroadcast: the last SetTags failed (a broadcast timeout still
+	// changes the local tags), so the next publish broadcasts them again
+	// even when they are unchanged, instead of leaving them to push-pull.
+	rebroadcast bool
 
 	// fileMu serializes tags file writes. guards: written
 	fileMu  sync.Mutex
@@ -335,7 +339,7 @@ func (p *Publisher) Publish(user map[string]string) error {
 		}
 		p.setWanted(user)
 	}
-	if maps.Equal(cur, next) {
+	if maps.Equal(cur, next) && !p.rebroadcast {
 		p.published = next
 		p.record(degraded, withheld, minimal)
 		return nil
@@ -347,6 +351,7 @@ func (p *Publisher) Publish(user map[string]string) error {
 		// and push-pull carry on: remember it as ours.
 		p.published = next
 	}
+	p.rebroadcast = err != nil
 	if err != nil {
 		err = fmt.Errorf("set tags: %w", err)
 		p.record(err, withheld, minimal)

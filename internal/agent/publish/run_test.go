@@ -21,6 +21,9 @@ type fakeLocal struct {
 	tags  map[string]string
 	fail  int
 	calls int
+	// keep: a failed SetTags still sets the tags, as serf's does when
+	// only the broadcast timed out.
+	keep bool
 }
 
 func (f *fakeLocal) LocalMember() serf.Member {
@@ -35,7 +38,10 @@ func (f *fakeLocal) SetTags(t map[string]string) error {
 	f.calls++
 	if f.fail > 0 {
 		f.fail--
-		return errors.New("broadcast timeout")
+		if f.keep {
+			f.tags = maps.Clone(t)
+		}
+		return errors.New("timeout waiting for update broadcast")
 	}
 	f.tags = maps.Clone(t)
 	return nil
@@ -89,6 +95,37 @@ func TestRunRetriesWithJitteredBackoff(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// TestRetryBroadcastsAgainAfterATimeout: serf's SetTags that timed out
+// waiting for its broadcast has still changed the local tags; the retry
+// broadcasts them again rather than leaving them to the next push-pull
+// (seen in CI: a db agent's first passing health reached the others only
+// by push-pull, 31 s later).
+func TestRetryBroadcastsAgainAfterATimeout(t *testing.T) {
+	local := &fakeLocal{fail: 1, keep: true}
+	maint := ""
+	p := dbPublisher(t, &maint)
+	p.cfg.Serf = func() Local { return local }
+	if _, err := p.Init(nil); err != nil {
+		t.Fatal(err)
+	}
+	p.SetHealth(tags.Health{State: tags.Passing, Port: 3306}, true)
+	if err := p.Publish(nil); err == nil {
+		t.Fatal("first publish: no error from a broadcast timeout")
+	}
+	if err := p.Publish(nil); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if got := local.callCount(); got != 2 {
+		t.Fatalf("SetTags calls = %d, want 2: the retry must broadcast the unchanged tags again", got)
+	}
+	if err := p.Publish(nil); err != nil || local.callCount() != 2 {
+		t.Fatalf("a publish after the successful retry broadcast again (%d calls, %v)", local.callCount(), err)
+	}
+	if !p.Status().OK {
+		t.Fatalf("status = %+v, want ok after the retry", p.Status())
+	}
 }
 
 // TestAdoptsTagsChangedBehindItsBack: tags set on serf directly (the Serf
