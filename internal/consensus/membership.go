@@ -79,8 +79,15 @@ func (n *Node) probe(ctx context.Context, addr string) error {
 	return Probe(ctx, addr, n.cfg.Keyring)
 }
 
-// maxChanges bounds the configuration changes one Reconcile makes.
-const maxChanges = 4
+// maxChanges bounds the configuration changes one Reconcile makes, and
+// maxProbes the admission handshakes it tries; a peer that failed one is
+// not tried again for probeBackoff (a stranger advertising the voter tag
+// must neither spam the log nor crowd out real voters).
+const (
+	maxChanges   = 4
+	maxProbes    = 8
+	probeBackoff = 30 * time.Second
+)
 
 // Reconcile, on the leader, brings the configuration to the gossip's
 // view: an alive voter that is not in it, or has a new address, is added
@@ -93,23 +100,35 @@ func (n *Node) Reconcile(ctx context.Context, alive []Peer, gone map[string]bool
 		return nil
 	}
 	cur := n.Voters()
-	changes := 0
+	changes, probes := 0, 0
+	now := time.Now()
 	for _, p := range alive {
-		if changes >= maxChanges {
+		if changes >= maxChanges || probes >= maxProbes {
 			break
 		}
 		if addr, ok := cur[p.ID]; ok && addr == p.Addr {
 			continue
 		}
-		changes++
-		if err := n.probe(ctx, p.Addr); err != nil {
-			n.log.Warn("consensus: not admitting a voter: it did not prove a consensus key", "node", p.ID, "addr", p.Addr, "error", err)
+		if until, ok := n.refusedPeers[p.ID]; ok && now.Before(until) {
 			continue
 		}
+		probes++
+		if err := n.probe(ctx, p.Addr); err != nil {
+			n.refusedPeers[p.ID] = now.Add(probeBackoff)
+			n.log.Warn("consensus: not admitting a voter: it did not prove a consensus key (next try in 30s)", "node", p.ID, "addr", p.Addr, "error", err)
+			continue
+		}
+		delete(n.refusedPeers, p.ID)
+		changes++
 		if err := n.raft.AddVoter(raft.ServerID(p.ID), raft.ServerAddress(p.Addr), 0, 5*time.Second).Error(); err != nil {
 			return fmt.Errorf("add voter %s at %s: %w", p.ID, p.Addr, err)
 		}
 		n.log.Info("consensus: voter added", "node", p.ID, "addr", p.Addr)
+	}
+	for id, until := range n.refusedPeers {
+		if now.After(until.Add(probeBackoff)) {
+			delete(n.refusedPeers, id) // bounded: only peers refused lately stay
+		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(cur)) {
 		if !gone[id] || id == n.cfg.ID || changes >= maxChanges {

@@ -48,6 +48,9 @@ type Node struct {
 	// bootSet is the voter set MaybeBootstrap saw at its previous call
 	// (only the loop calls it).
 	bootSet string
+	// refusedPeers: peers whose admission handshake failed, and until when
+	// Reconcile does not try them again (only the loop uses it).
+	refusedPeers map[string]time.Time
 
 	closeOnce sync.Once
 	closeErr  error
@@ -64,7 +67,7 @@ func Open(cfg Config) (n *Node, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	n = &Node{cfg: cfg, log: log, fsm: NewFSM(cfg.OnApply), peers: newPeerContact()}
+	n = &Node{cfg: cfg, log: log, fsm: NewFSM(cfg.OnApply), peers: newPeerContact(), refusedPeers: map[string]time.Time{}}
 	defer func() {
 		if err != nil {
 			n.closeParts()
