@@ -565,9 +565,11 @@ const (
 	reviveJitter    = 300 * time.Millisecond
 
 	// A member that comes back from a failure is followed, syncDelay
-	// later, by one full state exchange with syncPeers alive members (see
+	// later, by one full state exchange with it and syncPeers other alive
+	// members, and by one more syncLate after the comeback (see
 	// scheduleSync).
 	syncDelay = 2 * time.Second
+	syncLate  = 10 * time.Second
 	syncPeers = 2
 
 	// pingsInFlight bounds the direct pings one agent has outstanding.
@@ -587,20 +589,25 @@ const (
 // hosts, in 3 of 20 link cuts right after a heal one or two survivors
 // learned of the failure 8-11 s after the first, at their own maximum
 // suspicion timeout (issue 27, finding 5). memberlist's own push/pull
-// repairs that only every 30 s at `lan`; one exchange with a couple of
-// members once the burst is over repairs it at once.
+// repairs that only every 30 s at `lan`; an exchange with the member that
+// came back (it holds its own newest incarnation) and a couple of others
+// once the burst is over repairs it at once, and a second one syncLate
+// after the comeback catches the refutations that came later (seen in CI:
+// one 9 s after the heal, and a survivor 8.5 s late at the next failure).
 func (g *Gate) scheduleSync(back serf.Member, now time.Time) {
 	if g.sync == nil || g.closed || now.Before(g.syncAt) {
 		return
 	}
 	g.syncAt = now.Add(syncDelay)
 	go func() {
-		select {
-		case <-g.stop:
-			return
-		case <-g.clock.After(syncDelay):
+		for _, wait := range []time.Duration{syncDelay, syncLate - syncDelay} {
+			select {
+			case <-g.stop:
+				return
+			case <-g.clock.After(wait):
+			}
+			g.Syncs.Add(1)
+			g.sync(back)
 		}
-		g.Syncs.Add(1)
-		g.sync(back)
 	}()
 }

@@ -541,7 +541,8 @@ func TestConfirmPingsShrinkWithSize(t *testing.T) {
 }
 
 // A member that comes back from a confirmed failure is followed, syncDelay
-// later, by one state exchange; several coming back together cause one.
+// later, by one state exchange and syncLate later by a second; several
+// coming back together cause one of each.
 func TestFailureGateSyncsAfterAComeback(t *testing.T) {
 	r := &gateRecorder{}
 	synced := make(chan string, 4)
@@ -580,5 +581,18 @@ func TestFailureGateSyncsAfterAComeback(t *testing.T) {
 	}
 	if g.Syncs.Load() != 1 {
 		t.Fatalf("Syncs = %d, want 1", g.Syncs.Load())
+	}
+	// One more, syncLate after the comeback, for the later refutations.
+	clk.Advance(syncLate - 2*syncDelay)
+	select {
+	case n := <-synced:
+		if n != "db2" {
+			t.Fatalf("late sync after %s's return, want db2", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no second state exchange syncLate after the comeback")
+	}
+	if g.Syncs.Load() != 2 {
+		t.Fatalf("Syncs = %d, want 2", g.Syncs.Load())
 	}
 }

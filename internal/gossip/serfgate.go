@@ -92,14 +92,24 @@ func NewSerfGate(c SerfGateConfig) *Gate {
 			s := c.Serf()
 			self := s.LocalMember().Name
 			var addrs []string
+			var backAddr string
 			for _, m := range s.Members() {
-				if m.Status == serf.StatusAlive && m.Name != self && m.Name != back.Name {
-					addrs = append(addrs, net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port))))
+				addr := net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(m.Port)))
+				switch {
+				case m.Status != serf.StatusAlive || m.Name == self:
+				case m.Name == back.Name:
+					backAddr = addr
+				default:
+					addrs = append(addrs, addr)
 				}
 			}
 			rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
 			if len(addrs) > syncPeers {
 				addrs = addrs[:syncPeers]
+			}
+			if backAddr != "" {
+				// It holds its own newest incarnation.
+				addrs = append([]string{backAddr}, addrs...)
 			}
 			if len(addrs) == 0 {
 				return
