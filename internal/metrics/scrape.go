@@ -62,7 +62,7 @@ func NewGateCollectors(g GateCounts) []prometheus.Collector {
 	}
 	cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "member_state_syncs_total",
-		Help: "Full state exchanges with two alive members, run 2 s after a member this agent had confirmed failed came back (so that incarnation numbers converge after a heal).",
+		Help: "Full state exchanges with the member that came back and two other alive members, run 2 s and 10 s after a member this agent had confirmed failed came back (so that incarnation numbers converge after a heal).",
 	}, func() float64 {
 		if g.Syncs == nil {
 			return 0
