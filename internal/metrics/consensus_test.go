@@ -4,12 +4,10 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/view"
 )
 
@@ -134,22 +132,7 @@ func TestConsensusCollectorHostileNames(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewConsensusCollector(func() *view.Consensus { return v }, time.Now))
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
-	n := 0
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				n++
-				if s := l.GetValue(); !utf8.ValidString(s) || !member.Printable(s) {
-					t.Errorf("%s: label %s=%q is not printable UTF-8", mf.GetName(), l.GetName(), s)
-				}
-			}
-		}
-	}
-	if n < len(hostile) {
+	if n := checkLabelsPrintable(t, reg); n < len(hostile) {
 		t.Fatalf("only %d labels gathered", n)
 	}
 }

@@ -47,6 +47,15 @@ func TestCollectorsGatherHostileNames(t *testing.T) {
 		ag.PoolTransitions.WithLabelValues(Label(s), "out", Label(s)).Inc()
 		ag.PoolConflicts.WithLabelValues(Label(s)).Inc()
 	}
+	if n := checkLabelsPrintable(t, reg); n == 0 {
+		t.Fatal("no labels gathered")
+	}
+}
+
+// checkLabelsPrintable gathers reg, reports every label value that is not
+// printable UTF-8, and returns how many labels it saw.
+func checkLabelsPrintable(t *testing.T, reg *prometheus.Registry) int {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatalf("gather: %v", err)
@@ -62,9 +71,7 @@ func TestCollectorsGatherHostileNames(t *testing.T) {
 			}
 		}
 	}
-	if n == 0 {
-		t.Fatal("no labels gathered")
-	}
+	return n
 }
 
 func TestLabel(t *testing.T) {

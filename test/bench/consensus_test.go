@@ -86,21 +86,9 @@ func consensusTrial(t *testing.T) (first, afterPool, promote, failover float64) 
 	}
 	promote = time.Since(flipped).Seconds()
 
-	ci, err := c.Consensus(dbs[0])
-	if err != nil || ci == nil || ci.Leader == "" {
-		t.Fatalf("no leader known to db1: %+v %v", ci, err)
-	}
-	var leader *e2e.Agent
-	var rest []*e2e.Agent
-	for _, a := range dbs {
-		if a.Name == ci.Leader {
-			leader = a
-		} else {
-			rest = append(rest, a)
-		}
-	}
-	if leader == nil {
-		t.Fatalf("leader %q is no db agent", ci.Leader)
+	leader, rest, err := c.ConsensusLeader(dbs)
+	if err != nil {
+		t.Fatal(err)
 	}
 	killed := time.Now()
 	if err := leader.Signal(syscall.SIGKILL); err != nil {

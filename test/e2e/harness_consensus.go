@@ -70,3 +70,23 @@ func (c *Cluster) WaitConsensus(agents []*Agent, limit time.Duration, cond func(
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// ConsensusLeader asks the first of agents who leads, and returns that
+// agent and the others.
+func (c *Cluster) ConsensusLeader(agents []*Agent) (leader *Agent, rest []*Agent, err error) {
+	ci, err := c.Consensus(agents[0])
+	if err != nil || ci == nil || ci.Leader == "" {
+		return nil, nil, fmt.Errorf("no leader known to %s: %+v, %v", agents[0].Name, ci, err)
+	}
+	for _, a := range agents {
+		if a.Name == ci.Leader {
+			leader = a
+		} else {
+			rest = append(rest, a)
+		}
+	}
+	if leader == nil {
+		return nil, nil, fmt.Errorf("leader %q is none of the agents given", ci.Leader)
+	}
+	return leader, rest, nil
+}

@@ -58,21 +58,9 @@ func TestConsensus(t *testing.T) {
 	})
 
 	t.Run("leader_stopped", func(t *testing.T) {
-		ci, err := c.Consensus(dbs[0])
-		if err != nil || ci == nil {
-			t.Fatalf("consensus of db1: %v", err)
-		}
-		var leader *Agent
-		var rest []*Agent
-		for _, a := range dbs {
-			if a.Name == ci.Leader {
-				leader = a
-			} else {
-				rest = append(rest, a)
-			}
-		}
-		if leader == nil {
-			t.Fatalf("leader %q is not a db agent", ci.Leader)
+		leader, rest, err := c.ConsensusLeader(dbs)
+		if err != nil {
+			t.Fatal(err)
 		}
 		if err := leader.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
