@@ -11,21 +11,24 @@ import (
 	"github.com/shoaldb/shoal/internal/tags"
 )
 
-// Compute returns the pool for members under policy. prev is the previous
-// pool (nil at start); it only decides which writer stays in a conflict.
+// Compute returns the pool for members under policy, knowing no writer
+// term (see ComputeFresh). prev is the previous pool (nil at start); it
+// only decides which writer stays in a conflict in a cluster that requires
+// no term.
 // The Galera writer never depends on prev: see pickWriter.
 // Compute does not modify its arguments, and its result does not depend on
 // the order of members. If members holds the same name twice (serf never
 // does), one of them is used, chosen by content, not by position.
 func Compute(members []Member, policy Policy, prev *Pool) *Pool {
-	p, _ := ComputeFresh(members, policy, prev, Freshness{})
+	p, _ := ComputeFresh(members, policy, prev, Freshness{}, TermView{})
 	return p
 }
 
 // ComputeFresh is Compute that also judges each replica's freshness against
-// the writer's GTID position (f; see judgeFreshness), and returns the lags
-// it judged by.
-func ComputeFresh(members []Member, policy Policy, prev *Pool, f Freshness) (*Pool, Lags) {
+// the writer's GTID position (f; see judgeFreshness), follows the writer
+// terms this agent knows (tv; see pickTermWriter) in the clusters that
+// require one, and returns the lags it judged by.
+func ComputeFresh(members []Member, policy Policy, prev *Pool, f Freshness, tv TermView) (*Pool, Lags) {
 	byCluster := map[string][]eval{}
 	for _, m := range dedupe(members) {
 		if m.Tags[tags.KeyRole] != tags.RoleDB {
@@ -38,14 +41,15 @@ func ComputeFresh(members []Member, policy Policy, prev *Pool, f Freshness) (*Po
 	lags := Lags{Nodes: map[string]map[string]Lag{}}
 	for _, name := range slices.Sorted(maps.Keys(byCluster)) {
 		lags.Nodes[name] = map[string]Lag{}
-		p.Clusters = append(p.Clusters, buildCluster(name, byCluster[name], policy, prev.Cluster(name).Writer(), f, lags.Nodes[name], &lags.Recheck))
+		p.Clusters = append(p.Clusters, buildCluster(name, byCluster[name], policy, prev.Cluster(name).Writer(), f, tv, lags.Nodes[name], &lags.Recheck))
 	}
 	return p, lags
 }
 
-// buildCluster applies the cluster-wide rules: writer selection and conflict,
-// the replicas' source, writer serving reads, and the floors.
-func buildCluster(name string, evals []eval, policy Policy, prevWriter string, f Freshness, lags map[string]Lag, recheck *time.Time) Cluster {
+// buildCluster applies the cluster-wide rules: writer selection (by the
+// writer term when the cluster requires one) and conflict, the replicas'
+// source, writer serving reads, and the floors.
+func buildCluster(name string, evals []eval, policy Policy, prevWriter string, f Freshness, tv TermView, lags map[string]Lag, recheck *time.Time) Cluster {
 	c := Cluster{Name: name}
 	var writers, softWriters, readers, softReaders []eval
 	for _, e := range evals {
@@ -63,18 +67,24 @@ func buildCluster(name string, evals []eval, policy Policy, prevWriter string, f
 		}
 	}
 
-	// Writer, with the writer floor when no passing candidate exists.
-	floored := false
-	if len(writers) == 0 {
-		writers, softWriters, floored = softWriters, nil, true
-	}
-	for _, e := range softWriters {
-		c.Out = append(c.Out, e.node)
-	}
-	softReaders = append(softReaders, pickWriter(&c, writers, floored, prevWriter)...)
 	var writer *eval
-	if w := c.Writer(); w != "" {
-		writer = &writers[slices.IndexFunc(writers, func(e eval) bool { return e.node.Name == w })]
+	if requiresTerm(evals) {
+		writer = c.pickTermWriter(slices.Concat(writers, softWriters), evals, tv)
+	} else {
+		// Writer, with the writer floor when no passing candidate exists.
+		floored := false
+		if len(writers) == 0 {
+			writers, softWriters, floored = softWriters, nil, true
+		}
+		for _, e := range softWriters {
+			c.Out = append(c.Out, e.node)
+		}
+		softReaders = append(softReaders, pickWriter(&c, writers, floored, prevWriter)...)
+		if w := c.Writer(); w != "" {
+			writer = &writers[slices.IndexFunc(writers, func(e eval) bool { return e.node.Name == w })]
+		}
+	}
+	if writer != nil {
 		readers = c.dropWrongSource(readers, writer.serverID)
 		softReaders = c.dropWrongSource(softReaders, writer.serverID)
 	}

@@ -28,14 +28,27 @@
 // missing or undecodable, its probe says critical, or it is a Galera node not
 // synced in the primary component. These hard reasons are never overridden.
 //
-// Writer: a passing node with read_only=OFF. Two or more such candidates are a
-// conflict: the previous writer stays if it is still a candidate, otherwise
-// there is no writer; the others are out with reason conflict and the
-// cluster's Conflict lists every candidate. Galera is the exception: when all
-// candidates are synced Galera nodes (which are all writable by design) the
-// first by name is the writer and the others serve reads. The previous
-// writer plays no part: it is each agent's own history, and only a choice
-// made from the gossiped members alone is the same on every agent.
+// Writer, in a cluster that requires a writer term: one whose db members
+// advertise a voter tag (tags.Voter; consensus grants its terms) and that
+// is not Galera. The writer is the term's holder (the member with the
+// term's writer name and address, [TermView]) while it is writable:
+// passing, or in warning by the floor, whatever else is writable. Every
+// other writable node is out, with reason conflict while the holder is the
+// writer and no-term while it is not (holder read-only or gone, no term
+// known, or this agent cannot verify terms); then the cluster has no
+// writer and Cluster.AskTerm says a newer term may exist. The previous
+// writer plays no part: every agent that knows the same term routes to
+// the same writer.
+//
+// Writer, in a cluster that requires no term: a passing node with
+// read_only=OFF. Two or more such candidates are a conflict: the previous
+// writer stays if it is still a candidate, otherwise there is no writer;
+// the others are out with reason conflict and the cluster's Conflict lists
+// every candidate. Galera is the exception: when all candidates are synced
+// Galera nodes (which are all writable by design) the first by name is the
+// writer and the others serve reads. The previous writer plays no part:
+// it is each agent's own history, and only a choice made from the gossiped
+// members alone is the same on every agent.
 //
 // Reader: a passing node with read_only=ON whose replication IO and SQL
 // threads run and whose lag is at most Policy.MaxLag (Galera nodes: passing
@@ -99,7 +112,8 @@
 //	lag                  out     Seconds_Behind_Master above max_lag or unknown, when GTID positions are not known (soft)
 //	stale                out     the writer passed the replica's GTID position more than max_lag ago, whatever the replica reports (soft)
 //	wrong-source         out     read-only replica whose source server_id is known and is not the writer's (Detail names both)
-//	conflict             out     writable while another node of the cluster is writable too
+//	conflict             out     writable while another node of the cluster is writable too (with a term: while the holder is the writer)
+//	no-term              out     writable in a cluster that requires a writer term, whose holder is not the writer (none known, holder read-only or gone)
 //	damped               out     flapping (health removals only): re-entry held by the Damper until Node.Until
 //
 // A node that is in normally has the empty reason.

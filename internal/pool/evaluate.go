@@ -33,6 +33,9 @@ type eval struct {
 	// its freshness is judged against the writer (judgeFreshness).
 	replica bool
 	pos     tags.Position // its GTID position, unknown without GTID
+	// voter: the member advertises a valid voter tag (tags.Voter), so its
+	// cluster's writer follows the writer term (requiresTerm).
+	voter bool
 }
 
 // wsrepReason is the probe's reason code (probe.ReasonWsrep) for a Galera
@@ -50,6 +53,7 @@ func evaluate(m Member, p Policy) eval {
 	if m.Bad != ReasonNone {
 		return out(m.Bad, m.BadDetail)
 	}
+	_, _, e.voter = tags.Voter(m.Tags)
 	if reason, ok := tags.Maint(m.Tags); ok {
 		return out(ReasonMaintenance, reason)
 	}

@@ -35,7 +35,7 @@ func newFreshRun(t *testing.T, policy Policy) *freshRun {
 func (r *freshRun) at(sec float64, ms ...Member) (*Pool, Lags) {
 	now := r.start.Add(time.Duration(sec * float64(time.Second)))
 	r.hist.Observe(now, ms)
-	p, l := ComputeFresh(ms, r.policy, r.prev, Freshness{Now: now, History: r.hist})
+	p, l := ComputeFresh(ms, r.policy, r.prev, Freshness{Now: now, History: r.hist}, TermView{})
 	r.prev = p
 	return p, l
 }

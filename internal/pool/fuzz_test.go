@@ -67,6 +67,9 @@ func membersFromBytes(data []byte) ([]Member, Policy) {
 			ServerID:       uint32(b[4] >> 4 & 3),
 			SourceServerID: uint32(b[4] >> 6),
 		}
+		if b[3]&0x80 != 0 {
+			m.Tags[tags.KeyVoter] = "8300"
+		}
 		switch b[2] >> 2 % 8 {
 		case 0:
 			// no health tag
@@ -80,9 +83,29 @@ func membersFromBytes(data []byte) ([]Member, Policy) {
 	return members, policy
 }
 
+// fuzzTerms is a term view for members: each cluster's term is held by the
+// first voter listed in it, at its address when its status is even (alive,
+// left, ...) and at another one otherwise; the number is its position + 1.
+func fuzzTerms(members []Member) TermView {
+	tv := TermView{Terms: map[string]Term{}}
+	for i, m := range members {
+		c := tags.Cluster(m.Tags)
+		if _, ok := tv.Terms[c]; ok || m.Tags[tags.KeyVoter] == "" {
+			continue
+		}
+		t := Term{Cluster: c, Number: uint64(i + 1), Writer: m.Name, Addr: m.Addr}
+		if m.Status%2 == 1 {
+			t.Addr = "elsewhere:3306"
+		}
+		tv.Terms[c] = t
+	}
+	return tv
+}
+
 // FuzzCompute checks that Compute never panics, never puts two writers in a
 // cluster, lists every db member exactly once, and does not depend on input
-// order; and that the Damper and Diff keep those properties.
+// order; that the Damper and Diff keep those properties; and that with
+// writer terms the writer is always the term's holder.
 func FuzzCompute(f *testing.F) {
 	f.Add([]byte{0})
 	f.Add([]byte{1, 1, 0, 10, 0, 0, 2, 0, 10, 3, 0, 2, 1, 10, 31, 5})
@@ -99,6 +122,16 @@ func FuzzCompute(f *testing.F) {
 		slices.Reverse(reversed)
 		if q := Compute(reversed, policy, prev); !reflect.DeepEqual(p, q) {
 			t.Fatalf("order changed the pool:\n%s\n%s", summary(p), summary(q))
+		}
+
+		tv := fuzzTerms(members)
+		for _, tv := range []TermView{tv, {Terms: tv.Terms, Unverifiable: "no key"}} {
+			pt, _ := ComputeFresh(members, policy, prev, Freshness{}, tv)
+			checkInvariants(t, members, policy, pt)
+			checkTermInvariants(t, pt, tv)
+			if qt, _ := ComputeFresh(reversed, policy, prev, Freshness{}, tv); !reflect.DeepEqual(pt, qt) {
+				t.Fatalf("order changed the pool with terms:\n%s\n%s", termSummary(pt), termSummary(qt))
+			}
 		}
 
 		d := NewDamper(DampConfig{Suppress: 1500})

@@ -25,6 +25,7 @@ const (
 	ReasonStale              Reason = "stale"
 	ReasonWrongSource        Reason = "wrong-source"
 	ReasonConflict           Reason = "conflict"
+	ReasonNoTerm             Reason = "no-term"
 	ReasonDamped             Reason = "damped"
 )
 
@@ -34,7 +35,8 @@ func Reasons() []Reason {
 	return []Reason{
 		ReasonFloor, ReasonFallback, ReasonBadName, ReasonBadTags, ReasonMaintenance, ReasonLeaving, ReasonLeft, ReasonAgentFailed,
 		ReasonNoHealth, ReasonBadHealthTag, ReasonCritical, ReasonGaleraNotSynced,
-		ReasonWarning, ReasonReplicationStopped, ReasonLag, ReasonStale, ReasonWrongSource, ReasonConflict, ReasonDamped,
+		ReasonWarning, ReasonReplicationStopped, ReasonLag, ReasonStale, ReasonWrongSource, ReasonConflict, ReasonNoTerm,
+		ReasonDamped,
 	}
 }
 

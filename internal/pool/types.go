@@ -197,6 +197,13 @@ type Cluster struct {
 	Readers  []Node   //
 	Out      []Node   // every other db member, with its reason
 	Conflict []string // names of all writer candidates when there is a conflict, sorted
+	// Term is the writer term the writer rule followed: nil when the
+	// cluster requires none; Number 0 when it requires one and none is known.
+	Term *Term
+	// AskTerm: a newer term may exist than this agent knows (none known, or a
+	// writable server other than the holder while the holder is not writable):
+	// the agent asks the voters for it.
+	AskTerm bool
 }
 
 // Node is a member's place in the pool.
@@ -245,9 +252,19 @@ func (p *Pool) Clone() *Pool {
 			Readers:  cloneNodes(c.Readers),
 			Out:      cloneNodes(c.Out),
 			Conflict: append([]string(nil), c.Conflict...),
+			Term:     cloneTerm(c.Term),
+			AskTerm:  c.AskTerm,
 		}
 	}
 	return q
+}
+
+func cloneTerm(t *Term) *Term {
+	if t == nil {
+		return nil
+	}
+	u := *t
+	return &u
 }
 
 func cloneNodes(ns []Node) []Node {

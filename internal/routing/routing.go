@@ -39,6 +39,10 @@ type Config struct {
 	// Clock times updates, damping and isolation, and ticks Resync. Default
 	// the real clock.
 	Clock clockwork.Clock
+	// Terms returns the writer terms this agent knows, read at every
+	// recompute: the clusters that require a term route writes to its
+	// holder only (pool.ComputeFresh). nil: no term is known.
+	Terms func() pool.TermView
 }
 
 // Reacher checks whether this agent can reach the fleet, with pings of its
@@ -179,7 +183,7 @@ func (r *Router) step() {
 	members := r.members()
 	prev := r.Current()
 	r.hist.Observe(now, members)
-	computed, lags := pool.ComputeFresh(members, r.cfg.Policy, prev.Pool, pool.Freshness{Now: now, History: r.hist})
+	computed, lags := pool.ComputeFresh(members, r.cfg.Policy, prev.Pool, pool.Freshness{Now: now, History: r.hist}, r.terms())
 	r.recheck = lags.Recheck
 	next := computed
 	if !r.cfg.NoDamping {
@@ -219,6 +223,14 @@ func (r *Router) step() {
 	}
 }
 
+// terms returns the writer terms to compute with.
+func (r *Router) terms() pool.TermView {
+	if r.cfg.Terms == nil {
+		return pool.TermView{}
+	}
+	return r.cfg.Terms()
+}
+
 // notify calls one listener; a panic in it is logged and does not keep the
 // listeners after it from getting the update.
 func (r *Router) notify(l Listener, u Update) {
@@ -230,8 +242,8 @@ func (r *Router) notify(l Listener, u Update) {
 	l(u)
 }
 
-// samePool compares everything listeners see, including details and
-// conflicts, which Diff does not report.
+// samePool compares everything listeners see, including details,
+// conflicts and writer terms, which Diff does not report.
 func samePool(a, b *pool.Pool) bool {
 	if len(a.Clusters) != len(b.Clusters) {
 		return false
@@ -239,9 +251,19 @@ func samePool(a, b *pool.Pool) bool {
 	for i := range a.Clusters {
 		x, y := a.Clusters[i], b.Clusters[i]
 		if x.Name != y.Name || !slices.Equal(x.Writers, y.Writers) || !slices.Equal(x.Readers, y.Readers) ||
-			!slices.Equal(x.Out, y.Out) || !slices.Equal(x.Conflict, y.Conflict) {
+			!slices.Equal(x.Out, y.Out) || !slices.Equal(x.Conflict, y.Conflict) ||
+			!sameTerm(x.Term, y.Term) || x.AskTerm != y.AskTerm {
 			return false
 		}
 	}
 	return true
+}
+
+// sameTerm compares two clusters' writer terms; nil is no term required.
+func sameTerm(a, b *pool.Term) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Cluster == b.Cluster && a.Number == b.Number && a.Writer == b.Writer && a.Addr == b.Addr &&
+		a.Granted.Equal(b.Granted) && a.Why == b.Why
 }

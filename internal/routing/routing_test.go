@@ -712,3 +712,49 @@ func TestListenerPanicStarvesLaterListeners(t *testing.T) {
 		t.Fatalf("the sink never received the pool %s, though Current has it", summary(r.Current().Pool))
 	}
 }
+
+// The router reads the writer terms at every recompute, routes writes to
+// the holder only, and hands out a new update when only the term or
+// AskTerm changes (samePool), which Diff does not report.
+func TestTermsAreReadAtEveryStep(t *testing.T) {
+	voter := func(m *pool.Member) { m.Tags[tags.KeyVoter] = "8300" }
+	w := newWorld()
+	var tv pool.TermView
+	r, rec := newTestRouter(Config{Terms: func() pool.TermView { return tv }}, w.view, w, nil)
+	ms := []pool.Member{writer("dbp", voter), writer("dbr", voter)}
+	step := func(sec float64, wantSummary string, wantTerm uint64, wantAsk bool, wantUpdates int) {
+		t.Helper()
+		stepAt(r, w, sec, ms...)
+		c := r.Current().Pool.Cluster("default")
+		if got := summary(r.Current().Pool); got != wantSummary {
+			t.Fatalf("at %vs: pool %s, want %s", sec, got, wantSummary)
+		}
+		if c.Term == nil || c.Term.Number != wantTerm || c.AskTerm != wantAsk {
+			t.Fatalf("at %vs: term %+v ask %v, want term %d ask %v", sec, c.Term, c.AskTerm, wantTerm, wantAsk)
+		}
+		if rec.count() != wantUpdates {
+			t.Fatalf("at %vs: %d updates, want %d", sec, rec.count(), wantUpdates)
+		}
+	}
+	step(0, "default{w[] r[] o[dbp:no-term dbr:no-term]}", 0, true, 1)
+	step(1, "default{w[] r[] o[dbp:no-term dbr:no-term]}", 0, true, 1)
+	tv = pool.TermView{Terms: map[string]pool.Term{"default": {Cluster: "default", Number: 3, Writer: "dbr", Addr: "dbr:3306", Why: "first"}}}
+	step(2, "default{w[dbr] r[] o[dbp:conflict]}", 3, false, 2)
+	if ch := rec.last(t).Changes; len(ch) != 2 {
+		t.Fatalf("changes %+v, want dbp and dbr", ch)
+	}
+	step(3, "default{w[dbr] r[] o[dbp:conflict]}", 3, false, 2)
+	// The same writer by a later term: no node changes, the term does.
+	tv = pool.TermView{Terms: map[string]pool.Term{"default": {Cluster: "default", Number: 4, Writer: "dbr", Addr: "dbr:3306", Why: "again"}}}
+	step(4, "default{w[dbr] r[] o[dbp:conflict]}", 4, false, 3)
+	if ch := rec.last(t).Changes; len(ch) != 0 {
+		t.Fatalf("changes %+v, want none", ch)
+	}
+	// Only AskTerm changes: a cluster without writable servers and no term,
+	// known or verifiable.
+	ms = []pool.Member{replica("dbp", 0, voter)}
+	tv = pool.TermView{Unverifiable: "no consensus.term_key"}
+	step(5, "default{w[] r[dbp] o[]}", 0, false, 4)
+	tv = pool.TermView{}
+	step(6, "default{w[] r[dbp] o[]}", 0, true, 5)
+}
