@@ -744,9 +744,11 @@ func TestTermsAreReadAtEveryStep(t *testing.T) {
 		t.Fatalf("changes %+v, want dbp and dbr", ch)
 	}
 	step(3, "default{w[dbr] r[] o[dbp:conflict]}", 3, false, 2)
-	// The same writer by a later term: no node changes, the term does.
+	ms = []pool.Member{replica("dbp", 0, voter), writer("dbr", voter)}
+	step(4, "default{w[dbr] r[dbp] o[]}", 3, false, 3)
+	// The same writer by a later term: no node or detail changes, the term does.
 	tv = pool.TermView{Terms: map[string]pool.Term{"default": {Cluster: "default", Number: 4, Writer: "dbr", Addr: "dbr:3306", Why: "again"}}}
-	step(4, "default{w[dbr] r[] o[dbp:conflict]}", 4, false, 3)
+	step(4.5, "default{w[dbr] r[dbp] o[]}", 4, false, 4)
 	if ch := rec.last(t).Changes; len(ch) != 0 {
 		t.Fatalf("changes %+v, want none", ch)
 	}
@@ -754,7 +756,7 @@ func TestTermsAreReadAtEveryStep(t *testing.T) {
 	// known or verifiable.
 	ms = []pool.Member{replica("dbp", 0, voter)}
 	tv = pool.TermView{Unverifiable: "no consensus.term_key"}
-	step(5, "default{w[] r[dbp] o[]}", 0, false, 4)
+	step(5, "default{w[] r[dbp] o[]}", 0, false, 5)
 	tv = pool.TermView{}
-	step(6, "default{w[] r[dbp] o[]}", 0, true, 5)
+	step(6, "default{w[] r[dbp] o[]}", 0, true, 6)
 }
