@@ -11,8 +11,9 @@ import (
 	"github.com/shoaldb/shoal/internal/view"
 )
 
-// GET /v1/pool's clusters are the pool schema, plus until on damped nodes
-// and lag on replicas: the agent's view, as the API converts and serves it.
+// GET /v1/pool's clusters are the pool schema, plus until on damped nodes,
+// lag on replicas and the whole writer term (cluster, addr, granted, why):
+// the agent's view, as the API converts and serves it.
 func TestPoolViewClustersAreTheSchema(t *testing.T) {
 	lags := pool.Lags{Nodes: map[string]map[string]pool.Lag{"main": {
 		"db2": {Source: pool.LagGTID, Known: true, Seconds: 12.5, Transactions: 40},
@@ -27,7 +28,13 @@ func TestPoolViewClustersAreTheSchema(t *testing.T) {
 	if err := json.Unmarshal(b, &resp); err != nil {
 		t.Fatal(err)
 	}
-	pooltest.RequireSuperset(t, resp.Clusters, "until", "lag")
+	pooltest.RequireSuperset(t, resp.Clusters, "until", "lag", "cluster", "addr", "granted", "why")
+	if !strings.Contains(string(b), `"term":{"cluster":"main","term":3,"writer":"db1","addr":"10.0.0.11:3306","granted":"2026-11-27T06:01:02Z","why":"first term: the only writable server"}`) {
+		t.Errorf("main without its term: %s", b)
+	}
+	if strings.Count(string(b), `"term":{`) != 1 {
+		t.Errorf("a term on a cluster that requires none: %s", b)
+	}
 	if !strings.Contains(string(b), `"name":"db2","addr":"10.0.0.12:3306","reason":"floor","detail":"lag 12s over max_lag 10s","lag":{"source":"gtid","seconds":12.5,"at_least":false,"transactions":40}}`) {
 		t.Errorf("db2 without its lag: %s", b)
 	}

@@ -40,7 +40,7 @@ func lagView(l pool.Lag) *view.Lag {
 
 // clusterPools returns p's clusters (only the named one unless cluster is
 // "") as the API shows them: the pool schema (package poolschema), with
-// until on damped nodes, and each replica's lag from lags. The lag is not
+// until on damped nodes, the whole writer term, and each replica's lag from lags. The lag is not
 // in the pool schema: it changes without the pool changing, and the pool
 // file and the hooks' payloads must change only with the pool.
 func clusterPools(p *pool.Pool, lags pool.Lags, cluster string) []view.ClusterPool {
@@ -55,10 +55,19 @@ func clusterPools(p *pool.Pool, lags pool.Lags, cluster string) []view.ClusterPo
 		l := lags.Nodes[c.Name]
 		out = append(out, view.ClusterPool{
 			Name: c.Name, Writers: poolNodes(c.Writers, l), Readers: poolNodes(c.Readers, l), Out: poolNodes(c.Out, l),
-			Conflict: c.Schema().Conflict,
+			Conflict: c.Schema().Conflict, Term: termView(c.Term),
 		})
 	}
 	return out
+}
+
+// termView is a cluster's writer term as the API shows it; nil when the
+// cluster requires none.
+func termView(t *pool.Term) *view.Term {
+	if t == nil {
+		return nil
+	}
+	return &view.Term{Cluster: t.Cluster, Number: t.Number, Writer: t.Writer, Addr: t.Addr, Granted: t.Granted, Why: t.Why}
 }
 
 // PoolView returns the current pool as the API and the metrics show it;

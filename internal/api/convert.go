@@ -124,8 +124,16 @@ func toPoolNode(n view.PoolNode) client.PoolNode {
 func toClusterPool(c view.ClusterPool) client.ClusterPool {
 	return client.ClusterPool{
 		Name: c.Name, Writers: each(c.Writers, toPoolNode), Readers: each(c.Readers, toPoolNode),
-		Out: each(c.Out, toPoolNode), Conflict: c.Conflict,
+		Out: each(c.Out, toPoolNode), Conflict: c.Conflict, Term: toTerm(c.Term),
 	}
+}
+
+// toTerm is a cluster's writer term; nil when it requires none.
+func toTerm(t *view.Term) *client.Term {
+	if t == nil {
+		return nil
+	}
+	return &client.Term{Cluster: t.Cluster, Term: t.Number, Writer: t.Writer, Addr: t.Addr, Granted: t.Granted, Why: t.Why}
 }
 
 func toSinkStatus(s view.SinkStatus) client.SinkStatus {

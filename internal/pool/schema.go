@@ -19,14 +19,19 @@ func (p *Pool) Schema() poolschema.Pool {
 	return out
 }
 
-// Schema returns c in the pool's JSON schema.
+// Schema returns c in the pool's JSON schema, with its term's number and
+// writer when it requires a term.
 func (c Cluster) Schema() poolschema.Cluster {
 	conflict := slices.Clone(c.Conflict)
 	if conflict == nil {
 		conflict = []string{}
 	}
-	return poolschema.Cluster{Name: c.Name, Writers: SchemaNodes(c.Writers), Readers: SchemaNodes(c.Readers),
+	out := poolschema.Cluster{Name: c.Name, Writers: SchemaNodes(c.Writers), Readers: SchemaNodes(c.Readers),
 		Out: SchemaNodes(c.Out), Conflict: conflict}
+	if c.Term != nil {
+		out.Term = &poolschema.Term{Number: c.Term.Number, Writer: c.Term.Writer}
+	}
+	return out
 }
 
 // SchemaNodes returns ns in the pool's JSON schema, never nil.

@@ -240,6 +240,9 @@ type ClusterPool struct {
 	Readers  []PoolNode
 	Out      []PoolNode
 	Conflict []string // never nil
+	// Term is the writer term the cluster's writer rule followed: nil
+	// when the cluster requires none; Number 0 when none is known.
+	Term *Term
 }
 
 // Pool is the routing pool as this agent computed it, with its sinks.

@@ -349,13 +349,20 @@ type Lag struct {
 }
 
 // ClusterPool is the pool of one cluster: in JSON, the pool schema's
-// cluster (package poolschema, version 1), with until on damped nodes.
+// cluster (package poolschema, version 1), with until on damped nodes and
+// the whole writer term (cluster, addr, granted and why besides the
+// schema's term and writer).
 type ClusterPool struct {
 	Name     string     `json:"name"`
 	Writers  []PoolNode `json:"writers"`
 	Readers  []PoolNode `json:"readers"`
 	Out      []PoolNode `json:"out"`
 	Conflict []string   `json:"conflict"` // [] when there is no conflict
+	// Term is the writer term the cluster's writer rule followed: only
+	// its holder may be the writer. Absent when the cluster requires
+	// none; term 0 when the agent knows none yet (then there is no
+	// writer, and the writable nodes are out with reason no-term).
+	Term *Term `json:"term,omitempty"`
 }
 
 // PoolResponse is GET /v1/pool: one entry in Clusters per cluster shown,

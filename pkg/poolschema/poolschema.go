@@ -41,6 +41,21 @@ type Cluster struct {
 	// Conflict names every node that was writable at once (two or more) while
 	// a writer conflict lasts; empty otherwise.
 	Conflict []string `json:"conflict"`
+	// Term is the writer term the cluster's writer rule followed; absent
+	// when the cluster requires none (no consensus voters among its db
+	// members, or Galera: docs/pool.md).
+	Term *Term `json:"term,omitempty"`
+}
+
+// Term is the writer term a cluster's writer rule followed: only the
+// term's holder may be the writer (docs/consensus.md).
+type Term struct {
+	// Number is the term's number; 0 when the cluster requires a term and
+	// the agent knows none (then the cluster has no writer).
+	Number uint64 `json:"term"`
+	// Writer is the name of the node the term was granted to; "" with
+	// Number 0. Remote text: escape it when you show it.
+	Writer string `json:"writer"`
 }
 
 // Node is a member's place in the pool.

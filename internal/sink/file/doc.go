@@ -50,6 +50,7 @@
 //	      "readers": [{"name": "db2", "addr": "10.0.0.2:3306"}],
 //	      "out": [{"name": "db3", "addr": "10.0.0.3:3306", "reason": "lag", "detail": "..."}],
 //	      "conflict": ["db1", "db4"], // writer candidates in conflict; [] when none
+//	      "term": {"term": 3, "writer": "db1"}, // the writer term followed; omitted when none is required
 //	      "held": ["db5"]             // nodes kept in lists while frozen; omitted when none
 //	    }
 //	  ]
@@ -58,8 +59,10 @@
 // writers, readers, out and conflict are always arrays, maybe empty, each sorted by
 // name; a writer that serves reads is in both writers and readers. Every
 // node has a name and an addr ("host:port"); reason and detail are omitted
-// when empty, which is the case for nodes in the pool. Readers should ignore
-// keys they do not know.
+// when empty, which is the case for nodes in the pool. term is present
+// when the cluster's writer follows a writer term (docs/pool.md), with
+// term 0 and writer "" when none is known yet. Readers should ignore keys
+// they do not know.
 //
 // # Frozen
 //

@@ -13,13 +13,15 @@ import (
 	"slices"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/shoaldb/shoal/internal/pool"
 )
 
 // Fixture is a pool with every shape the schema has: a cluster with a
-// writer, a reader kept by the floor and a node out with a detail, and a
-// cluster in a writer conflict with no writer and no reader.
+// writer by a writer term, a reader kept by the floor and a node out with
+// a detail, and a cluster in a writer conflict with no writer, no reader
+// and no term.
 func Fixture() *pool.Pool {
 	return &pool.Pool{Clusters: []pool.Cluster{
 		{
@@ -27,6 +29,8 @@ func Fixture() *pool.Pool {
 			Writers: []pool.Node{{Name: "db1", Addr: "10.0.0.11:3306"}},
 			Readers: []pool.Node{{Name: "db2", Addr: "10.0.0.12:3306", Reason: pool.ReasonFloor, Detail: "lag 12s over max_lag 10s"}},
 			Out:     []pool.Node{{Name: "db3", Addr: "10.0.0.13:3306", Reason: pool.ReasonCritical, Detail: "timeout"}},
+			Term: &pool.Term{Cluster: "main", Number: 3, Writer: "db1", Addr: "10.0.0.11:3306",
+				Granted: time.Date(2026, 11, 27, 6, 1, 2, 0, time.UTC), Why: "first term: the only writable server"},
 		},
 		{
 			Name: "other",
