@@ -217,6 +217,7 @@ func samplePool() *client.PoolResponse {
 						Lag: &client.Lag{Source: "gtid", Seconds: ptr(600.0), AtLeast: true, Transactions: ptr(uint64(1204))}},
 					{Name: "db7", Addr: "10.0.0.17:3306", Reason: "lag", Detail: "lag unknown", Lag: &client.Lag{Source: "sbm"}}},
 				Conflict: []string{"db1", "db5"},
+				Term:     &client.Term{Cluster: "main", Term: 3, Writer: "db1", Addr: "10.0.0.11:3306", Granted: time.Date(2024, 5, 1, 11, 58, 2, 0, time.UTC), Why: "first term"},
 			},
 			{
 				Name:    "shard2",
@@ -248,6 +249,10 @@ func TestPoolGolden(t *testing.T) {
 			Writers: []client.PoolNode{{Name: "db1", Addr: "10.0.0.11:3306"}},
 			Readers: []client.PoolNode{{Name: "db2", Addr: "10.0.0.12:3306"}}}}}},
 		{"pool.empty", &client.PoolResponse{Clusters: []client.ClusterPool{}}},
+		{"pool.no-term", &client.PoolResponse{Clusters: []client.ClusterPool{{Name: "main",
+			Readers: []client.PoolNode{{Name: "db2", Addr: "10.0.0.12:3306"}},
+			Out:     []client.PoolNode{{Name: "db1", Addr: "10.0.0.11:3306", Reason: "no-term", Detail: "no writer term known yet"}},
+			Term:    &client.Term{Cluster: "main"}}}}},
 	} {
 		var b bytes.Buffer
 		if err := writePool(&b, tc.p); err != nil {
@@ -264,6 +269,7 @@ func TestPoolSanitizesHostileText(t *testing.T) {
 			Writers:  []client.PoolNode{{Name: hostile, Addr: "10.0.0.11:3306"}},
 			Out:      []client.PoolNode{{Name: "db2", Addr: "10.0.0.12:3306", Reason: "stale", Detail: hostile, Lag: &client.Lag{Source: hostile}}},
 			Conflict: []string{hostile, "db2"},
+			Term:     &client.Term{Cluster: hostile, Term: 2, Writer: hostile},
 		}},
 		Sinks: []client.SinkStatus{{Name: "haproxy", Target: "127.0.0.1:9999", State: "failing",
 			LastError: hostile, LastErrorAt: sinkFailed, Failures: 1, Notes: []string{hostile}}},
@@ -272,8 +278,8 @@ func TestPoolSanitizesHostileText(t *testing.T) {
 	if err := writePool(&b, p); err != nil {
 		t.Fatal(err)
 	}
-	// cluster, conflict, header, 2 rows, blank, sink header, sink row, note
-	checkSanitized(t, b.Bytes(), 9)
+	// cluster, term, conflict, header, 2 rows, blank, sink header, sink row, note
+	checkSanitized(t, b.Bytes(), 10)
 }
 
 func sampleHistory() *client.HistoryResponse {

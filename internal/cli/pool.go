@@ -57,6 +57,9 @@ func writePool(w io.Writer, p *client.PoolResponse) error {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "cluster %s\n", sanitize(c.Name))
+		if c.Term != nil {
+			fmt.Fprintln(w, termLine(*c.Term))
+		}
 		if len(c.Conflict) > 0 {
 			fmt.Fprintf(w, "!! WRITER CONFLICT: %s are all writable; writes go to at most one\n", sanitize(strings.Join(c.Conflict, ", ")))
 		}
@@ -89,6 +92,20 @@ func writePool(w io.Writer, p *client.PoolResponse) error {
 		}
 	}
 	return writeSinks(w, p.Sinks, p.Generation)
+}
+
+// termLine is the writer term a cluster's writer rule followed, for a
+// cluster that requires one: "term 3: db1, granted 2026-11-27T06:01:02Z",
+// or "term: none known" (then the cluster has no writer).
+func termLine(t client.Term) string {
+	if t.Term == 0 {
+		return "term: none known"
+	}
+	s := fmt.Sprintf("term %d: %s", t.Term, sanitize(t.Writer))
+	if !t.Granted.IsZero() {
+		s += ", granted " + t.Granted.UTC().Format(time.RFC3339)
+	}
+	return s
 }
 
 // lagText is a replica's lag as the tables show it: "3 tx / 1.2s (gtid)",
