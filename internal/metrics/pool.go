@@ -11,6 +11,7 @@ import (
 type PoolCollector struct {
 	view                                 func() view.Pool
 	nodes, in, out, conflict, isolated   *prometheus.Desc
+	term                                 *prometheus.Desc
 	held                                 *prometheus.Desc
 	generation, sinkApplied              *prometheus.Desc
 	sinkOK, sinkLastSuccess, sinkFailure *prometheus.Desc
@@ -28,6 +29,7 @@ func NewPoolCollector(view func() view.Pool) *PoolCollector {
 		in:              d("pool_in", "1 for each node in the pool, by cluster and role (writer or reader).", "cluster", "role", "node"),
 		out:             d("pool_out", "1 for each database node out of the pool, with the reason.", "cluster", "node", "reason"),
 		conflict:        d("pool_writer_conflict", "1 while two or more nodes of the cluster are writable (at most one is routed to).", "cluster"),
+		term:            d("pool_writer_term", "The writer term this agent routes the cluster's writes by: only its holder may be the writer (0: the cluster requires a term and none is known, so it has no writer). No series for a cluster that requires none (no voters, or Galera).", "cluster"),
 		isolated:        d("pool_isolated", "1 while this agent cannot reach the fleet and holds what it routed.", nil...),
 		held:            d("pool_held_nodes", "Nodes kept in their role because this agent cannot verify their failure.", nil...),
 		generation:      d("pool_generation", "The router's generation: the number of the latest pool it computed (0: none yet).", nil...),
@@ -44,7 +46,7 @@ func NewPoolCollector(view func() view.Pool) *PoolCollector {
 
 // Describe implements prometheus.Collector.
 func (c *PoolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.nodes, c.in, c.out, c.conflict, c.isolated, c.held, c.generation, c.sinkApplied, c.sinkOK, c.sinkLastSuccess, c.sinkFailure, c.behindTx, c.lagSeconds} {
+	for _, d := range []*prometheus.Desc{c.nodes, c.in, c.out, c.conflict, c.term, c.isolated, c.held, c.generation, c.sinkApplied, c.sinkOK, c.sinkLastSuccess, c.sinkFailure, c.behindTx, c.lagSeconds} {
 		ch <- d
 	}
 }
@@ -75,6 +77,9 @@ func (c *PoolCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(c.out, 1, cl.Name, n.Name, n.Reason)
 		}
 		gauge(c.conflict, b2f(len(cl.Conflict) > 0), cl.Name)
+		if cl.Term != nil {
+			gauge(c.term, float64(cl.Term.Number), cl.Name)
+		}
 		c.collectLags(cl, gauge)
 	}
 	gauge(c.isolated, b2f(v.Isolated))

@@ -21,6 +21,11 @@ func TestPoolCollector(t *testing.T) {
 			Readers:  []view.PoolNode{{Name: "db2"}},
 			Out:      []view.PoolNode{{Name: "db3", Reason: "lag"}, {Name: "db4", Reason: "conflict"}},
 			Conflict: []string{"db1", "db4"},
+			Term:     &view.Term{Cluster: "main", Number: 3, Writer: "db1"},
+		}, {
+			Name: "noterm", Term: &view.Term{Cluster: "noterm"}, Conflict: []string{},
+		}, {
+			Name: "plain", Conflict: []string{},
 		}},
 		Sinks: []view.SinkStatus{
 			{Name: "haproxy", State: "failing", LastSuccess: time.Unix(1700000000, 500_000_000), Failures: 3, AppliedGeneration: 12},
@@ -47,6 +52,12 @@ shoal_pool_isolated 1
 shoal_pool_nodes{cluster="main",role="out"} 2
 shoal_pool_nodes{cluster="main",role="reader"} 1
 shoal_pool_nodes{cluster="main",role="writer"} 1
+shoal_pool_nodes{cluster="noterm",role="out"} 0
+shoal_pool_nodes{cluster="noterm",role="reader"} 0
+shoal_pool_nodes{cluster="noterm",role="writer"} 0
+shoal_pool_nodes{cluster="plain",role="out"} 0
+shoal_pool_nodes{cluster="plain",role="reader"} 0
+shoal_pool_nodes{cluster="plain",role="writer"} 0
 # HELP shoal_pool_out 1 for each database node out of the pool, with the reason.
 # TYPE shoal_pool_out gauge
 shoal_pool_out{cluster="main",node="db3",reason="lag"} 1
@@ -54,6 +65,12 @@ shoal_pool_out{cluster="main",node="db4",reason="conflict"} 1
 # HELP shoal_pool_writer_conflict 1 while two or more nodes of the cluster are writable (at most one is routed to).
 # TYPE shoal_pool_writer_conflict gauge
 shoal_pool_writer_conflict{cluster="main"} 1
+shoal_pool_writer_conflict{cluster="noterm"} 0
+shoal_pool_writer_conflict{cluster="plain"} 0
+# HELP shoal_pool_writer_term The writer term this agent routes the cluster's writes by: only its holder may be the writer (0: the cluster requires a term and none is known, so it has no writer). No series for a cluster that requires none (no voters, or Galera).
+# TYPE shoal_pool_writer_term gauge
+shoal_pool_writer_term{cluster="main"} 3
+shoal_pool_writer_term{cluster="noterm"} 0
 # HELP shoal_sink_applied_generation Generation of the last pool the sink fully applied: succeeded and not frozen (0: none yet); behind shoal_pool_generation while it fails or holds removals.
 # TYPE shoal_sink_applied_generation gauge
 shoal_sink_applied_generation{sink="file"} 14
