@@ -18,7 +18,15 @@ import (
 // history, the metrics and the hooks.
 type poolDelta struct {
 	conflicts []conflictChange // clusters whose writer conflict set changed
+	terms     []termChange     // clusters whose writer rule follows another term
 	isolation bool             // isolation started or ended
+}
+
+// termChange is a cluster whose writer rule follows another writer term
+// (nil: none required).
+type termChange struct {
+	cluster  string
+	was, now *pool.Term
 }
 
 type conflictChange struct {
@@ -27,10 +35,11 @@ type conflictChange struct {
 }
 
 // any reports a change worth a pool-change event: a node entered or left a
-// role, or a conflict or isolation started or ended. A change of detail
-// alone (say, the lag figure) is not one.
+// role, a conflict or isolation started or ended, or a cluster follows
+// another writer term. A change of detail alone (say, the lag figure) is
+// not one.
 func (d poolDelta) any(u routing.Update) bool {
-	return len(u.Changes) > 0 || d.isolation || len(d.conflicts) > 0
+	return len(u.Changes) > 0 || d.isolation || len(d.conflicts) > 0 || len(d.terms) > 0
 }
 
 // onPool is the router listener that feeds the history, the metrics and
@@ -61,6 +70,9 @@ func (a *Agent) poolParts(parts []poolPart) routing.Listener {
 			if was := conflictOf(prev.Pool, c.Name); !slices.Equal(was, c.Conflict) {
 				d.conflicts = append(d.conflicts, conflictChange{c.Name, was, c.Conflict})
 			}
+			if was := termOf(prev.Pool, c.Name); termText(was) != termText(c.Term) {
+				d.terms = append(d.terms, termChange{c.Name, was, c.Term})
+			}
 		}
 		prev = u
 		for _, p := range parts {
@@ -82,8 +94,9 @@ func (a *Agent) guardPart(part string, f func()) {
 	f()
 }
 
-// recordPool writes every pool change, and the start and end of writer
-// conflicts and of isolation, to the history.
+// recordPool writes every pool change, the start and end of writer
+// conflicts, each change of the writer term a cluster follows, and the
+// start and end of isolation, to the history.
 func (a *Agent) recordPool(u routing.Update, d poolDelta) {
 	for _, c := range u.Changes {
 		a.rep.hist.Add(history.Entry{
@@ -97,6 +110,13 @@ func (a *Agent) recordPool(u routing.Update, d poolDelta) {
 			From: conflictText(c.was), To: conflictText(c.now),
 			Detail: "writable nodes: a conflict keeps at most one writer in the pool",
 		})
+	}
+	for _, c := range d.terms {
+		e := history.Entry{Time: u.At, Kind: history.KindTerm, Cluster: c.cluster, From: termText(c.was), To: termText(c.now)}
+		if c.now != nil {
+			e.Detail = c.now.Why
+		}
+		a.rep.hist.Add(e)
 	}
 	if d.isolation {
 		e := history.Entry{Time: u.At, Kind: history.KindIsolation, From: "connected", To: "isolated", Detail: isolationText(u.Isolation)}
@@ -152,6 +172,27 @@ func conflictOf(p *pool.Pool, cluster string) []string {
 		return c.Conflict
 	}
 	return nil
+}
+
+func termOf(p *pool.Pool, cluster string) *pool.Term {
+	if c := p.Cluster(cluster); c != nil {
+		return c.Term
+	}
+	return nil
+}
+
+// termText is a writer term as the history shows it: "3 (db1)", "none
+// known" (required, none known) or "not required". Two terms with the same
+// text are the same term: the number is a term's identity, the writer
+// tells operators who holds it.
+func termText(t *pool.Term) string {
+	switch {
+	case t == nil:
+		return "not required"
+	case t.Number == 0:
+		return "none known"
+	}
+	return fmt.Sprintf("%d (%s)", t.Number, t.Writer)
 }
 
 func conflictText(names []string) string {

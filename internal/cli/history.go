@@ -21,13 +21,15 @@ func newHistoryCmd(g *globals) *cobra.Command {
 		Use:   "history",
 		Short: "Show pool and health transitions recorded by the agent",
 		Long: `Every pool change (a node entering or leaving a role, with its reason),
-local health change, writer conflict, isolation freeze and maintenance
-change, oldest first. The agent keeps the last history.size entries in
+local health change, writer conflict, writer term change, isolation
+freeze and maintenance change, oldest first. The agent keeps the last history.size entries in
 memory; history.file keeps them on disk.
 
 Kinds (--kind): pool (a node entered or left a role), health (this node's
-health), conflict (two writers, begun or ended), isolation (this agent lost
-or regained the cluster), maint (maintenance mode on or off).
+health), conflict (two writers, begun or ended), term (the writer term a
+cluster's writes follow changed, say from "3 (db1)" to "4 (db2)"),
+isolation (this agent lost or regained the cluster), maint (maintenance
+mode on or off).
 
   shoal history --since 10m
   shoal history --node db2 --format json`,

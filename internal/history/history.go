@@ -22,11 +22,12 @@ const (
 	KindHealth    Kind = "health"    // a node's health changed
 	KindIsolation Kind = "isolation" // this agent's isolation state changed
 	KindConflict  Kind = "conflict"  // a conflict (say, two writers) began or ended
+	KindTerm      Kind = "term"      // the writer term a cluster's writer rule follows changed
 	KindMaint     Kind = "maint"     // this node's maintenance mode was turned on or off
 )
 
 // Kinds lists every kind, in the order the documentation gives them.
-var Kinds = []Kind{KindPool, KindHealth, KindConflict, KindIsolation, KindMaint}
+var Kinds = []Kind{KindPool, KindHealth, KindConflict, KindTerm, KindIsolation, KindMaint}
 
 // KindNames is Kinds as one comma-separated string, for help and errors.
 func KindNames() string {

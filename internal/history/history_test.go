@@ -214,14 +214,14 @@ func TestConcurrent(t *testing.T) {
 }
 
 func TestParseKind(t *testing.T) {
-	for _, k := range []string{"", "pool", "health", "conflict", "isolation", "maint"} {
+	for _, k := range []string{"", "pool", "health", "conflict", "term", "isolation", "maint"} {
 		if got, err := ParseKind(k); err != nil || string(got) != k {
 			t.Errorf("ParseKind(%q) = %q, %v", k, got, err)
 		}
 	}
 	for _, k := range []string{"bogus", "maintenance", "Pool", " pool"} {
 		_, err := ParseKind(k)
-		if err == nil || !strings.Contains(err.Error(), "want one of pool, health, conflict, isolation, maint") {
+		if err == nil || !strings.Contains(err.Error(), "want one of pool, health, conflict, term, isolation, maint") {
 			t.Errorf("ParseKind(%q) = %v; want an error listing the kinds", k, err)
 		}
 	}
