@@ -289,7 +289,12 @@
           chip(nw + (nw === 1 ? ' writer' : ' writers'), nw === 1 ? 'info' : 'bad'), ' ',
           chip(nr + (nr === 1 ? ' reader' : ' readers'), nr > 0 ? 'ok' : 'warn'), ' ',
           chip(no + ' out', no > 0 ? 'bad' : 'idle')));
+      // The writer term the cluster's writer rule follows (docs/pool.md);
+      // absent when the cluster requires none.
+      const term = c.term ? (c.term.term ? 'term ' + c.term.term + ': ' + c.term.writer + (c.term.granted ? ', granted ' + c.term.granted : '')
+        : 'term: none known (no writer until the voters grant one)') : null;
       const card = el('div', 'card', head,
+        term ? el('p', 'muted small', term) : null,
         c.conflict && c.conflict.length ? el('p', 'inline-banner tone-bad', 'conflict: ' + c.conflict.join(', ') + ' writable') : null,
         table(['place', 'node', 'address', 'lag', 'reason', 'detail'], rows, 'pool-table'));
       card.setAttribute('data-cluster-card', '');
