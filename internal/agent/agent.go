@@ -63,6 +63,7 @@ type Agent struct {
 	pool  poolParts          // the router and its sinks
 	rep   reporters          // history, hooks and metrics
 	cons  consensusParts     // the raft voter (consensus.go), when this agent is one
+	terms termParts          // the writer terms this agent knows (terms.go)
 }
 
 // New validates what it can without binding ports and prepares the agent.
@@ -74,6 +75,7 @@ func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
 		clock: clockwork.NewRealClock(),
 		life:  newLifecycle(),
 		mesh:  mesh{events: newEventHub()},
+		terms: newTermParts(),
 		rep:   reporters{metrics: metrics.NewAgent(), flaps: &flapCounter{failed: map[string]bool{}}},
 	}
 	a.join.status = view.JoinStatus{Addrs: cfg.Join}
@@ -164,6 +166,10 @@ func (a *Agent) APITokenFile() string { return a.rpc.tokenFile }
 
 // observeEvent runs inline in serf's event loop: keep it cheap.
 func (a *Agent) observeEvent(e serf.Event) {
+	if isTermEvent(e) {
+		a.offerTermEvent(e)
+		return
+	}
 	me, ok := e.(serf.MemberEvent)
 	if !ok {
 		return

@@ -40,23 +40,30 @@ func (a *Agent) voterTag() string {
 	return tags.FormatVoter(a.cons.port, a.cons.inConfig.Load())
 }
 
-// startConsensus opens this agent's raft server when it is a voter; the
-// loop runs from startLoops. An agent without a consensus key has none.
+// startConsensus sets what writer terms are verified with (the consensus
+// keyring, consensus.term_key) and opens this agent's raft server when it
+// is a voter; the loops run from startLoops. An agent without a consensus
+// key has no raft server.
 func (a *Agent) startConsensus(context.Context, *startup) error {
 	cs := a.cfg.Consensus
+	var kr *consensus.Keyring
+	if cs.Enabled() {
+		keys, warn, err := a.cfg.ConsensusKeyring()
+		if err != nil {
+			return config.Invalid(err)
+		}
+		if warn != "" {
+			a.log.Warn(warn)
+		}
+		if kr, err = consensus.ParseKeyring(keys); err != nil {
+			return config.Invalid(fmt.Errorf("consensus.keyring_file %s: %w", cs.KeyringFile, err))
+		}
+	}
+	if err := a.setTermKeys(kr, a.cons.port != 0); err != nil {
+		return config.Invalid(fmt.Errorf("consensus.term_key: %w", err))
+	}
 	if a.cons.port == 0 {
 		return nil
-	}
-	keys, warn, err := a.cfg.ConsensusKeyring()
-	if err != nil {
-		return config.Invalid(err)
-	}
-	if warn != "" {
-		a.log.Warn(warn)
-	}
-	kr, err := consensus.ParseKeyring(keys)
-	if err != nil {
-		return config.Invalid(fmt.Errorf("consensus.keyring_file %s: %w", cs.KeyringFile, err))
 	}
 	host := a.cfg.ConsensusHost()
 	n, err := consensus.Open(consensus.Config{
@@ -139,6 +146,7 @@ type consensusView struct{ a *Agent }
 
 func (v consensusView) Members() []pool.Member { return v.a.poolMembers() }
 func (v consensusView) Policy() pool.Policy    { return v.a.cfg.Pool.Policy() }
+func (v consensusView) Publish(ts []pool.Term) { v.a.publishTerms(ts) }
 
 // Peers returns the alive members whose voter tag is valid, with their
 // raft address (the member's gossip IP and the tag's port), and the

@@ -179,7 +179,8 @@ func (a *Agent) startPool(_ context.Context, st *startup) (err error) {
 		Memberlist: st.sc.MemberlistConfig, Done: func() { a.pool.router.Trigger() }, Log: a.logs.Logger.With("component", "gossip"),
 	})
 	a.pool.router = routing.New(routing.Config{Policy: ps.Policy(), Damp: ps.Damp(), NoDamping: !ps.Damping,
-		IsolationWindow: ps.IsolationWindow, IsolationMax: ps.IsolationMax, Self: a.cfg.Node, Reach: a.mesh.reach},
+		IsolationWindow: ps.IsolationWindow, IsolationMax: ps.IsolationMax, Self: a.cfg.Node, Reach: a.mesh.reach,
+		Terms: a.termView},
 		a.poolMembers, a.logs.Logger.With("component", "pool"))
 	a.pool.sinks, err = a.newSinks()
 	return err
@@ -234,14 +235,14 @@ func (a *Agent) startGossip(_ context.Context, st *startup) error {
 			Serf: sa.Serf, Transport: tr, Memberlist: mc,
 			Emit: func(e serf.Event) {
 				a.mesh.events.HandleEvent(e)
-				a.rep.hooks.HandleEvent(e)
+				a.hookEvents().HandleEvent(e)
 			},
 			Log: a.logs.Logger.With("component", "gossip"),
 		})
 		sa.RegisterEventHandler(a.mesh.gate)
 	} else {
 		sa.RegisterEventHandler(a.mesh.events)
-		sa.RegisterEventHandler(a.rep.hooks)
+		sa.RegisterEventHandler(a.hookEvents())
 	}
 	if err := sa.Start(); err != nil {
 		return fmt.Errorf("start gossip on %s: %w", a.cfg.Bind, err)
@@ -287,7 +288,7 @@ func (a *Agent) startLoops(ctx context.Context, _ *startup) error {
 		}
 	}
 	a.startSinks(ctx)
-	loops := []func(context.Context){a.reannounce, a.pub.Run, a.pool.router.Run, a.retryJoin, a.watchSerf, a.runConsensus}
+	loops := []func(context.Context){a.reannounce, a.pub.Run, a.pool.router.Run, a.retryJoin, a.watchSerf, a.runConsensus, a.runTerms}
 	if a.mesh.peers != nil {
 		loops = append(loops, a.mesh.peers.Run, a.mesh.peers.Rejoin)
 		a.mesh.peers.MarkDirty()

@@ -249,6 +249,7 @@ it again unchanged fails again.`,
 		newHooksCmd(g),
 		newInfoCmd(g),
 		newKeygenCmd(g),
+		newTermKeyCmd(g),
 		newKeysCmd(g),
 		newVersionCmd(g),
 	)

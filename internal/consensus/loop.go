@@ -3,7 +3,10 @@ package consensus
 import (
 	"context"
 	"errors"
+	"maps"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/shoaldb/shoal/internal/pool"
@@ -19,6 +22,10 @@ type View interface {
 	Members() []pool.Member
 	// Policy is the pool policy the grants judge servers by.
 	Policy() pool.Policy
+	// Publish broadcasts terms to every agent (signed, as TermEvent):
+	// each term this leader grants, and every term once it is elected.
+	// It must not block for long.
+	Publish(terms []pool.Term)
 }
 
 // Loop timings.
@@ -56,6 +63,9 @@ func (n *Node) Run(ctx context.Context, v View, wake <-chan struct{}) {
 			if err := n.Barrier(ctx); err != nil {
 				n.log.Warn("consensus: barrier after election", "error", err)
 				continue
+			}
+			if terms := n.fsm.Terms(); len(terms) > 0 {
+				v.Publish(slices.SortedFunc(maps.Values(terms), func(a, b pool.Term) int { return strings.Compare(a.Cluster, b.Cluster) }))
 			}
 		}
 		led = leading
@@ -105,6 +115,12 @@ func (n *Node) decide(v View) {
 		}
 		voters[id] = true
 	}
+	var granted []pool.Term
+	defer func() {
+		if len(granted) > 0 {
+			v.Publish(granted)
+		}
+	}()
 	for _, g := range pool.DecideTerms(members, v.Policy(), n.fsm.Terms(), voters, time.Now()) {
 		t, err := n.Grant(g, grantTimeout)
 		switch {
@@ -113,6 +129,7 @@ func (n *Node) decide(v View) {
 		case err != nil:
 			n.log.Warn("consensus: grant failed", "cluster", g.Term.Cluster, "writer", g.Term.Writer, "term", g.Term.Number, "error", err)
 		default:
+			granted = append(granted, t)
 			n.log.Info("consensus: writer term granted", "cluster", t.Cluster, "term", t.Number, "writer", t.Writer, "addr", t.Addr, "why", t.Why)
 		}
 	}

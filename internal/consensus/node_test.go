@@ -20,6 +20,39 @@ type fakeView struct {
 	peers   []Peer
 	gone    map[string]bool
 	members []pool.Member
+	// published: the terms passed to Publish, in order.
+	published []pool.Term
+}
+
+func (v *fakeView) Publish(terms []pool.Term) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.published = append(v.published, terms...)
+}
+
+// timesPublished counts the broadcasts of term n of cluster.
+func (v *fakeView) timesPublished(cluster string, n uint64) int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	c := 0
+	for _, t := range v.published {
+		if t.Cluster == cluster && t.Number == n {
+			c++
+		}
+	}
+	return c
+}
+
+// publishedTerm reports whether term n of cluster to writer was published.
+func (v *fakeView) publishedTerm(cluster string, n uint64, writer string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, t := range v.published {
+		if t.Cluster == cluster && t.Number == n && t.Writer == writer {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *fakeView) Peers() ([]Peer, map[string]bool) {
@@ -145,6 +178,7 @@ func TestQuorumBootstrapsAndGrants(t *testing.T) {
 		}
 		return true
 	})
+	waitUntil(t, "term 1 published by the leader", 5*time.Second, func() bool { return view.publishedTerm("default", 1, "db1") })
 
 	// A stranger with another key advertises itself as a voter.
 	strangerAddr := freeAddr(t)
@@ -194,6 +228,8 @@ func TestQuorumBootstrapsAndGrants(t *testing.T) {
 		l := leaderOf(rest)
 		return l != nil && l.FSM().Term("default").Number == 2
 	})
+	// and publishes it again, for agents that missed the first broadcast.
+	waitUntil(t, "term 2 published again by the new leader", 5*time.Second, func() bool { return view.timesPublished("default", 2) >= 2 })
 	// It grants on, with the stopped voter failed in the member list and
 	// one of the two left made the only writable server. Before the
 	// stopped voter shows in the list at all, it grants nothing.

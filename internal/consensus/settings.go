@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"crypto/ed25519"
 	"encoding/base64"
 	"fmt"
 	"net"
@@ -65,7 +66,12 @@ type Settings struct {
 	DataDir string `yaml:"data_dir"`
 	// BootstrapExpect is the number of voters that must be seen before the
 	// first quorum forms; every voter should be given the same.
-	BootstrapExpect    int           `yaml:"bootstrap_expect"`
+	BootstrapExpect int `yaml:"bootstrap_expect"`
+	// TermKey lists the public keys that writer terms are verified with
+	// (base64, comma-separated; `shoal term-key` prints them). An agent
+	// without the consensus key, an app agent, needs it to route writes in
+	// a cluster whose db agents vote; the consensus key gives it too.
+	TermKey            string        `yaml:"term_key"`
 	HeartbeatTimeout   time.Duration `yaml:"heartbeat_timeout"`
 	ElectionTimeout    time.Duration `yaml:"election_timeout"`
 	LeaderLeaseTimeout time.Duration `yaml:"leader_lease_timeout"`
@@ -199,8 +205,28 @@ func (s Settings) Check() error {
 	if s.BootstrapExpect < MinBootstrapExpect || s.BootstrapExpect > MaxBootstrapExpect {
 		errs.Addf("bootstrap_expect", s.BootstrapExpect, "must be from %d to %d", MinBootstrapExpect, MaxBootstrapExpect)
 	}
+	if _, err := s.TermPublicKeys(); err != nil {
+		errs.Addf("term_key", s.TermKey, "%v", err)
+	}
 	s.checkTimeouts(&errs)
 	return errs.Err()
+}
+
+// TermPublicKeys parses term_key: none when it is empty.
+func (s Settings) TermPublicKeys() ([]ed25519.PublicKey, error) {
+	var out []ed25519.PublicKey
+	for i, f := range strings.Split(s.TermKey, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		pub, err := ParsePublicKey(f)
+		if err != nil {
+			return nil, fmt.Errorf("key %d: %w", i+1, err)
+		}
+		out = append(out, pub)
+	}
+	return out, nil
 }
 
 // checkTimeouts checks the raft timeouts, and their order as raft wants

@@ -115,6 +115,10 @@ type Settings struct {
 	KeyringFile string
 }
 
+// UserEventSizeLimit is the most bytes a user event's name and payload
+// may have (serf's default is 512).
+const UserEventSizeLimit = 1024
+
 // SerfConfig translates the settings into serf's and memberlist's.
 // Event coalescing stays off: events reach handlers as they happen.
 func SerfConfig(s Settings, logOutput io.Writer) (*serf.Config, error) {
@@ -160,6 +164,9 @@ func SerfConfig(s Settings, logOutput io.Writer) (*serf.Config, error) {
 	sc.CoalescePeriod = 0
 	sc.QuiescentPeriod = 0
 	sc.UserCoalescePeriod = 0
+	// A signed writer term (consensus.MaxSignedTerm) travels as a user
+	// event; serf's default limit, 512 bytes, is too small for long names.
+	sc.UserEventSizeLimit = UserEventSizeLimit
 	sc.UserQuiescentPeriod = 0
 	return sc, nil
 }

@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/serf/serf"
+
+	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/consensus"
+	"github.com/shoaldb/shoal/internal/pool"
+)
+
+func termKeyring(t *testing.T) *consensus.Keyring {
+	t.Helper()
+	raw := make([]byte, consensus.KeySize)
+	if _, err := rand.Read(raw); err != nil {
+		t.Fatal(err)
+	}
+	kr, err := consensus.ParseKeyring([]string{base64.StdEncoding.EncodeToString(raw)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kr
+}
+
+func signedTerm(t *testing.T, kr *consensus.Keyring, n uint64, writer string) []byte {
+	t.Helper()
+	b, err := consensus.EncodeSignedTerm(kr, pool.Term{Cluster: "main", Number: n, Writer: writer, Addr: writer + ":3306", Granted: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// An agent keeps the highest term it can verify; forged, malformed and
+// older terms change nothing and are counted.
+func TestTermsVerifiedAndHighestKept(t *testing.T) {
+	fleet, stranger := termKeyring(t), termKeyring(t)
+	a := &Agent{cfg: &config.Config{}, log: slog.New(slog.DiscardHandler), terms: newTermParts()}
+	if a.termView().Unverifiable == "" {
+		t.Fatal("an agent with no key says it can verify terms")
+	}
+	// An app agent given only the public key (consensus.term_key).
+	a.cfg.Consensus.TermKey = consensus.EncodePublicKey(fleet.TermPublicKeys()[0])
+	if err := a.setTermKeys(nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if a.terms.signer != nil || a.termView().Unverifiable != "" {
+		t.Fatalf("term_key alone: signer %v, unverifiable %q", a.terms.signer, a.termView().Unverifiable)
+	}
+	event := func(b []byte) { a.handleTermEvent(serf.UserEvent{Name: consensus.TermEvent, Payload: b}) }
+	event(signedTerm(t, fleet, 2, "db2"))
+	event(signedTerm(t, stranger, 9, "evil"))
+	event(signedTerm(t, fleet, 1, "db1"))
+	event([]byte("garbage"))
+	event(signedTerm(t, fleet, 2, "db2"))
+	got := a.termView().Terms["main"]
+	if got.Number != 2 || got.Writer != "db2" {
+		t.Fatalf("term = %+v, want 2 to db2", got)
+	}
+	s := &a.terms.stats
+	if s.Learned.Load() != 1 || s.BadSignature.Load() != 1 || s.Stale.Load() != 2 || s.Malformed.Load() != 1 {
+		t.Fatalf("learned %d, bad signature %d, stale %d, malformed %d; want 1, 1, 2, 1",
+			s.Learned.Load(), s.BadSignature.Load(), s.Stale.Load(), s.Malformed.Load())
+	}
+	// A query for terms is answered only by a voter: this agent has no
+	// raft server and no signer, and must not panic.
+	a.handleTermEvent(&serf.Query{Name: consensus.TermQuery, Payload: consensus.EncodeTermQuery("main")})
+}
+
+// serf's event loop never blocks on the term loop: a full queue drops and
+// counts; hooks never see term events or queries.
+func TestTermEventsBoundedAndHiddenFromHooks(t *testing.T) {
+	a := &Agent{terms: newTermParts()}
+	for range termQueue + 3 {
+		a.offerTermEvent(serf.UserEvent{Name: consensus.TermEvent})
+	}
+	if d := a.terms.stats.Dropped.Load(); d != 3 {
+		t.Fatalf("dropped %d, want 3", d)
+	}
+	var seen []string
+	h := hookFilter{handlerFunc(func(e serf.Event) { seen = append(seen, e.String()) })}
+	h.HandleEvent(serf.UserEvent{Name: consensus.TermEvent})
+	h.HandleEvent(&serf.Query{Name: consensus.TermQuery})
+	h.HandleEvent(serf.UserEvent{Name: "deploy"})
+	if len(seen) != 1 {
+		t.Fatalf("hooks saw %v, want only the user's own event", seen)
+	}
+}
+
+type handlerFunc func(serf.Event)
+
+func (f handlerFunc) HandleEvent(e serf.Event) { f(e) }
