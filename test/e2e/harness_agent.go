@@ -110,11 +110,24 @@ func NewAgent(t testing.TB, h *Host, dir string, spec AgentSpec) *Agent {
 	return a
 }
 
+// AddFlags adds flags to the agent's command line, from its next start
+// on; a flag given again overrides the earlier value ("{dir}" becomes the
+// agent's directory, as in AgentSpec.Extra).
+func (a *Agent) AddFlags(flags ...string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, f := range flags {
+		a.args = append(a.args, strings.ReplaceAll(f, "{dir}", a.Dir))
+	}
+}
+
 // Start starts the agent; withJoin adds the --join addresses (a restart
 // without them must rejoin from the snapshot).
 func (a *Agent) Start(t testing.TB, withJoin bool) {
 	t.Helper()
+	a.mu.Lock()
 	argv := append([]string{a.bin}, a.args...)
+	a.mu.Unlock()
 	if withJoin {
 		for _, j := range a.join {
 			argv = append(argv, "--join", j)

@@ -26,6 +26,13 @@ type Options struct {
 	// DBFlags are more flags for every db agent (e.g. the consensus
 	// settings, see ConsensusFlags).
 	DBFlags []string
+	// AppFlags are more flags for every app agent (e.g. the consensus key,
+	// see ConsensusAppFlags).
+	AppFlags []string
+	// BeforeStart, when set, runs once every host, server and agent is
+	// set up and before any agent starts (e.g. to put a proxy between db1's
+	// agent and its server, see DelayProxy and Agent.AddFlags).
+	BeforeStart func(c *Cluster)
 	// FormTimeout bounds the wait for the healthy pool (default 60 s).
 	FormTimeout time.Duration
 	// ROBalance is the `balance` algorithm of the read-only listener of
@@ -117,7 +124,7 @@ func NewCluster(t testing.TB, opts Options) *Cluster {
       - {cluster: main, role: writer, backend: %s}
       - {cluster: main, role: reader, backend: %s}
 `, a.HAProxy.Sock, RWBackend, ROBackend) + opts.AppConfig
-		a.Agent = NewAgent(t, a.Host, c.Dir, AgentSpec{Name: a.Name, Role: "app", Key: c.Key, Join: seeds, Config: cfg, Extra: opts.AgentFlags})
+		a.Agent = NewAgent(t, a.Host, c.Dir, AgentSpec{Name: a.Name, Role: "app", Key: c.Key, Join: seeds, Config: cfg, Extra: append(slices.Clone(opts.AgentFlags), opts.AppFlags...)})
 		c.Obs.WatchHAProxy(a.Name, a.HAProxy)
 	}
 	t.Cleanup(c.stopAgents)
@@ -138,6 +145,9 @@ func NewCluster(t testing.TB, opts Options) *Cluster {
 			}
 		}
 	})
+	if opts.BeforeStart != nil {
+		opts.BeforeStart(c)
+	}
 	start := time.Now()
 	for _, a := range c.Agents() {
 		a.Start(t, true)

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,13 +18,15 @@ import (
 // with a writable server of its own and another consensus key is never
 // admitted and never gets the term; a stranger's bytes to the raft port
 // are refused; an outside promotion (read_only flipped) moves the term;
-// with the raft leader SIGSTOPped the other two elect a new one, keep the
+// every agent, the app agent (which has the key but is no voter)
+// included, routes writes to the new writer within 2 s of the flip; with
+// the raft leader SIGSTOPped the other two elect a new one, keep the
 // terms and grant the next.
 func TestConsensus(t *testing.T) {
 	Require(t)
 	ckey := Keygen(t)
 	start := time.Now()
-	c := NewCluster(t, Options{DBHosts: 3, AppHosts: 1, DBFlags: ConsensusFlags(ckey, 3)})
+	c := NewCluster(t, Options{DBHosts: 3, AppHosts: 1, DBFlags: ConsensusFlags(ckey, 3), AppFlags: ConsensusAppFlags(ckey)})
 	var dbs []*Agent
 	for _, d := range c.DBs {
 		dbs = append(dbs, d.Agent)
@@ -42,8 +45,8 @@ func TestConsensus(t *testing.T) {
 	}
 	t.Logf("first term on every voter %.1fs after the pool formed (the pool formed %.1fs after the agents started; the test %.1fs ago)",
 		took.Seconds(), c.Formed.Seconds(), time.Since(start).Seconds())
-	if ci, err := c.Consensus(c.Apps[0].Agent); err != nil || ci != nil {
-		t.Errorf("app agent without a consensus key: consensus = %+v, %v; want none", ci, err)
+	if ci, err := c.Consensus(c.Apps[0].Agent); err != nil || ci == nil || ci.Voter {
+		t.Errorf("app agent with the consensus key: consensus = %+v, %v; want one, not a voter", ci, err)
 	}
 
 	t.Run("stranger_with_gossip_key", func(t *testing.T) { consensusStranger(t, c, dbs) })
@@ -55,6 +58,14 @@ func TestConsensus(t *testing.T) {
 			t.Fatalf("term 2 to db2 not on every voter within 10s of the flip: %s", describeConsensus(last))
 		}
 		t.Logf("term 2 to db2 on every voter %.2fs after db2 became writable, %.2fs of polling (why: %s)", time.Since(flipped).Seconds(), took.Seconds(), last["db2"].Term("main").Why)
+		// Every agent's pool, the app agent's included, follows within 2 s
+		// (the observer's samples since the flip).
+		w := c.Obs.WaitAgents(c.AgentNames(), flipped, 5*time.Second, func(s Snap) bool { return s.OK() && slices.Equal(s.Writers, []string{"db2"}) })
+		if !w.OK || w.Took > 2*time.Second {
+			t.Errorf("not every agent routes writes to db2 within 2s of the flip (ok %v, took %.2fs, per agent %v):\n%s", w.OK, w.Took.Seconds(), w.Per, c.Describe())
+		} else {
+			t.Logf("every agent's pool shows writer db2 %.2fs after the flip (per agent %v)", w.Took.Seconds(), w.Per)
+		}
 	})
 
 	t.Run("leader_stopped", func(t *testing.T) {
