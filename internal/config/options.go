@@ -138,6 +138,8 @@ var options = []option{
 	durOpt("consensus.heartbeat_timeout", "consensus-heartbeat-timeout", "", "raft heartbeat timeout", func(c *Config) *time.Duration { return &c.Consensus.HeartbeatTimeout }),
 	durOpt("consensus.election_timeout", "consensus-election-timeout", "", "raft election timeout (at least the heartbeat timeout)", func(c *Config) *time.Duration { return &c.Consensus.ElectionTimeout }),
 	durOpt("consensus.leader_lease_timeout", "consensus-leader-lease-timeout", "", "raft leader lease timeout (at most the heartbeat timeout)", func(c *Config) *time.Duration { return &c.Consensus.LeaderLeaseTimeout }),
+	optBoolOpt("consensus.fence", "consensus-fence", "SHOAL_CONSENSUS_FENCE", "fence: a db agent sets its own server read-only and kills its client connections when the server is writable while another node holds the writer term (default: true when consensus is on)", func(c *Config) **bool { return &c.Consensus.Fence }),
+	durOpt("consensus.fence_after", "consensus-fence-after", "", "how long such a conflict must last before the agent fences (1s to 1m)", func(c *Config) *time.Duration { return &c.Consensus.FenceAfter }),
 	boolOpt("insecure_no_encryption", "insecure-no-encryption", "SHOAL_INSECURE_NO_ENCRYPTION", "run gossip unencrypted (not for production)", func(c *Config) *bool { return &c.InsecureNoEncryption }),
 	strOpt("profile", "profile", "SHOAL_PROFILE", "timing profile: "+strings.Join(gossip.ProfileNames(), ", "), func(c *Config) *string { return &c.Profile }),
 	durOpt("gossip.probe_interval", "probe-interval", "", "override: failure detector probe interval", func(c *Config) *time.Duration { return &c.Gossip.ProbeInterval }),

@@ -36,6 +36,13 @@ const (
 	// MinLeaderLeaseTimeout bounds leader_lease_timeout from below; it is
 	// at most heartbeat_timeout.
 	MinLeaderLeaseTimeout = 50 * time.Millisecond
+
+	// DefaultFenceAfter is how long a conflict must last before a db agent
+	// fences its own server (fence_after); MinFenceAfter and MaxFenceAfter
+	// bound it.
+	DefaultFenceAfter = 3 * time.Second
+	MinFenceAfter     = time.Second
+	MaxFenceAfter     = time.Minute
 )
 
 // Settings are the consensus settings as a user gives them: the agent's
@@ -75,13 +82,30 @@ type Settings struct {
 	HeartbeatTimeout   time.Duration `yaml:"heartbeat_timeout"`
 	ElectionTimeout    time.Duration `yaml:"election_timeout"`
 	LeaderLeaseTimeout time.Duration `yaml:"leader_lease_timeout"`
+	// Fence: a db agent sets its own server read-only and kills its client
+	// connections when the server is writable while another node holds the
+	// writer term (docs/consensus.md, "Fencing"). nil means the default,
+	// on (FenceEnabled).
+	Fence *bool `yaml:"fence"`
+	// FenceAfter is how long the conflict must last, continuously, before
+	// the agent fences: an operator promoting in the wrong order (the new
+	// server writable first, the old one read-only a moment later) is not
+	// fought.
+	FenceAfter time.Duration `yaml:"fence_after"`
 }
 
 // DefaultSettings returns the settings the agent starts from: consensus
 // off.
 func DefaultSettings() Settings {
 	return Settings{BootstrapExpect: DefaultBootstrapExpect, HeartbeatTimeout: DefaultHeartbeatTimeout,
-		ElectionTimeout: DefaultElectionTimeout, LeaderLeaseTimeout: DefaultLeaderLeaseTimeout}
+		ElectionTimeout: DefaultElectionTimeout, LeaderLeaseTimeout: DefaultLeaderLeaseTimeout,
+		FenceAfter: DefaultFenceAfter}
+}
+
+// FenceEnabled reports whether fencing is on: consensus is on and fence is
+// not false.
+func (s Settings) FenceEnabled() bool {
+	return s.Enabled() && (s.Fence == nil || *s.Fence)
 }
 
 // Host is what the rest of an agent's configuration tells the consensus
@@ -209,6 +233,9 @@ func (s Settings) Check() error {
 		errs.Addf("term_key", s.TermKey, "%v", err)
 	}
 	s.checkTimeouts(&errs)
+	if s.FenceAfter < MinFenceAfter || s.FenceAfter > MaxFenceAfter {
+		errs.Addf("fence_after", s.FenceAfter, "must be from %s to %s", shortDur(MinFenceAfter), shortDur(MaxFenceAfter))
+	}
 	return errs.Err()
 }
 

@@ -1,0 +1,64 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestFenceSettings: fencing is on by default exactly when consensus is
+// on; consensus.fence and fence_after come from the file, the environment
+// and the flags, in that order of precedence; fence_after is bounded.
+func TestFenceSettings(t *testing.T) {
+	ring := t.TempDir() + "/consensus.json"
+	base := "node: n1\ninsecure_no_encryption: true\n" + dbYAML
+	for _, tc := range []struct {
+		name, yaml string
+		args       []string
+		env        map[string]string
+		on         bool
+		after      time.Duration
+	}{
+		{"consensus off", "", nil, nil, false, 3 * time.Second},
+		{"consensus off, fence true", "consensus: {fence: true}\n", nil, nil, false, 3 * time.Second},
+		{"default", "consensus: {keyring_file: " + ring + "}\n", nil, nil, true, 3 * time.Second},
+		{"file off", "consensus: {keyring_file: " + ring + ", fence: false, fence_after: 10s}\n", nil, nil, false, 10 * time.Second},
+		{"env over file", "consensus: {keyring_file: " + ring + ", fence: false}\n", nil,
+			map[string]string{"SHOAL_CONSENSUS_FENCE": "true"}, true, 3 * time.Second},
+		{"flag over env", "consensus: {keyring_file: " + ring + "}\n", []string{"--consensus-fence=false", "--consensus-fence-after", "1m"},
+			map[string]string{"SHOAL_CONSENSUS_FENCE": "true"}, false, time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := load(t, append([]string{"--config", writeFile(t, base+tc.yaml)}, tc.args...), tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Consensus.FenceEnabled(); got != tc.on {
+				t.Errorf("FenceEnabled = %v, want %v", got, tc.on)
+			}
+			if c.Consensus.FenceAfter != tc.after {
+				t.Errorf("FenceAfter = %s, want %s", c.Consensus.FenceAfter, tc.after)
+			}
+		})
+	}
+}
+
+// TestFenceSettingErrors: every message names the key, the flag and the
+// bad value.
+func TestFenceSettingErrors(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"fence_after too short", "consensus:\n  fence_after: 500ms\n",
+			`line 4: consensus.fence_after (--consensus-fence-after) "500ms": must be from 1s to 1m`},
+		{"fence_after too long", "consensus:\n  fence_after: 2m\n",
+			`line 4: consensus.fence_after (--consensus-fence-after) "2m0s": must be from 1s to 1m`},
+		{"fence not a boolean", "consensus:\n  fence: sometimes\n",
+			`line 4: consensus.fence (--consensus-fence) "sometimes": not a boolean`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load(t, []string{"--config", writeFile(t, "node: n1\ninsecure_no_encryption: true\n"+tc.yaml)}, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v\nwant %q", err, tc.want)
+			}
+		})
+	}
+}
