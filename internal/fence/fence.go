@@ -1,0 +1,191 @@
+package fence
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/shoaldb/shoal/internal/probe"
+)
+
+// Config says how to reach the local server: the probe's address and
+// account (FromProbe).
+type Config struct {
+	Network  string // "tcp" or "unix"
+	Addr     string
+	User     string
+	Password string
+	// Timeout bounds one fencing attempt, connecting included (default
+	// DefaultTimeout).
+	Timeout time.Duration
+}
+
+// FromProbe is the fencing Config of the probe's: the same server and
+// account, timeout bounding a fencing attempt.
+func FromProbe(pc probe.Config, timeout time.Duration) Config {
+	pc = pc.WithDefaults()
+	c := Config{Network: "tcp", Addr: pc.Target(), User: pc.User, Password: pc.Password, Timeout: timeout}
+	if pc.Socket != "" {
+		c.Network = "unix"
+	}
+	return c
+}
+
+// DefaultTimeout bounds a fencing attempt when Config.Timeout is zero.
+const DefaultTimeout = 10 * time.Second
+
+// Result is what one fencing attempt did; on error, what it did before the
+// error.
+type Result struct {
+	Flavor   string // "mariadb" or "mysql"
+	ReadOnly bool   // read_only (and super_read_only on MySQL) is now on
+	Killed   int    // client connections killed
+	Kept     int    // connections left alone (Keep)
+	Gone     int    // connections that ended before they could be killed
+}
+
+// MySQL error numbers Fence tells apart.
+const (
+	errUnknownThread = 1094 // ER_NO_SUCH_THREAD: it ended by itself
+)
+
+// Fence sets the server read-only, then kills its client connections. It
+// opens its own connection and closes it before it returns. The error says
+// which step failed, with the server's error (a missing privilege names
+// it).
+func Fence(ctx context.Context, cfg Config) (Result, error) {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	db, err := open(cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("connect to %s: %w", cfg.Addr, err)
+	}
+	defer conn.Close()
+	var res Result
+	if res.Flavor, err = flavor(ctx, conn); err != nil {
+		return res, err
+	}
+	if err := setReadOnly(ctx, conn, res.Flavor); err != nil {
+		return res, err
+	}
+	res.ReadOnly = true
+	err = killClients(ctx, conn, cfg.User, &res)
+	return res, err
+}
+
+// open builds a one-connection pool for cfg.
+func open(cfg Config) (*sql.DB, error) {
+	mc := mysql.NewConfig()
+	mc.User, mc.Passwd = cfg.User, cfg.Password
+	mc.Net, mc.Addr = cfg.Network, cfg.Addr
+	mc.Timeout, mc.ReadTimeout, mc.WriteTimeout = cfg.Timeout, cfg.Timeout, cfg.Timeout
+	mc.ConnectionAttributes = "program_name:shoal-fence"
+	c, err := mysql.NewConnector(mc)
+	if err != nil {
+		return nil, fmt.Errorf("mysql connector: %w", err)
+	}
+	db := sql.OpenDB(c)
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
+// flavor reads the server's flavor: MariaDB has no super_read_only.
+func flavor(ctx context.Context, conn *sql.Conn) (string, error) {
+	var version, comment string
+	if err := conn.QueryRowContext(ctx, "SELECT @@version, @@version_comment").Scan(&version, &comment); err != nil {
+		return "", fmt.Errorf("read the server version: %w", err)
+	}
+	if strings.Contains(strings.ToLower(version+" "+comment), "mariadb") {
+		return "mariadb", nil
+	}
+	return "mysql", nil
+}
+
+// setReadOnly sets read_only on MariaDB, super_read_only (and with it
+// read_only) on MySQL.
+func setReadOnly(ctx context.Context, conn *sql.Conn, flavor string) error {
+	q := "SET GLOBAL read_only=ON"
+	if flavor == "mysql" {
+		q = "SET GLOBAL super_read_only=ON"
+	}
+	if _, err := conn.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("%s: %w", q, err)
+	}
+	return nil
+}
+
+// killClients kills every connection Keep does not keep. Without PROCESS
+// the process list shows only the account's own connections, so it
+// checks that privilege first: fencing that kills nothing because it sees
+// nothing must not pass for a success.
+func killClients(ctx context.Context, conn *sql.Conn, self string, res *Result) error {
+	// SHOW ENGINE INNODB STATUS needs PROCESS, through a role as well.
+	if _, err := conn.ExecContext(ctx, "SHOW ENGINE INNODB STATUS"); err != nil {
+		return fmt.Errorf("list connections: PROCESS privilege needed to see other accounts' connections: %w", err)
+	}
+	conns, err := processList(ctx, conn)
+	if err != nil {
+		return err
+	}
+	var failed int
+	var first error
+	for _, c := range conns {
+		if keep, _ := Keep(c, self); keep {
+			res.Kept++
+			continue
+		}
+		_, err := conn.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", c.ID))
+		var me *mysql.MySQLError
+		switch {
+		case err == nil:
+			res.Killed++
+		case errors.As(err, &me) && me.Number == errUnknownThread:
+			res.Gone++
+		default:
+			if failed++; first == nil {
+				first = fmt.Errorf("kill connection %d of %s: %w", c.ID, c.User, err)
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d connections not killed: %w", failed, failed+res.Killed+res.Gone, first)
+	}
+	return nil
+}
+
+// processList reads every connection but this one.
+func processList(ctx context.Context, conn *sql.Conn) ([]Conn, error) {
+	rows, err := conn.QueryContext(ctx, "SELECT ID, COALESCE(USER, ''), COALESCE(COMMAND, '') FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID()")
+	if err != nil {
+		return nil, fmt.Errorf("list connections: %w", err)
+	}
+	defer rows.Close()
+	var out []Conn
+	for rows.Next() {
+		var c Conn
+		if err := rows.Scan(&c.ID, &c.User, &c.Command); err != nil {
+			return nil, fmt.Errorf("list connections: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list connections: %w", err)
+	}
+	return out, nil
+}
