@@ -27,6 +27,7 @@ type consensusParts struct {
 	inConfig atomic.Bool     // last published: in a raft configuration
 	// refusedLogged is when a refused connection was last logged (unix ns).
 	refusedLogged atomic.Int64
+	fence         *fencer // fencing of this db agent's own server (fence.go); nil when off
 }
 
 // reconcileTagEvery is how often the voter tag's mark is checked.

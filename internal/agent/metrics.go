@@ -25,6 +25,7 @@ func (a *Agent) Collectors() []prometheus.Collector {
 		metrics.NewStateCollector(a.probeState, a.hookState),
 		metrics.NewConsensusCollector(a.consensusInfo, a.clock.Now),
 	)
+	cs = append(cs, a.fenceCollectors()...)
 	cs = append(cs, metrics.NewPublishCollectors(a.publishFailures, func() bool { return a.PublishStatus().OK })...)
 	if r := a.mesh.reach; r != nil {
 		cs = append(cs, metrics.NewReachCollectors(metrics.ReachCounts{Rounds: r.Rounds.Load, Pings: r.Pings.Load, Refused: r.Dropped.Load})...)

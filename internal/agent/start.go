@@ -167,6 +167,7 @@ func (a *Agent) startProbe(context.Context, *startup) error {
 	if err != nil {
 		return fmt.Errorf("mysql probe: %w", err)
 	}
+	a.cons.fence = a.newFencer(pc)
 	return nil
 }
 
@@ -288,7 +289,7 @@ func (a *Agent) startLoops(ctx context.Context, _ *startup) error {
 		}
 	}
 	a.startSinks(ctx)
-	loops := []func(context.Context){a.reannounce, a.pub.Run, a.pool.router.Run, a.retryJoin, a.watchSerf, a.runConsensus, a.runTerms}
+	loops := []func(context.Context){a.reannounce, a.pub.Run, a.pool.router.Run, a.retryJoin, a.watchSerf, a.runConsensus, a.runTerms, a.runFence}
 	if a.mesh.peers != nil {
 		loops = append(loops, a.mesh.peers.Run, a.mesh.peers.Rejoin)
 		a.mesh.peers.MarkDirty()

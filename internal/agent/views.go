@@ -119,6 +119,7 @@ func (a *Agent) LocalHealth() (string, *view.LocalHealth) {
 		PositionNote: st.Known.PositionNote,
 		Health:       st.Health(a.mysqlPort()),
 		Published:    a.Serf().LocalMember().Tags[tags.KeyHealth],
+		Fence:        a.cons.fence.status(),
 	}
 	if st.Last.Duration > 0 {
 		h.LastDuration = st.Last.Duration

@@ -190,6 +190,9 @@ func toLocalHealth(h *view.LocalHealth) *client.LocalHealth {
 	out.LastCheck, out.LastDuration, out.Checks, out.Connects = h.LastCheck, durationText(h.LastDuration), h.Checks, h.Connects
 	out.Reachable, out.Version, out.LastIOError, out.LastSQLError = h.Reachable, h.Version, h.LastIOError, h.LastSQLError
 	out.Published, out.GTIDPositionNote = h.Published, h.PositionNote
+	if f := h.Fence; f != nil {
+		out.Fence = &client.FenceStatus{Time: f.Time, Why: f.Why, Result: f.Result, Error: f.Error, Killed: f.Killed, Attempt: f.Attempt, Retry: f.Retry}
+	}
 	return out
 }
 

@@ -284,6 +284,9 @@ func writeHealth(w io.Writer, h *client.HealthResponse) error {
 		}
 		row("checks", fmt.Sprintf("%d (connections opened: %d%s)", m.Checks, m.Connects, last))
 		row("published", m.Published)
+		if f := m.Fence; f != nil {
+			row("fenced", fenceText(*f))
+		}
 	}
 	if p := h.Publish; p != nil {
 		row("tags publish", publishText(*p))
@@ -334,4 +337,17 @@ func publishText(p client.PublishStatus) string {
 	}
 	fmt.Fprintf(&b, " (%d failures): %s", p.Failures, sanitize(p.Error))
 	return b.String()
+}
+
+// fenceText is the last fencing of a db agent's own server, on one line.
+func fenceText(f client.FenceStatus) string {
+	s := fmt.Sprintf("%s at %s (attempt %d): %s", f.Result, f.Time.Format("15:04:05"), f.Attempt, f.Why)
+	if f.Result == "ok" {
+		return s + fmt.Sprintf("; read-only, %d connections killed", f.Killed)
+	}
+	s += "; " + f.Error
+	if !f.Retry.IsZero() {
+		s += "; retry at " + f.Retry.Format("15:04:05")
+	}
+	return s
 }

@@ -24,10 +24,11 @@ const (
 	KindConflict  Kind = "conflict"  // a conflict (say, two writers) began or ended
 	KindTerm      Kind = "term"      // the writer term a cluster's writer rule follows changed
 	KindMaint     Kind = "maint"     // this node's maintenance mode was turned on or off
+	KindFence     Kind = "fence"     // this db agent fenced its own server (set it read-only, killed its clients)
 )
 
 // Kinds lists every kind, in the order the documentation gives them.
-var Kinds = []Kind{KindPool, KindHealth, KindConflict, KindTerm, KindIsolation, KindMaint}
+var Kinds = []Kind{KindPool, KindHealth, KindConflict, KindTerm, KindIsolation, KindMaint, KindFence}
 
 // KindNames is Kinds as one comma-separated string, for help and errors.
 func KindNames() string {

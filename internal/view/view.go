@@ -308,6 +308,21 @@ type LocalHealth struct {
 	// the facts of the schema (tags.Facts), as every agent sees them.
 	Health    tags.Health
 	Published string // the health tag as gossiped
+	// Fence is the last fencing of this server by its own agent; nil when
+	// fencing is off or it never fenced.
+	Fence *Fence
+}
+
+// Fence is a db agent's last fencing of its own server
+// (docs/consensus.md, "Fencing").
+type Fence struct {
+	Time    time.Time // when the last attempt ended
+	Why     string    // what it followed, e.g. "writable, but term 3 belongs to db1"
+	Result  string    // "ok" or "error"
+	Error   string    // the SQL error of a failed attempt
+	Killed  int       // client connections the attempt killed
+	Attempt int       // attempts in this conflict episode, this one included
+	Retry   time.Time // when a failed attempt is retried; zero once it succeeded
 }
 
 // Maint is a node's maintenance state, and whether this agent's pool holds

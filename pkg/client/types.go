@@ -439,6 +439,21 @@ type LocalHealth struct {
 	LastIOError      string `json:"last_io_error,omitempty"`
 	LastSQLError     string `json:"last_sql_error,omitempty"`
 	Published        string `json:"published_tag"`
+	// Fence is the last time this db agent fenced its own server; absent
+	// when it never did.
+	Fence *FenceStatus `json:"fence,omitempty"`
+}
+
+// FenceStatus is a db agent's last fencing of its own server: set
+// read-only, client connections killed (docs/consensus.md, "Fencing").
+type FenceStatus struct {
+	Time    time.Time `json:"time"`
+	Why     string    `json:"why"`
+	Result  string    `json:"result"` // ok or error
+	Error   string    `json:"error,omitempty"`
+	Killed  int       `json:"connections_killed"`
+	Attempt int       `json:"attempt"`           // attempts in this conflict, this one included
+	Retry   time.Time `json:"retry_at,omitzero"` // when a failed attempt is retried
 }
 
 // MaintRequest enables or disables maintenance on the agent's node.

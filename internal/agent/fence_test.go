@@ -1,0 +1,183 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/fence"
+	"github.com/shoaldb/shoal/internal/history"
+	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/tags"
+)
+
+// fenceMember is a db member of cluster "default" that votes; writable
+// or a read-only replica, in state st.
+func fenceMember(name string, writable bool, st tags.State) pool.Member {
+	h := tags.Health{State: st}
+	if !writable {
+		h.ReadOnly, h.Replica, h.IORunning, h.SQLRunning, h.LagKnown = true, true, true, true, true
+	}
+	m := pool.Member{Name: name, Addr: name + ":3306", Status: pool.StatusAlive, Tags: map[string]string{
+		tags.KeyRole: tags.RoleDB, tags.KeyHealth: tags.Encode(h), tags.KeyVoter: "7950",
+	}}
+	m.Health, _ = tags.Published(m.Tags)
+	return m
+}
+
+// TestFenceConflict: the pool computed by the agent's own router decides
+// whether it fences its own server, "db2": only when a known term's
+// holder is another node, the writer in this pool, and db2 is out with
+// reason conflict; never for the holder, without a term, without voters
+// (no term required), or when isolated.
+func TestFenceConflict(t *testing.T) {
+	term := func(n uint64, w string) pool.TermView {
+		return pool.TermView{Terms: map[string]pool.Term{"default": {Cluster: "default", Number: n, Writer: w, Addr: w + ":3306"}}}
+	}
+	pass, warn := tags.Passing, tags.Warning
+	noVoter := func(m pool.Member) pool.Member { delete(m.Tags, tags.KeyVoter); return m }
+	for _, tc := range []struct {
+		name     string
+		members  []pool.Member
+		tv       pool.TermView
+		isolated bool
+		want     bool
+	}{
+		{"db2 writable, term on db1: fence", []pool.Member{fenceMember("db1", true, pass), fenceMember("db2", true, pass), fenceMember("db3", false, pass)},
+			term(3, "db1"), false, true},
+		{"holder in warning, still the writer (floor): fence", []pool.Member{fenceMember("db1", true, warn), fenceMember("db2", true, pass)},
+			term(3, "db1"), false, true},
+		{"db2 in warning and writable: fence", []pool.Member{fenceMember("db1", true, pass), fenceMember("db2", true, warn)},
+			term(3, "db1"), false, true},
+		{"isolated: never", []pool.Member{fenceMember("db1", true, pass), fenceMember("db2", true, pass)},
+			term(3, "db1"), true, false},
+		{"db2 holds the term: never", []pool.Member{fenceMember("db1", true, pass), fenceMember("db2", true, pass)},
+			term(4, "db2"), false, false},
+		{"no term known: never", []pool.Member{fenceMember("db1", true, pass), fenceMember("db2", true, pass)},
+			pool.TermView{}, false, false},
+		{"terms unverifiable: never", []pool.Member{fenceMember("db1", true, pass), fenceMember("db2", true, pass)},
+			pool.TermView{Terms: term(3, "db1").Terms, Unverifiable: "no key"}, false, false},
+		{"holder read-only, db2 writable (an outside promotion): never", []pool.Member{fenceMember("db1", false, pass), fenceMember("db2", true, pass)},
+			term(3, "db1"), false, false},
+		{"holder gone: never", []pool.Member{fenceMember("db2", true, pass), fenceMember("db3", false, pass)},
+			term(3, "db1"), false, false},
+		{"holder critical: never", []pool.Member{fenceMember("db1", true, tags.Critical), fenceMember("db2", true, pass)},
+			term(3, "db1"), false, false},
+		{"db2 read-only: never", []pool.Member{fenceMember("db1", true, pass), fenceMember("db2", false, pass)},
+			term(3, "db1"), false, false},
+		{"no voters (no term required): never", []pool.Member{noVoter(fenceMember("db1", true, pass)), noVoter(fenceMember("db2", true, pass))},
+			term(3, "db1"), false, false},
+		{"term granted to db1 at another address: never", []pool.Member{fenceMember("db1", true, pass), fenceMember("db2", true, pass)},
+			pool.TermView{Terms: map[string]pool.Term{"default": {Cluster: "default", Number: 3, Writer: "db1", Addr: "10.9.9.9:3306"}}}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _ := pool.ComputeFresh(tc.members, pool.Policy{}, nil, pool.Freshness{}, tc.tv)
+			cluster, why, got := fenceConflict(p, "db2", tc.isolated)
+			if got != tc.want {
+				t.Fatalf("fenceConflict = %v (%q), want %v; pool %+v", got, why, tc.want, p.Clusters)
+			}
+			if got && (cluster != "default" || !strings.Contains(why, "term 3 belongs to db1")) {
+				t.Errorf("cluster %q, why %q", cluster, why)
+			}
+		})
+	}
+	if _, _, ok := fenceConflict(nil, "db2", false); ok {
+		t.Error("fences on no pool")
+	}
+}
+
+// TestFenceEpisode: a conflict must last fence_after without a break;
+// fencing happens once per episode; a failure is retried with backoff; the
+// end of the conflict starts a new episode.
+func TestFenceEpisode(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 7, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	after := 3 * time.Second
+	type look struct {
+		ms       int
+		conflict bool
+		want     bool
+		fail     bool // the fence it starts fails
+	}
+	for _, tc := range []struct {
+		name  string
+		looks []look
+	}{
+		{"fences after 3s, once", []look{{0, true, false, false}, {2750, true, false, false}, {3000, true, true, false}, {3250, true, false, false}, {60000, true, false, false}}},
+		{"a break restarts the wait (promotion in the wrong order)", []look{{0, true, false, false}, {2000, false, false, false}, {2250, true, false, false}, {5000, true, false, false}, {5250, true, true, false}}},
+		{"a new episode fences again", []look{{0, true, false, false}, {3000, true, true, false}, {3500, false, false, false}, {4000, true, false, false}, {7000, true, true, false}}},
+		{"failures retried with backoff 1s, 2s, 4s", []look{{0, true, false, false}, {3000, true, true, true}, {3750, true, false, false}, {4000, true, true, true},
+			{5750, true, false, false}, {6000, true, true, true}, {9750, true, false, false}, {10000, true, true, false}, {11000, true, false, false}}},
+		{"no conflict, no fence", []look{{0, false, false, false}, {10000, false, false, false}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ep fenceEpisode
+			for _, l := range tc.looks {
+				var now bool
+				ep, now = ep.step(l.conflict, at(l.ms), after)
+				if now != l.want {
+					t.Fatalf("at %dms (conflict %v): fence %v, want %v (episode %+v)", l.ms, l.conflict, now, l.want, ep)
+				}
+				if now {
+					var err error
+					if l.fail {
+						err = errors.New("access denied")
+					}
+					ep.record(err, at(l.ms))
+				}
+			}
+		})
+	}
+}
+
+// TestPublishFence: an attempt shows in the history, the metrics' counts
+// and the health view, with the SQL error when it failed.
+func TestPublishFence(t *testing.T) {
+	hist, err := history.Open(history.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Agent{cfg: &config.Config{Node: "db2"}, log: slog.New(slog.DiscardHandler), clock: clockwork.NewFakeClock()}
+	a.rep.hist = hist
+	calls := 0
+	f := &fencer{after: time.Second, run: func(context.Context, fence.Config) (fence.Result, error) {
+		calls++
+		if calls == 1 {
+			return fence.Result{Flavor: "mariadb"}, errors.New("SET GLOBAL read_only=ON: Error 1227: Access denied; you need (at least one of) the READ_ONLY ADMIN privilege(s)")
+		}
+		return fence.Result{Flavor: "mariadb", ReadOnly: true, Killed: 2}, nil
+	}}
+	if err := a.fenceSafely(context.Background(), f, "default", "writable, but term 3 belongs to db1 (db1:3306)", 1); err == nil {
+		t.Fatal("first attempt: no error")
+	}
+	f.setRetry(a.clock.Now().Add(time.Second))
+	st := f.status()
+	if st == nil || st.Result != "error" || !strings.Contains(st.Error, "READ_ONLY ADMIN") || st.Retry.IsZero() || st.Attempt != 1 {
+		t.Fatalf("status after a failure: %+v", st)
+	}
+	if err := a.fenceSafely(context.Background(), f, "default", "writable, but term 3 belongs to db1 (db1:3306)", 2); err != nil {
+		t.Fatal(err)
+	}
+	f.setRetry(time.Time{})
+	if st := f.status(); st.Result != "ok" || st.Killed != 2 || !st.Retry.IsZero() || st.Attempt != 2 {
+		t.Fatalf("status after success: %+v", st)
+	}
+	if f.ok.Load() != 1 || f.failed.Load() != 1 || f.killed.Load() != 2 {
+		t.Errorf("counts ok %d error %d killed %d", f.ok.Load(), f.failed.Load(), f.killed.Load())
+	}
+	es := hist.Query(history.Filter{Kind: history.KindFence})
+	if len(es) != 2 || es[0].Reason != "error" || es[0].To != "writable" || es[1].Reason != "ok" || es[1].To != "read-only" ||
+		es[1].Node != "db2" || !strings.Contains(es[1].Detail, "2 client connections killed") {
+		t.Errorf("history: %+v", es)
+	}
+	panicky := &fencer{run: func(context.Context, fence.Config) (fence.Result, error) { panic("boom") }}
+	if err := a.fenceSafely(context.Background(), panicky, "default", "x", 1); err == nil || panicky.failed.Load() != 1 {
+		t.Errorf("a panic: err %v, failed %d", err, panicky.failed.Load())
+	}
+}
