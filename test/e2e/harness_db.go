@@ -60,7 +60,9 @@ func startServer(t testing.TB, name string, h *Host) *mariadbtest.Server {
 func clientSchema() []string {
 	return []string{
 		fmt.Sprintf("CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY '%s' WITH MAX_USER_CONNECTIONS 2", ProbeUser, ProbePassword),
-		fmt.Sprintf("GRANT SLAVE MONITOR ON *.* TO '%s'@'127.0.0.1'", ProbeUser),
+		// SLAVE MONITOR for the probe; READ_ONLY ADMIN, CONNECTION ADMIN
+		// and PROCESS for fencing (docs/operations.md).
+		fmt.Sprintf("GRANT SLAVE MONITOR, READ_ONLY ADMIN, CONNECTION ADMIN, PROCESS ON *.* TO '%s'@'127.0.0.1'", ProbeUser),
 		fmt.Sprintf("CREATE USER '%s'@'%s%%' IDENTIFIED BY '%s'", AppUser, Subnet, AppPassword),
 		"CREATE DATABASE e2e",
 		"CREATE TABLE e2e.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)",
