@@ -3,7 +3,10 @@ package agent
 import (
 	"context"
 	"fmt"
+	"maps"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +31,9 @@ import (
 type fencer struct {
 	cfg   fence.Config
 	after time.Duration
+	// lease is the writer's lease (consensus.lease) on a voter; 0 on a db
+	// agent that does not vote, which holds no term.
+	lease time.Duration
 	// run fences; fence.Fence, which tests replace.
 	run func(context.Context, fence.Config) (fence.Result, error)
 
@@ -51,7 +57,11 @@ func (a *Agent) newFencer(pc probe.Config) *fencer {
 	if !a.cfg.Consensus.FenceEnabled() {
 		return nil
 	}
-	return &fencer{cfg: fence.FromProbe(pc, fence.DefaultTimeout), after: a.cfg.Consensus.FenceAfter, run: fence.Fence}
+	f := &fencer{cfg: fence.FromProbe(pc, fence.DefaultTimeout), after: a.cfg.Consensus.FenceAfter, run: fence.Fence}
+	if a.cfg.ConsensusVoter() {
+		f.lease = a.cfg.Consensus.LeaseDuration()
+	}
+	return f
 }
 
 // fenceEpisode is the fencing loop's memory of the current conflict.
@@ -112,8 +122,9 @@ func fenceConflict(p *pool.Pool, self string, isolated bool) (cluster, why strin
 	return "", "", false
 }
 
-// runFence watches the pool and fences this agent's own server when
-// fenceConflict has held for fence_after, until ctx ends.
+// runFence fences this agent's own server, until ctx ends, when
+// fenceConflict has held for fence_after (another node holds the term),
+// or when this voter holds a term and its lease ran out (leaseLost).
 func (a *Agent) runFence(ctx context.Context) {
 	f := a.cons.fence
 	if f == nil {
@@ -121,7 +132,11 @@ func (a *Agent) runFence(ctx context.Context) {
 	}
 	t := a.clock.NewTicker(fenceTick)
 	defer t.Stop()
-	var ep fenceEpisode
+	var conflict, lease fenceEpisode
+	// At start, raft needs an election (or the leader's next heartbeat)
+	// before the first contact: a second lease of grace, so that a fleet
+	// restarted at once does not fence its writers.
+	watch := leaseWatch{contact: a.clock.Now().Add(f.lease)}
 	for {
 		select {
 		case <-ctx.Done():
@@ -129,14 +144,70 @@ func (a *Agent) runFence(ctx context.Context) {
 		case <-t.Chan():
 		}
 		u := a.pool.router.Current()
-		cluster, why, conflict := fenceConflict(u.Pool, a.cfg.Node, u.Isolated)
-		var now bool
-		if ep, now = ep.step(conflict, a.clock.Now(), f.after); now {
-			err := a.fenceSafely(ctx, f, cluster, why, ep.attempts+1)
-			ep.record(err, a.clock.Now())
-			f.setRetry(ep.next)
+		cluster, why, on := fenceConflict(u.Pool, a.cfg.Node, u.Isolated)
+		a.fenceIf(ctx, f, &conflict, on, f.after, cluster, why)
+		if n := a.cons.node; n != nil && f.lease > 0 {
+			st := n.Status()
+			watch.observe(st.State == "leader", st.LastContact, a.clock.Now())
+			held := heldTerms(a.termView(), a.cfg.Node)
+			if why, on := watch.lost(held, a.clock.Now(), f.lease); on {
+				a.fenceIf(ctx, f, &lease, true, 0, held[0].Cluster, why)
+			} else {
+				a.fenceIf(ctx, f, &lease, false, 0, "", "")
+			}
 		}
 	}
+}
+
+// fenceIf steps the episode ep and fences when it is due.
+func (a *Agent) fenceIf(ctx context.Context, f *fencer, ep *fenceEpisode, on bool, after time.Duration, cluster, why string) {
+	var due bool
+	if *ep, due = ep.step(on, a.clock.Now(), after); due {
+		err := a.fenceSafely(ctx, f, cluster, why, ep.attempts+1)
+		ep.record(err, a.clock.Now())
+		f.setRetry(ep.next)
+	}
+}
+
+// leaseWatch follows a voter's last contact with a raft leader: itself
+// while it leads (hashicorp/raft's leader steps down when it has not heard
+// from a quorum for leader_lease_timeout), else raft's last contact.
+type leaseWatch struct{ contact time.Time }
+
+// observe notes the raft state seen at now.
+func (w *leaseWatch) observe(leader bool, lastContact, now time.Time) {
+	switch {
+	case leader:
+		w.contact = now
+	case lastContact.After(w.contact):
+		w.contact = lastContact
+	}
+}
+
+// lost reports whether the lease of a voter holding the terms held ran
+// out at now: no contact with a leader for lease. A voter that holds no
+// term has no lease.
+func (w *leaseWatch) lost(held []pool.Term, now time.Time, lease time.Duration) (why string, lost bool) {
+	if len(held) == 0 || now.Sub(w.contact) < lease {
+		return "", false
+	}
+	var ts []string
+	for _, t := range held {
+		ts = append(ts, fmt.Sprintf("term %d of %s", t.Number, t.Cluster))
+	}
+	return fmt.Sprintf("lease lost: holds %s, no contact with a raft leader for %s (lease %s)",
+		strings.Join(ts, ", "), now.Sub(w.contact).Round(time.Millisecond), lease), true
+}
+
+// heldTerms are the terms of tv that self holds, by cluster name.
+func heldTerms(tv pool.TermView, self string) []pool.Term {
+	var out []pool.Term
+	for _, c := range slices.Sorted(maps.Keys(tv.Terms)) {
+		if t := tv.Terms[c]; t.Number > 0 && t.Writer == self {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // fenceSafely fences once and publishes the outcome; a panic is a failed

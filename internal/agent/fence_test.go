@@ -181,3 +181,67 @@ func TestPublishFence(t *testing.T) {
 		t.Errorf("a panic: err %v, failed %d", err, panicky.failed.Load())
 	}
 }
+
+// TestLeaseWatch: a voter holding a term loses its lease after lease
+// without contact with a raft leader; leading counts as contact (raft
+// steps a leader down without a quorum); a voter holding no term never
+// loses one; contact again ends it.
+func TestLeaseWatch(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 7, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	lease := 2 * time.Second
+	held := []pool.Term{{Cluster: "main", Number: 4, Writer: "db1", Addr: "db1:3306"}}
+	type look struct {
+		ms      int
+		leader  bool
+		contact int // raft's last contact (ms); -1: none
+		held    []pool.Term
+		lost    bool
+	}
+	for _, tc := range []struct {
+		name  string
+		looks []look
+	}{
+		{"follower in contact", []look{{0, false, 0, held, false}, {1900, false, 1800, held, false}, {3700, false, 3600, held, false}}},
+		{"follower cut off", []look{{0, false, 0, held, false}, {1750, false, 0, held, false}, {2000, false, 0, held, true}, {5000, false, 0, held, true}}},
+		{"contact again ends it", []look{{0, false, 0, held, false}, {2500, false, 0, held, true}, {2750, false, 2700, held, false}}},
+		{"leader counts as contact", []look{{0, true, -1, held, false}, {1900, true, -1, held, false}, {3800, true, -1, held, false}}},
+		{"leader steps down, then cut off", []look{{0, true, -1, held, false}, {500, true, -1, held, false}, {750, false, -1, held, false}, {2400, false, -1, held, false}, {2500, false, -1, held, true}}},
+		{"holds no term", []look{{0, false, 0, nil, false}, {10000, false, 0, nil, false}}},
+		{"raft's old contact does not go back", []look{{0, true, -1, held, false}, {1000, false, -5000, held, false}, {2999, false, -5000, held, true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := leaseWatch{contact: t0}
+			for _, l := range tc.looks {
+				var lc time.Time
+				if l.contact != -1 {
+					lc = at(l.contact)
+				}
+				w.observe(l.leader, lc, at(l.ms))
+				why, lost := w.lost(l.held, at(l.ms), lease)
+				if lost != l.lost {
+					t.Fatalf("at %dms: lost %v (%q), want %v", l.ms, lost, why, l.lost)
+				}
+				if lost && !strings.Contains(why, "term 4 of main") {
+					t.Errorf("why %q", why)
+				}
+			}
+		})
+	}
+}
+
+// TestHeldTerms: the terms this node holds, by cluster, from what it
+// knows.
+func TestHeldTerms(t *testing.T) {
+	tv := pool.TermView{Terms: map[string]pool.Term{
+		"b": {Cluster: "b", Number: 2, Writer: "db1"}, "a": {Cluster: "a", Number: 7, Writer: "db1"},
+		"c": {Cluster: "c", Number: 3, Writer: "db2"}, "d": {Cluster: "d", Writer: "db1"},
+	}}
+	got := heldTerms(tv, "db1")
+	if len(got) != 2 || got[0].Cluster != "a" || got[1].Cluster != "b" {
+		t.Errorf("heldTerms = %+v", got)
+	}
+	if got := heldTerms(tv, "db9"); got != nil {
+		t.Errorf("heldTerms of a non-holder = %+v", got)
+	}
+}

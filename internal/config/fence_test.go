@@ -62,3 +62,40 @@ func TestFenceSettingErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseSetting: the writer's lease defaults to twice the election
+// timeout, follows it, and is at least the election timeout.
+func TestLeaseSetting(t *testing.T) {
+	base := "node: n1\ninsecure_no_encryption: true\n" + dbYAML
+	for _, tc := range []struct {
+		name, yaml string
+		args       []string
+		want       time.Duration
+		err        string
+	}{
+		{"default", "", nil, 2 * time.Second, ""},
+		{"follows the election timeout", "consensus: {heartbeat_timeout: 2s, election_timeout: 3s, leader_lease_timeout: 1s}\n", nil, 6 * time.Second, ""},
+		{"given", "consensus: {lease: 5s}\n", nil, 5 * time.Second, ""},
+		{"flag", "", []string{"--consensus-lease", "1500ms"}, 1500 * time.Millisecond, ""},
+		{"below the election timeout", "consensus: {lease: 500ms}\n", nil, 0,
+			`consensus.lease (--consensus-lease) "500ms": must be at least election_timeout (1s)`},
+		{"too long", "consensus: {lease: 2m}\n", nil, 0,
+			`consensus.lease (--consensus-lease) "2m0s": must be from the election timeout to 1m`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := load(t, append([]string{"--config", writeFile(t, base+tc.yaml)}, tc.args...), nil)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Consensus.LeaseDuration(); got != tc.want {
+				t.Errorf("LeaseDuration = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -92,6 +92,19 @@ type Settings struct {
 	// server writable first, the old one read-only a moment later) is not
 	// fought.
 	FenceAfter time.Duration `yaml:"fence_after"`
+	// Lease is how long a voter that holds a writer term may go without
+	// contact with a raft leader (or, leading, with a quorum) before it
+	// fences its own server; 0 means 2 × ElectionTimeout (LeaseDuration).
+	Lease time.Duration `yaml:"lease"`
+}
+
+// LeaseDuration is the writer's lease: lease when given, else twice the
+// election timeout.
+func (s Settings) LeaseDuration() time.Duration {
+	if s.Lease > 0 {
+		return s.Lease
+	}
+	return 2 * s.ElectionTimeout
 }
 
 // DefaultSettings returns the settings the agent starts from: consensus
@@ -235,6 +248,12 @@ func (s Settings) Check() error {
 	s.checkTimeouts(&errs)
 	if s.FenceAfter < MinFenceAfter || s.FenceAfter > MaxFenceAfter {
 		errs.Addf("fence_after", s.FenceAfter, "must be from %s to %s", shortDur(MinFenceAfter), shortDur(MaxFenceAfter))
+	}
+	switch {
+	case s.Lease < 0 || s.Lease > 0 && s.Lease > MaxTimeout:
+		errs.Addf("lease", s.Lease, "must be from the election timeout to %s (0: twice the election timeout)", shortDur(MaxTimeout))
+	case s.Lease > 0 && s.Lease < s.ElectionTimeout:
+		errs.Addf("lease", s.Lease, "must be at least election_timeout (%s)", s.ElectionTimeout)
 	}
 	return errs.Err()
 }

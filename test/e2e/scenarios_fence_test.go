@@ -53,6 +53,71 @@ func TestFencing(t *testing.T) {
 	}
 	t.Run("second_writable_fenced", func(t *testing.T) { fenceSecondWritable(t, c) })
 	t.Run("fence_off", func(t *testing.T) { fenceOff(t, c) })
+	t.Run("lease_lost", func(t *testing.T) { fenceLeaseLost(t, c) })
+}
+
+// fenceLeaseLost: db1, the term holder, cut off from every other host
+// (its agent alive, its mysqld running), fences its own server within the
+// writer's lease (2 × election_timeout, 2 s) and a few seconds, kills its
+// client session, and stays read-only after the cut heals: un-fencing is
+// never automatic.
+func fenceLeaseLost(t *testing.T, c *Cluster) {
+	db1 := c.DBs[0]
+	sess, sessID := fenceSession(t, c, db1)
+	if _, err := sess.ExecContext(context.Background(), "INSERT INTO e2e.fence VALUES (4)"); err != nil {
+		t.Fatalf("the session's write to db1: %v", err)
+	}
+	var others []*Host
+	for _, a := range c.Agents() {
+		if a.Host != db1.Host {
+			others = append(others, a.Host)
+		}
+	}
+	if err := Partition([]*Host{db1.Host}, others); err != nil {
+		t.Fatal(err)
+	}
+	cut := time.Now()
+	healed := false
+	heal := func() {
+		if healed {
+			return
+		}
+		healed = true
+		for _, h := range append([]*Host{db1.Host}, others...) {
+			if err := h.ClearRules(); err != nil {
+				t.Errorf("clear rules on %s: %v", h.NS, err)
+			}
+		}
+	}
+	defer heal()
+	const lease = 2 * time.Second
+	took, ok := waitReadOnly(t, db1, true, lease+fenceMargin)
+	if !ok {
+		t.Fatalf("db1 still writable %s after it was cut off; db1's log:\n%s", lease+fenceMargin, db1.Agent.LogTail(40))
+	}
+	t.Logf("db1 read-only %.2fs after it was cut off (lease %s)", took.Seconds(), lease)
+	if took < lease {
+		t.Errorf("db1 fenced %.2fs after the cut, before the lease (%s) ran out", took.Seconds(), lease)
+	}
+	if processAlive(t, db1, sessID) {
+		t.Errorf("the session's connection %d is still in db1's process list", sessID)
+	}
+	var h client.HistoryResponse
+	if err := c.Get(db1.Agent, "/v1/history?kind=fence", &h); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Entries) != 1 || h.Entries[0].Reason != "ok" || !strings.Contains(h.Entries[0].Detail, "lease lost: holds term 1 of main") {
+		t.Errorf("db1's fence history: %+v", h.Entries)
+	} else {
+		t.Logf("db1's history: %s", h.Entries[0].Detail)
+	}
+	heal()
+	healedAt := time.Now()
+	time.Sleep(5 * time.Second)
+	if _, ok := waitReadOnly(t, db1, true, time.Second); !ok {
+		t.Errorf("db1 writable again after the cut healed: un-fencing must not be automatic")
+	}
+	t.Logf("db1 still read-only %.1fs after the cut healed (%.1fs after the cut)", time.Since(healedAt).Seconds(), time.Since(cut).Seconds())
 }
 
 // fenceSecondWritable: db2 made writable by mistake, with a client session
