@@ -63,8 +63,9 @@ func TestFenceSettingErrors(t *testing.T) {
 	}
 }
 
-// TestLeaseSetting: the writer's lease defaults to twice the election
-// timeout, follows it, and is at least the election timeout.
+// TestLeaseSetting: the writer's lease defaults to 2 × heartbeat_timeout +
+// election_timeout, follows them, and is at least twice the heartbeat
+// timeout.
 func TestLeaseSetting(t *testing.T) {
 	base := "node: n1\ninsecure_no_encryption: true\n" + dbYAML
 	for _, tc := range []struct {
@@ -73,14 +74,14 @@ func TestLeaseSetting(t *testing.T) {
 		want       time.Duration
 		err        string
 	}{
-		{"default", "", nil, 2 * time.Second, ""},
-		{"follows the election timeout", "consensus: {heartbeat_timeout: 2s, election_timeout: 3s, leader_lease_timeout: 1s}\n", nil, 6 * time.Second, ""},
+		{"default", "", nil, 3 * time.Second, ""},
+		{"follows the raft timeouts", "consensus: {heartbeat_timeout: 2s, election_timeout: 3s, leader_lease_timeout: 1s}\n", nil, 7 * time.Second, ""},
 		{"given", "consensus: {lease: 5s}\n", nil, 5 * time.Second, ""},
-		{"flag", "", []string{"--consensus-lease", "1500ms"}, 1500 * time.Millisecond, ""},
-		{"below the election timeout", "consensus: {lease: 500ms}\n", nil, 0,
-			`consensus.lease (--consensus-lease) "500ms": must be at least election_timeout (1s)`},
+		{"flag", "", []string{"--consensus-lease", "2500ms"}, 2500 * time.Millisecond, ""},
+		{"below twice the heartbeat timeout", "consensus: {lease: 1500ms}\n", nil, 0,
+			`consensus.lease (--consensus-lease) "1.5s": must be at least twice heartbeat_timeout (2s)`},
 		{"too long", "consensus: {lease: 2m}\n", nil, 0,
-			`consensus.lease (--consensus-lease) "2m0s": must be from the election timeout to 1m`},
+			`consensus.lease (--consensus-lease) "2m0s": must be at most 1m`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := load(t, append([]string{"--config", writeFile(t, base+tc.yaml)}, tc.args...), nil)

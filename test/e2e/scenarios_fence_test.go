@@ -10,6 +10,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,12 +54,67 @@ func TestFencing(t *testing.T) {
 	}
 	t.Run("second_writable_fenced", func(t *testing.T) { fenceSecondWritable(t, c) })
 	t.Run("fence_off", func(t *testing.T) { fenceOff(t, c) })
+	t.Run("leader_stopped_writer_kept", func(t *testing.T) { fenceLeaderStopped(t, c, voters) })
 	t.Run("lease_lost", func(t *testing.T) { fenceLeaseLost(t, c) })
+}
+
+// fenceLeaderStopped: the raft leader's agent, not the holder's, is
+// SIGSTOPped, three times: the others elect a new leader, and db1, the
+// holder, a follower that hears no leader during the election, must not
+// fence its server (its lease outlasts an election).
+func fenceLeaderStopped(t *testing.T, c *Cluster, voters []*Agent) {
+	db1 := c.DBs[0]
+	for round := 1; round <= 3; round++ {
+		leader, rest, err := c.ConsensusLeader(voters)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if leader == db1.Agent {
+			// Move the leadership off the holder: stop its agent for
+			// longer than an election, then let it follow.
+			if err := leader.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(4 * time.Second)
+			_ = leader.Signal(syscall.SIGCONT)
+			if _, last, ok := c.WaitConsensus(voters, 15*time.Second, func(ci *ConsensusInfo) bool {
+				return ci != nil && ci.Leader != "" && ci.Leader != db1.Name
+			}); !ok {
+				t.Fatalf("round %d: no leader but db1 within 15s: %s", round, describeConsensus(last))
+			}
+			if leader, rest, err = c.ConsensusLeader(voters); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := leader.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		stopped := time.Now()
+		took, last, ok := c.WaitConsensus(rest, 15*time.Second, func(ci *ConsensusInfo) bool {
+			return ci != nil && ci.Leader != "" && ci.Leader != leader.Name
+		})
+		time.Sleep(3 * time.Second)
+		_ = leader.Signal(syscall.SIGCONT)
+		if !ok {
+			t.Fatalf("round %d: no new leader within 15s of %s stopped: %s", round, leader.Name, describeConsensus(last))
+		}
+		t.Logf("round %d: %s stopped, new leader %s after %.2fs", round, leader.Name, last[rest[0].Name].Leader, took.Seconds())
+		if _, ok := waitReadOnly(t, db1, false, time.Second); !ok {
+			t.Fatalf("round %d: db1, the holder, fenced during the election after %s stopped (%.1fs ago); db1's log:\n%s",
+				round, leader.Name, time.Since(stopped).Seconds(), db1.Agent.LogTail(30))
+		}
+		time.Sleep(2 * time.Second)
+	}
+	var h client.HistoryResponse
+	if err := c.Get(db1.Agent, "/v1/history?kind=fence", &h); err != nil || len(h.Entries) != 0 {
+		t.Errorf("db1's fence history after the elections: %+v, %v", h.Entries, err)
+	}
 }
 
 // fenceLeaseLost: db1, the term holder, cut off from every other host
 // (its agent alive, its mysqld running), fences its own server within the
-// writer's lease (2 × election_timeout, 2 s) and a few seconds, kills its
+// writer's lease (2 × heartbeat_timeout + election_timeout, 3 s) and a few
+// seconds, kills its
 // client session, and stays read-only after the cut heals: un-fencing is
 // never automatic.
 func fenceLeaseLost(t *testing.T, c *Cluster) {
@@ -90,7 +146,7 @@ func fenceLeaseLost(t *testing.T, c *Cluster) {
 		}
 	}
 	defer heal()
-	const lease = 2 * time.Second
+	const lease = 3 * time.Second
 	took, ok := waitReadOnly(t, db1, true, lease+fenceMargin)
 	if !ok {
 		t.Fatalf("db1 still writable %s after it was cut off; db1's log:\n%s", lease+fenceMargin, db1.Agent.LogTail(40))
