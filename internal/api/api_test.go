@@ -422,7 +422,7 @@ func TestHistoryEndpoint(t *testing.T) {
 		{"?limit=1000001", `limit "1000001"`},
 		{"?since=notatime", `since "notatime"`},
 		{"?since=10m", `since "10m"`}, // the CLI turns durations into times; the API takes times only
-		{"?kind=bogus", `unknown kind "bogus": want one of pool, health, conflict, isolation, maint`},
+		{"?kind=bogus", `unknown kind "bogus": want one of pool, health, conflict, term, isolation, maint`},
 		{"?kind=maintenance", `unknown kind "maintenance"`},
 	} {
 		status, body := do(t, "GET", c.Addr()+"/v1/history"+tc.query, "")
