@@ -3,7 +3,9 @@ package agent
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -173,10 +175,18 @@ func (v consensusView) Peers() (alive []consensus.Peer, gone map[string]bool) {
 // consensusInfo is the consensus part of `shoal info`.
 func (a *Agent) consensusInfo() *view.Consensus {
 	cs := a.cfg.Consensus
-	if !cs.Enabled() {
+	if !cs.Enabled() && cs.TermKey == "" {
 		return nil
 	}
 	out := &view.Consensus{BootstrapExpect: cs.BootstrapExpect}
+	for _, k := range a.terms.verify {
+		out.TermKeys = append(out.TermKeys, consensus.EncodePublicKey(k))
+	}
+	tv := a.termView()
+	for _, c := range slices.Sorted(maps.Keys(tv.Terms)) {
+		t := tv.Terms[c]
+		out.Terms = append(out.Terms, view.Term{Cluster: t.Cluster, Number: t.Number, Writer: t.Writer, Addr: t.Addr, Granted: t.Granted, Why: t.Why})
+	}
 	if a.cons.node == nil {
 		return out
 	}
@@ -186,9 +196,6 @@ func (a *Agent) consensusInfo() *view.Consensus {
 	out.Refused = s.Refused
 	for _, vo := range s.Voters {
 		out.Voters = append(out.Voters, view.ConsensusVoter{ID: vo.ID, Addr: vo.Addr, Leader: vo.Leader, Failing: vo.Failing, LastContact: vo.LastContact})
-	}
-	for _, t := range s.Terms {
-		out.Terms = append(out.Terms, view.Term{Cluster: t.Cluster, Number: t.Number, Writer: t.Writer, Addr: t.Addr, Granted: t.Granted, Why: t.Why})
 	}
 	return out
 }
