@@ -21,7 +21,7 @@ import (
 )
 
 // consensusParts is this agent's raft voter, when it is one (a db agent
-// with a consensus key, or a witness).
+// with a consensus key, or a witness), and the writer terms it knows.
 type consensusParts struct {
 	node     *consensus.Node // nil when this agent is no voter
 	wake     chan struct{}   // a member changed: decide now
@@ -29,6 +29,9 @@ type consensusParts struct {
 	inConfig atomic.Bool     // last published: in a raft configuration
 	// refusedLogged is when a refused connection was last logged (unix ns).
 	refusedLogged atomic.Int64
+	// terms are the writer terms this agent knows (terms.go): every agent
+	// has them, voter or not.
+	terms termParts
 }
 
 // reconcileTagEvery is how often the voter tag's mark is checked.
@@ -179,7 +182,7 @@ func (a *Agent) consensusInfo() *view.Consensus {
 		return nil
 	}
 	out := &view.Consensus{BootstrapExpect: cs.BootstrapExpect}
-	for _, k := range a.terms.verify {
+	for _, k := range a.cons.terms.verify {
 		out.TermKeys = append(out.TermKeys, consensus.EncodePublicKey(k))
 	}
 	tv := a.termView()

@@ -25,7 +25,7 @@ func (a *Agent) Collectors() []prometheus.Collector {
 		metrics.NewStateCollector(a.probeState, a.hookState),
 		metrics.NewConsensusCollector(a.consensusInfo, a.clock.Now),
 	)
-	ts := &a.terms.stats
+	ts := &a.cons.terms.stats
 	cs = append(cs, metrics.NewTermCollectors(metrics.TermCounts{
 		Learned: ts.Learned.Load, NotNewer: ts.Stale.Load, BadSignature: ts.BadSignature.Load, Malformed: ts.Malformed.Load,
 		Dropped: ts.Dropped.Load, Asked: ts.Asked.Load, Answered: ts.Answered.Load,

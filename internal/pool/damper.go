@@ -108,8 +108,8 @@ type dampState struct {
 func NewDamper(cfg DampConfig) *Damper {
 	cfg = cfg.withDefaults()
 	return &Damper{
-		cfg:   cfg,
-		max:   cfg.Reuse * math.Exp2(float64(cfg.MaxHold)/float64(cfg.HalfLife)),
+		cfg:     cfg,
+		max:     cfg.Reuse * math.Exp2(float64(cfg.MaxHold)/float64(cfg.HalfLife)),
 		nodes:   map[placeKey]*dampState{},
 		writers: map[string]writerSeen{},
 	}
