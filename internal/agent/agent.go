@@ -63,7 +63,6 @@ type Agent struct {
 	pool  poolParts          // the router and its sinks
 	rep   reporters          // history, hooks and metrics
 	cons  consensusParts     // the raft voter (consensus.go), when this agent is one
-	terms termParts          // the writer terms this agent knows (terms.go)
 }
 
 // New validates what it can without binding ports and prepares the agent.
@@ -75,7 +74,7 @@ func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
 		clock: clockwork.NewRealClock(),
 		life:  newLifecycle(),
 		mesh:  mesh{events: newEventHub()},
-		terms: newTermParts(),
+		cons:  consensusParts{terms: newTermParts()},
 		rep:   reporters{metrics: metrics.NewAgent(), flaps: &flapCounter{failed: map[string]bool{}}},
 	}
 	a.join.status = view.JoinStatus{Addrs: cfg.Join}

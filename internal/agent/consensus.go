@@ -3,7 +3,9 @@ package agent
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -19,7 +21,7 @@ import (
 )
 
 // consensusParts is this agent's raft voter, when it is one (a db agent
-// with a consensus key, or a witness).
+// with a consensus key, or a witness), and the writer terms it knows.
 type consensusParts struct {
 	node     *consensus.Node // nil when this agent is no voter
 	wake     chan struct{}   // a member changed: decide now
@@ -27,7 +29,12 @@ type consensusParts struct {
 	inConfig atomic.Bool     // last published: in a raft configuration
 	// refusedLogged is when a refused connection was last logged (unix ns).
 	refusedLogged atomic.Int64
-	fence         *fencer // fencing of this db agent's own server (fence.go); nil when off
+	// terms are the writer terms this agent knows (terms.go): every agent
+	// has them, voter or not.
+	terms termParts
+	// fence is the fencing of this db agent's own server (fence.go); nil
+	// when fencing is off or this is no db agent.
+	fence *fencer
 }
 
 // reconcileTagEvery is how often the voter tag's mark is checked.
@@ -174,10 +181,18 @@ func (v consensusView) Peers() (alive []consensus.Peer, gone map[string]bool) {
 // consensusInfo is the consensus part of `shoal info`.
 func (a *Agent) consensusInfo() *view.Consensus {
 	cs := a.cfg.Consensus
-	if !cs.Enabled() {
+	if !cs.Enabled() && cs.TermKey == "" {
 		return nil
 	}
 	out := &view.Consensus{BootstrapExpect: cs.BootstrapExpect}
+	for _, k := range a.cons.terms.verify {
+		out.TermKeys = append(out.TermKeys, consensus.EncodePublicKey(k))
+	}
+	tv := a.termView()
+	for _, c := range slices.Sorted(maps.Keys(tv.Terms)) {
+		t := tv.Terms[c]
+		out.Terms = append(out.Terms, view.Term{Cluster: t.Cluster, Number: t.Number, Writer: t.Writer, Addr: t.Addr, Granted: t.Granted, Why: t.Why})
+	}
 	if a.cons.node == nil {
 		return out
 	}
@@ -187,9 +202,6 @@ func (a *Agent) consensusInfo() *view.Consensus {
 	out.Refused = s.Refused
 	for _, vo := range s.Voters {
 		out.Voters = append(out.Voters, view.ConsensusVoter{ID: vo.ID, Addr: vo.Addr, Leader: vo.Leader, Failing: vo.Failing, LastContact: vo.LastContact})
-	}
-	for _, t := range s.Terms {
-		out.Terms = append(out.Terms, view.Term{Cluster: t.Cluster, Number: t.Number, Writer: t.Writer, Addr: t.Addr, Granted: t.Granted, Why: t.Why})
 	}
 	return out
 }

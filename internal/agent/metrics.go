@@ -25,6 +25,11 @@ func (a *Agent) Collectors() []prometheus.Collector {
 		metrics.NewStateCollector(a.probeState, a.hookState),
 		metrics.NewConsensusCollector(a.consensusInfo, a.clock.Now),
 	)
+	ts := &a.cons.terms.stats
+	cs = append(cs, metrics.NewTermCollectors(metrics.TermCounts{
+		Learned: ts.Learned.Load, NotNewer: ts.Stale.Load, BadSignature: ts.BadSignature.Load, Malformed: ts.Malformed.Load,
+		Dropped: ts.Dropped.Load, Asked: ts.Asked.Load, Answered: ts.Answered.Load,
+	})...)
 	cs = append(cs, a.fenceCollectors()...)
 	cs = append(cs, metrics.NewPublishCollectors(a.publishFailures, func() bool { return a.PublishStatus().OK })...)
 	if r := a.mesh.reach; r != nil {

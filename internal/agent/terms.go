@@ -39,7 +39,7 @@ type termParts struct {
 	// bounded: what does not fit is dropped and counted.
 	in chan serf.Event
 
-	mu    sync.Mutex // guards known
+	mu    sync.Mutex // guards: known
 	known map[string]pool.Term
 
 	// asked is when each cluster's term was last asked for (loop only).
@@ -58,7 +58,7 @@ type termStats struct {
 func (a *Agent) termSafely(what string, f func()) {
 	defer func() {
 		if r := recover(); r != nil {
-			a.terms.stats.Panics.Add(1)
+			a.cons.terms.stats.Panics.Add(1)
 			a.log.Error("writer terms: recovered from a panic", "in", what, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 		}
 	}()
@@ -88,14 +88,14 @@ func (a *Agent) setTermKeys(kr *consensus.Keyring, voter bool) error {
 		return err
 	}
 	if kr != nil {
-		a.terms.verify = kr.TermPublicKeys()
+		a.cons.terms.verify = kr.TermPublicKeys()
 		if voter {
-			a.terms.signer = kr
+			a.cons.terms.signer = kr
 		}
 	}
-	a.terms.verify = append(a.terms.verify, extra...)
-	if len(a.terms.verify) > 0 {
-		a.terms.unverifiable = ""
+	a.cons.terms.verify = append(a.cons.terms.verify, extra...)
+	if len(a.cons.terms.verify) > 0 {
+		a.cons.terms.unverifiable = ""
 	}
 	return nil
 }
@@ -116,18 +116,18 @@ func isTermEvent(e serf.Event) bool {
 // blocking serf's event loop.
 func (a *Agent) offerTermEvent(e serf.Event) {
 	select {
-	case a.terms.in <- e:
+	case a.cons.terms.in <- e:
 	default:
-		a.terms.stats.Dropped.Add(1)
+		a.cons.terms.stats.Dropped.Add(1)
 	}
 }
 
 // termView is what the router computes with: the known terms, merged
 // with this voter's own (its FSM holds what the quorum committed).
 func (a *Agent) termView() pool.TermView {
-	a.terms.mu.Lock()
-	known := maps.Clone(a.terms.known)
-	a.terms.mu.Unlock()
+	a.cons.terms.mu.Lock()
+	known := maps.Clone(a.cons.terms.known)
+	a.cons.terms.mu.Unlock()
 	if a.cons.node != nil {
 		for c, t := range a.cons.node.FSM().Terms() {
 			if t.Number > known[c].Number {
@@ -135,24 +135,24 @@ func (a *Agent) termView() pool.TermView {
 			}
 		}
 	}
-	return pool.TermView{Terms: known, Unverifiable: a.terms.unverifiable}
+	return pool.TermView{Terms: known, Unverifiable: a.cons.terms.unverifiable}
 }
 
 // learnTerm keeps t when it is newer than what this agent knows, and
 // reports whether it was.
 func (a *Agent) learnTerm(t pool.Term, from string) bool {
-	a.terms.mu.Lock()
-	cur := a.terms.known[t.Cluster]
+	a.cons.terms.mu.Lock()
+	cur := a.cons.terms.known[t.Cluster]
 	newer := t.Number > cur.Number
 	if newer {
-		a.terms.known[t.Cluster] = t
+		a.cons.terms.known[t.Cluster] = t
 	}
-	a.terms.mu.Unlock()
+	a.cons.terms.mu.Unlock()
 	if !newer {
-		a.terms.stats.Stale.Add(1)
+		a.cons.terms.stats.Stale.Add(1)
 		return false
 	}
-	a.terms.stats.Learned.Add(1)
+	a.cons.terms.stats.Learned.Add(1)
 	a.log.Info("writer term learned", "cluster", t.Cluster, "term", t.Number, "writer", t.Writer, "addr", t.Addr, "from", from)
 	if a.pool.router != nil {
 		a.pool.router.Trigger()
@@ -162,13 +162,13 @@ func (a *Agent) learnTerm(t pool.Term, from string) bool {
 
 // acceptSignedTerm verifies a signed term and learns it.
 func (a *Agent) acceptSignedTerm(b []byte, from string) {
-	t, err := consensus.DecodeSignedTerm(b, a.terms.verify)
+	t, err := consensus.DecodeSignedTerm(b, a.cons.terms.verify)
 	switch {
 	case errors.Is(err, consensus.ErrTermSignature):
-		a.terms.stats.BadSignature.Add(1)
+		a.cons.terms.stats.BadSignature.Add(1)
 		a.log.Debug("writer term refused", "from", from, "error", err)
 	case err != nil:
-		a.terms.stats.Malformed.Add(1)
+		a.cons.terms.stats.Malformed.Add(1)
 		a.log.Debug("writer term refused", "from", from, "error", err)
 	default:
 		a.learnTerm(t, from)
@@ -184,7 +184,7 @@ func (a *Agent) runTerms(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case e := <-a.terms.in:
+		case e := <-a.cons.terms.in:
 			a.termSafely("term event", func() { a.handleTermEvent(e) })
 		case <-t.Chan():
 			a.termSafely("term query", func() { a.askTerms(ctx) })
@@ -201,19 +201,19 @@ func (a *Agent) handleTermEvent(e serf.Event) {
 			a.acceptSignedTerm(e.Payload, "event")
 		}
 	case *serf.Query:
-		if e.Name != consensus.TermQuery || a.terms.signer == nil || a.cons.node == nil {
+		if e.Name != consensus.TermQuery || a.cons.terms.signer == nil || a.cons.node == nil {
 			return
 		}
 		cluster, err := consensus.DecodeTermQuery(e.Payload)
 		if err != nil {
-			a.terms.stats.Malformed.Add(1)
+			a.cons.terms.stats.Malformed.Add(1)
 			return
 		}
 		t := a.cons.node.FSM().Term(cluster)
 		if t.Number == 0 {
 			return
 		}
-		b, err := consensus.EncodeSignedTerm(a.terms.signer, t)
+		b, err := consensus.EncodeSignedTerm(a.cons.terms.signer, t)
 		if err != nil {
 			a.log.Warn("cannot sign a writer term", "cluster", cluster, "error", err)
 			return
@@ -222,7 +222,7 @@ func (a *Agent) handleTermEvent(e serf.Event) {
 			a.log.Debug("term query answer not sent", "cluster", cluster, "error", err)
 			return
 		}
-		a.terms.stats.Answered.Add(1)
+		a.cons.terms.stats.Answered.Add(1)
 	}
 }
 
@@ -230,21 +230,21 @@ func (a *Agent) handleTermEvent(e serf.Event) {
 // may exist, at most once per askEvery per cluster. The answers arrive
 // on their own goroutine and are verified like events.
 func (a *Agent) askTerms(ctx context.Context) {
-	if a.terms.unverifiable != "" || a.pool.router == nil {
+	if a.cons.terms.unverifiable != "" || a.pool.router == nil {
 		return
 	}
 	now := a.clock.Now()
 	for _, c := range a.pool.router.Current().Pool.Clusters {
-		if !c.AskTerm || now.Sub(a.terms.asked[c.Name]) < askEvery {
+		if !c.AskTerm || now.Sub(a.cons.terms.asked[c.Name]) < askEvery {
 			continue
 		}
-		a.terms.asked[c.Name] = now
+		a.cons.terms.asked[c.Name] = now
 		resp, err := a.Query(consensus.TermQuery, consensus.EncodeTermQuery(c.Name), &serf.QueryParam{FilterTags: map[string]string{tags.KeyVoter: ".+"}})
 		if err != nil {
 			a.log.Debug("term query not sent", "cluster", c.Name, "error", err)
 			continue
 		}
-		a.terms.stats.Asked.Add(1)
+		a.cons.terms.stats.Asked.Add(1)
 		a.life.wg.Add(1)
 		go func() {
 			defer a.life.wg.Done()
@@ -267,12 +267,12 @@ func (a *Agent) askTerms(ctx context.Context) {
 // publishTerms broadcasts terms signed, as the raft leader does on each
 // grant and once elected (consensus.View.Publish).
 func (a *Agent) publishTerms(terms []pool.Term) {
-	if a.terms.signer == nil {
+	if a.cons.terms.signer == nil {
 		return
 	}
 	for _, t := range terms {
 		a.learnTerm(t, "granted here")
-		b, err := consensus.EncodeSignedTerm(a.terms.signer, t)
+		b, err := consensus.EncodeSignedTerm(a.cons.terms.signer, t)
 		if err == nil {
 			err = a.UserEvent(consensus.TermEvent, b, false)
 		}

@@ -40,7 +40,7 @@ func signedTerm(t *testing.T, kr *consensus.Keyring, n uint64, writer string) []
 // older terms change nothing and are counted.
 func TestTermsVerifiedAndHighestKept(t *testing.T) {
 	fleet, stranger := termKeyring(t), termKeyring(t)
-	a := &Agent{cfg: &config.Config{}, log: slog.New(slog.DiscardHandler), terms: newTermParts()}
+	a := &Agent{cfg: &config.Config{}, log: slog.New(slog.DiscardHandler), cons: consensusParts{terms: newTermParts()}}
 	if a.termView().Unverifiable == "" {
 		t.Fatal("an agent with no key says it can verify terms")
 	}
@@ -49,8 +49,8 @@ func TestTermsVerifiedAndHighestKept(t *testing.T) {
 	if err := a.setTermKeys(nil, false); err != nil {
 		t.Fatal(err)
 	}
-	if a.terms.signer != nil || a.termView().Unverifiable != "" {
-		t.Fatalf("term_key alone: signer %v, unverifiable %q", a.terms.signer, a.termView().Unverifiable)
+	if a.cons.terms.signer != nil || a.termView().Unverifiable != "" {
+		t.Fatalf("term_key alone: signer %v, unverifiable %q", a.cons.terms.signer, a.termView().Unverifiable)
 	}
 	event := func(b []byte) { a.handleTermEvent(serf.UserEvent{Name: consensus.TermEvent, Payload: b}) }
 	event(signedTerm(t, fleet, 2, "db2"))
@@ -62,7 +62,7 @@ func TestTermsVerifiedAndHighestKept(t *testing.T) {
 	if got.Number != 2 || got.Writer != "db2" {
 		t.Fatalf("term = %+v, want 2 to db2", got)
 	}
-	s := &a.terms.stats
+	s := &a.cons.terms.stats
 	if s.Learned.Load() != 1 || s.BadSignature.Load() != 1 || s.Stale.Load() != 2 || s.Malformed.Load() != 1 {
 		t.Fatalf("learned %d, bad signature %d, stale %d, malformed %d; want 1, 1, 2, 1",
 			s.Learned.Load(), s.BadSignature.Load(), s.Stale.Load(), s.Malformed.Load())
@@ -75,11 +75,11 @@ func TestTermsVerifiedAndHighestKept(t *testing.T) {
 // serf's event loop never blocks on the term loop: a full queue drops and
 // counts; hooks never see term events or queries.
 func TestTermEventsBoundedAndHiddenFromHooks(t *testing.T) {
-	a := &Agent{terms: newTermParts()}
+	a := &Agent{cons: consensusParts{terms: newTermParts()}}
 	for range termQueue + 3 {
 		a.offerTermEvent(serf.UserEvent{Name: consensus.TermEvent})
 	}
-	if d := a.terms.stats.Dropped.Load(); d != 3 {
+	if d := a.cons.terms.stats.Dropped.Load(); d != 3 {
 		t.Fatalf("dropped %d, want 3", d)
 	}
 	var seen []string

@@ -77,7 +77,7 @@ func toConsensus(c *view.Consensus) *client.Consensus {
 		Leader: c.Leader, LeaderAddr: c.LeaderAddr, Bootstrapped: c.Bootstrapped,
 		RaftTerm: c.RaftTerm, LastIndex: c.LastIndex, AppliedIndex: c.AppliedIndex, LastContact: c.LastContact,
 		Voters: make([]client.ConsensusVoter, 0, len(c.Voters)), Refused: make(map[string]uint64, len(c.Refused)),
-		Terms: make([]client.Term, 0, len(c.Terms)),
+		Terms: make([]client.Term, 0, len(c.Terms)), TermKeys: append([]string{}, c.TermKeys...),
 	}
 	for _, v := range c.Voters {
 		out.Voters = append(out.Voters, client.ConsensusVoter{ID: v.ID, Addr: v.Addr, Leader: v.Leader, Failing: v.Failing, LastContact: v.LastContact})

@@ -150,20 +150,22 @@ func TestConsensusOnTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"voter":false,"id":"","addr":"","bootstrap_expect":3,"state":"","leader":"","leader_addr":"","bootstrapped":false,` +
-		`"raft_term":0,"last_index":0,"applied_index":0,"voters":[],"refused":{},"terms":[]}`
+		`"raft_term":0,"last_index":0,"applied_index":0,"voters":[],"refused":{},"terms":[],"term_keys":[]}`
 	if string(b) != want {
 		t.Fatalf("not a voter:\n got %s\nwant %s", b, want)
 	}
 	granted := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 	b, _ = json.Marshal(toConsensus(&view.Consensus{
 		Voter: true, State: "Leader", Voters: []view.ConsensusVoter{{ID: "db1", Addr: "10.0.0.1:7950", Failing: true, LastContact: granted}},
-		Refused: map[string]uint64{"bad-key": 2},
-		Terms:   []view.Term{{Cluster: "main", Number: 4, Writer: "db1", Addr: "10.0.0.1:3306", Granted: granted, Why: "first writer"}},
+		Refused:  map[string]uint64{"bad-key": 2},
+		Terms:    []view.Term{{Cluster: "main", Number: 4, Writer: "db1", Addr: "10.0.0.1:3306", Granted: granted, Why: "first writer"}},
+		TermKeys: []string{"k1", "k2"},
 	}))
 	for _, part := range []string{
 		`"voters":[{"id":"db1","addr":"10.0.0.1:7950","leader":false,"failing":true,"last_contact":"2024-05-01T12:00:00Z"}]`,
 		`"state":"leader"`,
 		`"refused":{"bad-key":2}`,
+		`"term_keys":["k1","k2"]`,
 		`"terms":[{"cluster":"main","term":4,"writer":"db1","addr":"10.0.0.1:3306","granted":"2024-05-01T12:00:00Z","why":"first writer"}]`,
 	} {
 		if !strings.Contains(string(b), part) {

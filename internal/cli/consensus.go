@@ -30,6 +30,7 @@ func consensusRows(row func(k, v string), c *client.Consensus) {
 		return
 	case !c.Voter:
 		row("consensus", "on, this agent is not a voter")
+		row("term keys", termKeysText(c.TermKeys))
 		return
 	}
 	row("consensus", "voter "+c.ID+" ("+c.Addr+"), "+orDash(c.State))
@@ -41,6 +42,16 @@ func consensusRows(row func(k, v string), c *client.Consensus) {
 	}
 	row("raft log", fmt.Sprintf("term %d, last index %d, applied %d", c.RaftTerm, c.LastIndex, c.AppliedIndex))
 	row("raft refused", refusedText(c.Refused))
+	row("term keys", termKeysText(c.TermKeys))
+}
+
+// termKeysText is the term keys row: the public keys writer terms are
+// verified with (consensus.term_key takes them as they are shown).
+func termKeysText(keys []string) string {
+	if len(keys) == 0 {
+		return "none: writer terms cannot be verified, so no writes are routed where a term is required"
+	}
+	return strings.Join(keys, ",")
 }
 
 // writeConsensusTables prints, under `shoal info`'s table, a voter's raft

@@ -28,9 +28,10 @@ memory; history.file keeps them on disk.
 Kinds (--kind): pool (a node entered or left a role), health (this node's
 health), conflict (two writers, begun or ended), term (the writer term a
 cluster's writes follow changed, say from "3 (db1)" to "4 (db2)"),
-isolation (this agent lost or regained the cluster), maint (maintenance
-mode on or off), fence (this db agent set its own server read-only and
-killed its clients: another node holds the term, or its lease ran out).
+isolation (this agent lost or regained the cluster),
+maint (maintenance mode on or off), fence (this db agent set its own
+server read-only and killed its clients: another node holds the term, or
+its lease ran out).
 
   shoal history --since 10m
   shoal history --node db2 --format json`,

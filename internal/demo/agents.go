@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shoaldb/shoal/internal/consensus"
 	"github.com/shoaldb/shoal/pkg/client"
 )
 
@@ -42,7 +43,13 @@ func (l *Layout) agentArgs(node string) []string {
 	return append(args,
 		"--mysql-addr", l.MySQLAddr(node),
 		"--mysql-user", probeUser,
-		"--mysql-password-file", l.Path("shoal.password"))
+		"--mysql-password-file", l.Path("shoal.password"),
+		// The db agents are the raft voters that grant the writer term
+		// (docs/consensus.md); the key comes through the environment.
+		"--consensus-keyring-file", l.Path("consensus-"+node+".json"),
+		"--consensus-data-dir", l.Path("raft-"+node),
+		"--consensus-bind", l.RaftAddr(node),
+		"--consensus-bootstrap-expect", strconv.Itoa(len(DBNodes)))
 }
 
 // appConfig is the app agent's config file: the HAProxy sink, and the pool
@@ -60,14 +67,40 @@ sinks:
 `, l.HAProxySock(), Cluster, BackendRW, Cluster, BackendRO, l.Path("pool.json"))
 }
 
-// startAgent starts node's agent in the background.
+// startAgent starts node's agent in the background. The db agents get
+// the consensus key; the app agent only its public half, the term key,
+// which verifies the writer terms and cannot sign one.
 func (l *Layout) startAgent(node string) error {
 	key, err := l.readSecret("gossip.key")
 	if err != nil {
 		return err
 	}
-	_, err = l.spawn("agent-"+node, l.agentArgs(node), []string{"SHOAL_ENCRYPT=" + key}, l.Path("agent-"+node+".log"))
+	ckey, err := l.readSecret("consensus.key")
+	if err != nil {
+		return err
+	}
+	args, env := l.agentArgs(node), []string{"SHOAL_ENCRYPT=" + key}
+	if node == App {
+		pub, err := termKey(ckey)
+		if err != nil {
+			return err
+		}
+		args = append(args, "--consensus-term-key", pub)
+	} else {
+		env = append(env, "SHOAL_CONSENSUS_KEY="+ckey)
+	}
+	_, err = l.spawn("agent-"+node, args, env, l.Path("agent-"+node+".log"))
 	return err
+}
+
+// termKey is the public term key of a consensus key, as
+// `shoal term-key` prints it.
+func termKey(ckey string) (string, error) {
+	kr, err := consensus.ParseKeyring([]string{ckey})
+	if err != nil {
+		return "", fmt.Errorf("consensus key: %w", err)
+	}
+	return consensus.EncodePublicKey(kr.TermPublicKeys()[0]), nil
 }
 
 // keygen asks the shoal binary for a gossip key.

@@ -91,6 +91,9 @@ func (l *Layout) GossipAddr(node string) string { return hostPort(l.PortBase + 1
 func (l *Layout) HTTPAddr(node string) string   { return hostPort(l.PortBase + 20 + nodeIndex(node)) }
 func (l *Layout) RPCAddr(node string) string    { return hostPort(l.PortBase + 30 + nodeIndex(node)) }
 
+// RaftAddr is a db agent's consensus (raft) address.
+func (l *Layout) RaftAddr(node string) string { return hostPort(l.PortBase + 40 + nodeIndex(node)) }
+
 // UIURL is the app agent's status page.
 func (l *Layout) UIURL() string { return "http://" + l.HTTPAddr(App) + "/ui" }
 
@@ -126,6 +129,9 @@ func (l *Layout) tcpPorts() []int {
 		for _, off := range []int{10, 20, 30} {
 			ps = append(ps, l.PortBase+off+nodeIndex(n))
 		}
+	}
+	for _, n := range DBNodes {
+		ps = append(ps, l.PortBase+40+nodeIndex(n))
 	}
 	return ps
 }

@@ -97,6 +97,9 @@ func (l *Layout) Up(ctx context.Context, out io.Writer) (err error) {
 		return err
 	}
 	secrets["gossip.key"] = key
+	if secrets["consensus.key"], err = l.keygen(ctx); err != nil {
+		return err
+	}
 	for name, v := range secrets {
 		if err := l.writeSecret(name, v); err != nil {
 			return err

@@ -24,6 +24,9 @@ const (
 	DefaultSuppress = 2500
 	DefaultReuse    = 1000
 	DefaultMaxHold  = 5 * time.Minute
+	// TopologyGrace: a reader removed within this time of a change of its
+	// cluster's writer adds no penalty (see Damper).
+	TopologyGrace = 30 * time.Second
 )
 
 func (c DampConfig) withDefaults() DampConfig {
@@ -65,6 +68,12 @@ func (c DampConfig) withDefaults() DampConfig {
 // `shoal maint enable`/`disable` or a rolling restart never gets a node
 // damped. Such a removal does not lift a suppression already earned either.
 //
+// Nor is a topology change: a reader removed within TopologyGrace of a
+// change of its cluster's writer (a switchover, an outside promotion, the
+// writer lost) adds no penalty. Its replication is being re-pointed, or its
+// source went away: that says nothing of the reader's own health. Two planned
+// switchovers a minute apart used to damp the old primary (issue 26).
+//
 // Damping never takes the readers below the policy's floor: if it would, the
 // held nodes with the lowest penalty (then by name) stay in with reason floor.
 // The writer is never damped: there is at most one writer candidate and no
@@ -77,6 +86,14 @@ type Damper struct {
 	cfg   DampConfig
 	max   float64 // penalty cap
 	nodes map[placeKey]*dampState
+	// writers: each cluster's writer in the last pool given to Apply, and
+	// when it last changed (zero: never seen to change).
+	writers map[string]writerSeen
+}
+
+type writerSeen struct {
+	name    string
+	changed time.Time
 }
 
 type dampState struct {
@@ -91,9 +108,10 @@ type dampState struct {
 func NewDamper(cfg DampConfig) *Damper {
 	cfg = cfg.withDefaults()
 	return &Damper{
-		cfg:   cfg,
-		max:   cfg.Reuse * math.Exp2(float64(cfg.MaxHold)/float64(cfg.HalfLife)),
-		nodes: map[placeKey]*dampState{},
+		cfg:     cfg,
+		max:     cfg.Reuse * math.Exp2(float64(cfg.MaxHold)/float64(cfg.HalfLife)),
+		nodes:   map[placeKey]*dampState{},
+		writers: map[string]writerSeen{},
 	}
 }
 
@@ -118,6 +136,11 @@ func (d *Damper) Apply(now time.Time, p *Pool, policy Policy) *Pool {
 	for i := range out.Clusters {
 		d.applyCluster(now, &out.Clusters[i], policy, seen)
 	}
+	for c := range d.writers {
+		if out.Cluster(c) == nil {
+			delete(d.writers, c) // the cluster is gone: forget its writer
+		}
+	}
 	// Nodes that vanished from the readers without a trace (gone from the
 	// member list, or moved to another cluster) were removed too.
 	for k, s := range d.nodes {
@@ -135,6 +158,13 @@ func (d *Damper) Apply(now time.Time, p *Pool, policy Policy) *Pool {
 
 func (d *Damper) applyCluster(now time.Time, c *Cluster, policy Policy, seen map[placeKey]bool) {
 	writer := c.Writer()
+	ws, known := d.writers[c.Name]
+	if known && ws.name != writer {
+		ws.changed = now
+	}
+	ws.name = writer
+	d.writers[c.Name] = ws
+	topology := !ws.changed.IsZero() && now.Sub(ws.changed) < TopologyGrace
 	inReaders := map[string]bool{}
 	for _, n := range c.Readers {
 		if n.Name != writer {
@@ -166,7 +196,7 @@ func (d *Damper) applyCluster(now time.Time, c *Cluster, policy Policy, seen map
 				s.reader = false // promoted: not a flap
 			case s.reader && !inReaders[n.Name]:
 				s.reader = false
-				if outReason[n.Name].Health() {
+				if outReason[n.Name].Health() && !topology {
 					d.removed(s, now)
 				}
 			case !s.reader && inReaders[n.Name]:

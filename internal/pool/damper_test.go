@@ -267,3 +267,49 @@ func TestDamperDoesNotModifyInput(t *testing.T) {
 		t.Fatal("Apply(nil) returned nil")
 	}
 }
+
+// Issue 26: two planned read_only switchovers a minute apart (db1 -> db2,
+// then back) damped the old primary. While the replicas are re-pointed
+// they are out for replication reasons for a moment; that follows the
+// writer's change, not their own health, and adds no penalty. A reader
+// that flaps with the writer unchanged is still damped.
+func TestDamperIgnoresSwitchovers(t *testing.T) {
+	r := &damperRun{t: t, d: NewDamper(DampConfig{})}
+	stopped := func(name string) Member {
+		return dbh(name, tags.Health{State: tags.Passing, ReadOnly: true, Replica: true, IORunning: false, SQLRunning: true})
+	}
+	// One switchover from `from` to `to`, the third server `other`: the old
+	// writer turns read-only (no writer for a moment), the new one writable,
+	// the replicas are re-pointed (replication stopped, then lagging), then
+	// all is healthy.
+	switchover := func(sec float64, from, to, other string) {
+		r.step(sec, replica(from, 0), replica(to, 0), replica(other, 0))
+		r.step(sec+0.2, stopped(from), writer(to), stopped(other))
+		r.step(sec+0.5, replica(from, 30), writer(to), replica(other, 30))
+		r.step(sec+1, replica(from, 0), writer(to), replica(other, 0))
+		r.step(sec+1.5, stopped(from), writer(to), replica(other, 0)) // re-pointed twice
+		r.step(sec+2, replica(from, 0), writer(to), replica(other, 0))
+	}
+	r.step(0, writer("db1"), replica("db2", 0), replica("db3", 0))
+	switchover(10, "db1", "db2", "db3")
+	switchover(70, "db2", "db1", "db3")
+	switchover(130, "db1", "db2", "db3")
+	p := r.step(135, writer("db2"), replica("db1", 0), replica("db3", 0))
+	for _, n := range []string{"db1", "db3"} {
+		if got := reasonOf(p, n); got != "reader:" {
+			t.Errorf("%s after three switchovers: %s, want reader: (penalty %.0f)", n, got, r.d.Penalty("default", n, at(135)))
+		}
+		if pen := r.d.Penalty("default", n, at(135)); pen != 0 {
+			t.Errorf("%s: penalty %.0f after switchovers, want 0", n, pen)
+		}
+	}
+	// Past the grace, the same flaps with the writer unchanged are flaps.
+	for k := range 4 {
+		sec := 200 + float64(k)*5
+		r.step(sec, writer("db2"), stopped("db1"), replica("db3", 0))
+		r.step(sec+2, writer("db2"), replica("db1", 0), replica("db3", 0))
+	}
+	if pen := r.d.Penalty("default", "db1", at(218)); pen < DefaultSuppress {
+		t.Errorf("db1 flapping with the writer unchanged: penalty %.0f, want over %d", pen, DefaultSuppress)
+	}
+}

@@ -37,6 +37,7 @@ func cluster(c string) opt     { return func(m *Member) { m.Tags[tags.KeyCluster
 func status(s Status) opt      { return func(m *Member) { m.Status = s } }
 func maint(r string) opt       { return func(m *Member) { m.Tags[tags.KeyMaint] = r } }
 func tag(k, v string) opt      { return func(m *Member) { m.Tags[k] = v } }
+func addr(a string) opt        { return func(m *Member) { m.Addr = a } }
 
 // ids sets the server_id and the source server_id in the member's health tag.
 func ids(serverID, sourceID uint32) opt {

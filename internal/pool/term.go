@@ -105,12 +105,21 @@ func decideTerm(cluster string, ms []Member, policy Policy, cur Term, voters map
 		}
 		if cur.Number != 0 && m.Name == cur.Writer {
 			holderGone, holderWhy = termHolderGone(m)
+			if m.Addr != cur.Addr {
+				// The same node at another address (its MySQL address
+				// changed) no longer holds the term, which routers
+				// match by name and address: without a new term it
+				// would never be the writer again.
+				holderGone, holderWhy = true, "now at "+m.Addr
+			}
 		}
 	}
 	if cur.Number != 0 && !holderGone {
 		return Grant{}, false
 	}
-	writable = slices.DeleteFunc(writable, func(e eval) bool { return cur.Number != 0 && e.node.Name == cur.Writer })
+	writable = slices.DeleteFunc(writable, func(e eval) bool {
+		return cur.Number != 0 && e.node.Name == cur.Writer && e.node.Addr == cur.Addr
+	})
 	if len(writable) != 1 {
 		return Grant{}, false
 	}

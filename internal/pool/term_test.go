@@ -41,6 +41,8 @@ func TestDecideTerms(t *testing.T) {
 		{"holder read-only, no other writable: none", []Member{replica("dbp", 0), replica("dbr", 0)}, held("dbp", 3), voters, ""},
 		{"holder in maintenance: kept", []Member{writer("dbp", maint("kernel")), writer("dbr")}, held("dbp", 3), voters, ""},
 		{"holder read-only, the writable one is no voter: none", []Member{replica("dbp", 0), writer("evil")}, held("dbp", 3), voters, ""},
+		{"holder at a new address, the only writable: a new term to it", []Member{writer("dbp", addr("10.0.0.9:3307")), replica("dbr", 0)}, held("dbp", 3), voters, "term 4 to dbp (expect 3)"},
+		{"holder at a new address, another writable too: none", []Member{writer("dbp", addr("10.0.0.9:3307")), writer("dbr")}, held("dbp", 3), voters, ""},
 		{"Galera: no term", []Member{galera("g1"), galera("g2")}, nil, map[string]bool{"g1": true, "g2": true}, ""},
 	}
 	for _, tc := range cases {

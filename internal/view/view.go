@@ -138,6 +138,10 @@ type Consensus struct {
 	Refused map[string]uint64
 	// Terms are the writer terms this agent knows, by cluster.
 	Terms []Term
+	// TermKeys are the public keys this agent verifies terms with
+	// (base64): its consensus keyring's and consensus.term_key. None: it
+	// cannot verify terms, and routes no writes where one is required.
+	TermKeys []string
 }
 
 // ConsensusVoter is one voter of the raft configuration.

@@ -157,6 +157,10 @@ type Consensus struct {
 	Refused map[string]uint64 `json:"refused"`
 	// Terms are the writer terms this agent knows, by cluster; never null.
 	Terms []Term `json:"terms"`
+	// TermKeys are the public keys this agent verifies writer terms with
+	// (base64; public, not secret); never null. Empty: it cannot verify
+	// terms, so it routes no writes to a cluster that requires one.
+	TermKeys []string `json:"term_keys"`
 }
 
 // ConsensusVoter is one voter of the raft configuration.

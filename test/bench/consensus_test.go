@@ -4,6 +4,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,19 +30,21 @@ func TestConsensusTerms(t *testing.T) {
 	e2e.Require(t)
 	trials := envInt("BENCH_CONSENSUS_TRIALS", Pick(10, 2))
 	start := time.Now()
-	var first, afterPool, promote, failover []float64
+	var first, formed, promote, routed, fresh, failover []float64
 	for k := range trials {
 		t.Run(fmt.Sprintf("trial%d", k), func(t *testing.T) {
-			f, a, p, l := consensusTrial(t)
-			first, afterPool, promote, failover = append(first, f), append(afterPool, a), append(promote, p), append(failover, l)
+			r := consensusTrial(t)
+			first, formed, promote, failover = append(first, r.first), append(formed, r.formed), append(promote, r.promote), append(failover, r.failover)
+			routed, fresh = append(routed, r.routed), append(fresh, r.fresh)
 		})
 	}
 	var b strings.Builder
-	b.WriteString("## 8. Writer terms by consensus (issue 26, slice 1)\n\n")
+	b.WriteString("## 8. Writer terms by consensus (issue 26)\n\n")
 	b.WriteString("What: 3 db hosts (real MariaDB, GTID replication) and 1 app host in network namespaces, the db agents raft voters " +
 		"(`--consensus-key`, `bootstrap_expect` 3, raft's default timeouts: heartbeat and election 1 s), a fresh cluster per trial. " +
-		"Times are polled from each voter's `/v1/agent/self` every 50 ms (each carries up to 50 ms and one API round trip). " +
-		"Routers do not follow the terms yet ([consensus.md](consensus.md)), so no client-side number is here.\n\n")
+		"The app agent has the consensus key too (no voter) and routes by the term ([consensus.md](consensus.md)). " +
+		"Voter times are polled from each voter's `/v1/agent/self` every 50 ms (each carries up to 50 ms and one API round trip); " +
+		"pool times come from the harness's observer, which samples every agent's `/v1/pool`.\n\n")
 	fmt.Fprintf(&b, "Command: `sudo go test -tags 'bench e2e' -count=1 -v -run '^TestConsensusTerms$' ./test/bench/`. Trials: %d. This run took %s.\n\n",
 		trials, time.Since(start).Round(time.Second))
 	b.WriteString("| what | trials | p50 (s) | p90 | max |\n|---|---|---|---|---|\n")
@@ -49,9 +52,11 @@ func TestConsensusTerms(t *testing.T) {
 		what string
 		xs   []float64
 	}{
-		{"first term on every voter, from the agents' start", first},
-		{"… of which after the pool formed", afterPool},
+		{"first term on every voter, from the agents' start (an upper bound: seen at the first poll after the pool formed)", first},
+		{"the healthy pool on every agent, the writer by the term, from the agents' start", formed},
 		{"outside promotion (read_only flipped) → next term on every voter", promote},
+		{"outside promotion → writer db2 in every agent's pool, the app agent's included", routed},
+		{"a fresh app agent started → the writer in its pool (it learns the term)", fresh},
 		{"raft leader's agent killed (kill -9) → a new leader on both other voters", failover},
 	} {
 		s := Summarize(r.xs)
@@ -60,10 +65,18 @@ func TestConsensusTerms(t *testing.T) {
 	WriteSection(t, "80-consensus", b.String())
 }
 
+// trialResult is one trial's times, in seconds.
+type trialResult struct {
+	first, formed, promote, routed, fresh, failover float64
+}
+
 // consensusTrial runs one fresh cluster: first term (from the agents'
-// start, and after the pool formed), an outside promotion, a leader kill.
-func consensusTrial(t *testing.T) (first, afterPool, promote, failover float64) {
-	c := e2e.NewCluster(t, e2e.Options{DBHosts: 3, AppHosts: 1, DBFlags: e2e.ConsensusFlags(e2e.Keygen(t), 3)})
+// start, and after the pool formed), an outside promotion (to the next
+// term on the voters, and to the new writer in every agent's pool), a
+// fresh app agent learning the term, a leader kill.
+func consensusTrial(t *testing.T) (r trialResult) {
+	key := e2e.Keygen(t)
+	c := e2e.NewCluster(t, e2e.Options{DBHosts: 3, AppHosts: 1, DBFlags: e2e.ConsensusFlags(key, 3), AppFlags: e2e.ConsensusAppFlags(key)})
 	var dbs []*e2e.Agent
 	for _, d := range c.DBs {
 		dbs = append(dbs, d.Agent)
@@ -78,13 +91,29 @@ func consensusTrial(t *testing.T) (first, afterPool, promote, failover float64) 
 	if !ok {
 		t.Fatalf("no first term within 60s: %+v", last)
 	}
-	afterPool, first = took.Seconds(), (c.Formed + took).Seconds()
+	// The pool is healthy only with a writer, which needs the term: the
+	// cluster forms after the first term, and took is the rest of the
+	// polling.
+	r.formed, r.first = c.Formed.Seconds(), (c.Formed + took).Seconds()
 
 	flipped := c.Switchover(t, c.DBs[1])
 	if _, last, ok := c.WaitConsensus(dbs, 30*time.Second, holds(2, "db2")); !ok {
 		t.Fatalf("no term 2 within 30s of the flip: %+v", last)
 	}
-	promote = time.Since(flipped).Seconds()
+	r.promote = time.Since(flipped).Seconds()
+	w := c.Obs.WaitAgents(c.AgentNames(), flipped, 30*time.Second, func(s e2e.Snap) bool { return s.OK() && slices.Equal(s.Writers, []string{"db2"}) })
+	if !w.OK {
+		t.Fatalf("not every agent routes writes to db2 within 30s of the flip:\n%s", c.Describe())
+	}
+	r.routed = w.Took.Seconds()
+
+	ws := c.StartWatched(t, "fresh", 1, e2e.ConsensusAppFlags(key), 20*time.Millisecond, 30*time.Second,
+		func(s e2e.RouteSample) bool { return s.OK() && s.Writer() == "db2" })
+	samples := ws[0].Wait()
+	if n := len(samples); n == 0 || samples[n-1].Writer() != "db2" {
+		t.Fatalf("a fresh app agent did not route writes to db2 within 30s (%d samples)", n)
+	}
+	r.fresh = samples[len(samples)-1].At.Sub(ws[0].Started).Seconds()
 
 	leader, rest, err := c.ConsensusLeader(dbs)
 	if err != nil {
@@ -99,7 +128,8 @@ func consensusTrial(t *testing.T) (first, afterPool, promote, failover float64) 
 	}); !ok {
 		t.Fatalf("no new leader within 30s of killing %s: %+v", leader.Name, last)
 	}
-	failover = time.Since(killed).Seconds()
-	t.Logf("first term %.2fs (%.2fs after the pool), promotion %.2fs, failover %.2fs", first, afterPool, promote, failover)
-	return first, afterPool, promote, failover
+	r.failover = time.Since(killed).Seconds()
+	t.Logf("first term %.2fs (pool healthy everywhere %.2fs), promotion %.2fs on the voters, %.2fs in every pool, fresh app agent %.2fs, failover %.2fs",
+		r.first, r.formed, r.promote, r.routed, r.fresh, r.failover)
+	return r
 }

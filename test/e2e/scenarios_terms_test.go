@@ -149,8 +149,8 @@ func (r *termRig) testFreshAgents(t *testing.T) {
 	r.makeDB2Writable(t)
 	ws := r.c.StartWatched(t, "fresh", termFreshAgents, ConsensusAppFlags(r.ckey), termFreshPoll, termFreshWindow, termFinal)
 	v := judgeFresh(t, ws, "db1", termFinal)
-	t.Logf("%d fresh agents: ended with writer db1 %d, none %d, db2 %d, other %d; %d ever showed a writer but db1; %d ended in the final state (writer db1, db2 out conflict)",
-		len(ws), v.ended["db1"], v.ended[""], v.ended["db2"], v.other("db1", "", "db2"), v.wrong, v.final)
+	t.Logf("%d fresh agents: ended with writer db1 %d, none %d, db2 %d, other %d; %d ever showed a writer but db1; %d ended in the final state (writer db1, db2 out conflict), from their start in %s (min/median/max)",
+		len(ws), v.ended["db1"], v.ended[""], v.ended["db2"], v.other("db1", "", "db2"), v.wrong, v.final, v.tookString())
 	var agents []*Agent
 	for _, w := range ws {
 		agents = append(agents, w.Agent)
@@ -160,9 +160,20 @@ func (r *termRig) testFreshAgents(t *testing.T) {
 
 // freshVerdict counts what fresh agents showed.
 type freshVerdict struct {
-	ended map[string]int // last answered sample's writer ("" none) → agents
-	wrong int            // agents that showed a writer other than the one wanted, at some poll
-	final int            // agents whose last sample met the final condition
+	ended map[string]int  // last answered sample's writer ("" none) → agents
+	wrong int             // agents that showed a writer other than the one wanted, at some poll
+	final int             // agents whose last sample met the final condition
+	took  []time.Duration // from each start to the final state, for agents that reached it
+}
+
+// tookString is "min/median/max" of the times to the final state.
+func (v freshVerdict) tookString() string {
+	if len(v.took) == 0 {
+		return "none reached it"
+	}
+	d := slices.Clone(v.took)
+	slices.Sort(d)
+	return fmt.Sprintf("%.2fs/%.2fs/%.2fs", d[0].Seconds(), d[len(d)/2].Seconds(), d[len(d)-1].Seconds())
 }
 
 // other is the number of agents that ended with a writer not named.
@@ -214,6 +225,7 @@ func judgeFresh(t *testing.T, ws []*Watched, want string, final func(RouteSample
 		v.ended[end.Writer()]++
 		if final(end) {
 			v.final++
+			v.took = append(v.took, end.At.Sub(w.Started))
 			continue
 		}
 		t.Errorf("%s: not in the final state by %.2fs (first answer at %.2fs, %d polls answered): last showed %s",
@@ -267,7 +279,7 @@ func (r *termRig) testSlowPrimary(t *testing.T) {
 	warnSeen := 0
 	for _, a := range agents {
 		samples := got[a.Name]
-		bad, db2Writer, noAnswer := 0, 0, 0
+		bad, db2Writer, noAnswer, floor := 0, 0, 0, 0
 		var first *RouteSample
 		for i, s := range samples {
 			if !s.OK() {
@@ -276,6 +288,9 @@ func (r *termRig) testSlowPrimary(t *testing.T) {
 			}
 			if s.Health["db1"] == "warning" {
 				warnSeen++
+			}
+			if s.Reasons["db1"] == "floor" {
+				floor++
 			}
 			if termFinal(s) {
 				continue
@@ -288,7 +303,8 @@ func (r *termRig) testSlowPrimary(t *testing.T) {
 				first = &samples[i]
 			}
 		}
-		summary = append(summary, fmt.Sprintf("%s: %d polls, %d wrong (%d with writer db2), %d unanswered, last %s", a.Name, len(samples), bad, db2Writer, noAnswer, lastString(samples)))
+		summary = append(summary, fmt.Sprintf("%s: %d polls, %d wrong (%d with writer db2), %d with writer db1 as floor, %d unanswered, last %s",
+			a.Name, len(samples), bad, db2Writer, floor, noAnswer, lastString(samples)))
 		if first != nil {
 			t.Errorf("%s at %.2fs after the delay began: %s (want writer db1, db2 out conflict); %d of %d polls wrong, %d with writer db2",
 				a.Name, first.At.Sub(start).Seconds(), first, bad, len(samples), db2Writer)
@@ -364,6 +380,7 @@ func (r *termRig) testKeyHolder(t *testing.T) {
 			ws := c.StartWatched(t, variant.prefix, termKeyHolderRun, ConsensusAppFlags(r.ckey), termFreshPoll, termFreshWindow, final)
 			intruderWriter := 0
 			ended := map[string]int{}
+			var v freshVerdict // only its times
 			for _, w := range ws {
 				samples := w.Wait()
 				wrote := false
@@ -381,6 +398,7 @@ func (r *termRig) testKeyHolder(t *testing.T) {
 					t.Errorf("%s: its API never answered within %s (last: %s)", w.Agent.Name, termFreshWindow, lastString(samples))
 				case final(end):
 					ended["final"]++
+					v.took = append(v.took, end.At.Sub(w.Started))
 				default:
 					ended["writer "+end.Writer()]++
 					t.Errorf("%s: not in the final state by %.2fs (want writer db1, %s out conflict or no-term): last showed %s",
@@ -400,7 +418,8 @@ func (r *termRig) testKeyHolder(t *testing.T) {
 					t.Errorf("running agent %s ends with %s (want writer db1, %s out conflict or no-term)", a.Name, end, x)
 				}
 			}
-			t.Logf("%s: %d fresh agents; %d showed the intruder as the writer at some poll; ended: %v", x, len(ws), intruderWriter, ended)
+			t.Logf("%s: %d fresh agents; %d showed the intruder as the writer at some poll; ended: %v; final state from their start in %s (min/median/max)",
+				x, len(ws), intruderWriter, ended, v.tookString())
 			var agents []*Agent
 			for _, w := range ws {
 				agents = append(agents, w.Agent)

@@ -39,17 +39,17 @@ func TestHistoryKindAndForceLeave(t *testing.T) {
 	// history --kind
 	for _, kind := range []string{"bogus", "maintenance"} {
 		_, errOut, code := shoal(t, "history", "--http-addr", a.http, "--kind", kind)
-		if code == 0 || !strings.Contains(errOut, `unknown kind "`+kind+`": want one of pool, health, conflict, isolation, maint`) {
+		if code == 0 || !strings.Contains(errOut, `unknown kind "`+kind+`": want one of pool, health, conflict, term, isolation, maint`) {
 			t.Errorf("history --kind %s: exit %d, stderr %q; want an error listing the kinds", kind, code, errOut)
 		}
 	}
-	for _, kind := range []string{"maint", "pool", "health", "conflict", "isolation"} {
+	for _, kind := range []string{"maint", "pool", "health", "conflict", "term", "isolation"} {
 		if _, errOut, code := shoal(t, "history", "--http-addr", a.http, "--kind", kind); code != 0 {
 			t.Errorf("history --kind %s: exit %d: %s", kind, code, errOut)
 		}
 	}
 	if out, _, _ := shoal(t, "history", "--help"); !strings.Contains(out, "maint (maintenance mode on or off)") ||
-		!strings.Contains(out, "only this kind: pool, health, conflict, isolation, maint") {
+		!strings.Contains(out, "only this kind: pool, health, conflict, term, isolation, maint") {
 		t.Errorf("history --help does not document the kinds:\n%s", out)
 	}
 
