@@ -34,8 +34,10 @@ type fencer struct {
 	// lease is the writer's lease (consensus.lease) on a voter; 0 on a db
 	// agent that does not vote, which holds no term.
 	lease time.Duration
-	// run fences; fence.Fence, which tests replace.
-	run func(context.Context, fence.Config) (fence.Result, error)
+	// run fences; fence.Fence, which tests replace. unfence undoes a
+	// lease fence; fence.Unfence, which tests replace.
+	run     func(context.Context, fence.Config) (fence.Result, error)
+	unfence func(context.Context, fence.Config) error
 
 	ok, failed, killed atomic.Uint64
 
@@ -57,7 +59,7 @@ func (a *Agent) newFencer(pc probe.Config) *fencer {
 	if !a.cfg.Consensus.FenceEnabled() {
 		return nil
 	}
-	f := &fencer{cfg: fence.FromProbe(pc, fence.DefaultTimeout), after: a.cfg.Consensus.FenceAfter, run: fence.Fence}
+	f := &fencer{cfg: fence.FromProbe(pc, fence.DefaultTimeout), after: a.cfg.Consensus.FenceAfter, run: fence.Fence, unfence: fence.Unfence}
 	if a.cfg.ConsensusVoter() {
 		f.lease = a.cfg.Consensus.LeaseDuration()
 	}
@@ -137,6 +139,7 @@ func (a *Agent) runFence(ctx context.Context) {
 	// before the first contact: a second lease of grace, so that a fleet
 	// restarted at once does not fence its writers.
 	watch := leaseWatch{contact: a.clock.Now().Add(f.lease)}
+	var back leaseReturn
 	for {
 		select {
 		case <-ctx.Done():
@@ -149,13 +152,92 @@ func (a *Agent) runFence(ctx context.Context) {
 		if n := a.cons.node; n != nil && f.lease > 0 {
 			st := n.Status()
 			watch.observe(st.State == "leader", st.LastContact, a.clock.Now())
-			held := heldTerms(a.termView(), a.cfg.Node)
+			tv := a.termView()
+			held := heldTerms(tv, a.cfg.Node)
 			if why, on := watch.lost(held, a.clock.Now(), f.lease); on {
 				a.fenceIf(ctx, f, &lease, true, 0, held[0].Cluster, why)
+				if lease.done && back.fenced == nil {
+					back = leaseReturn{fenced: held}
+				}
+				back.since = time.Time{}
+			} else if back.fenced != nil {
+				// Contact is back after a lease fence: undo it once the
+				// contact has lasted fence_after and the terms are still
+				// this node's (no one was granted one meanwhile).
+				if back.step(a.clock.Now(), f.after) {
+					a.unfenceIf(ctx, f, &back, tv, u.Isolated)
+				}
+				if back.fenced == nil {
+					lease = fenceEpisode{}
+				}
 			} else {
 				a.fenceIf(ctx, f, &lease, false, 0, "", "")
 			}
 		}
+	}
+}
+
+// leaseReturn is the fencing loop's memory of a fence for a lost lease:
+// the terms held then, and since when contact is back.
+type leaseReturn struct {
+	fenced []pool.Term // nil: no lease fence to undo
+	since  time.Time   // contact back since; zero while it is not
+	next   time.Time   // no attempt before this (after a failure)
+}
+
+// step notes that contact is back at now and reports whether the fence
+// may be undone: contact has lasted after, and no failed attempt waits.
+func (b *leaseReturn) step(now time.Time, after time.Duration) bool {
+	if b.since.IsZero() {
+		b.since = now
+	}
+	return now.Sub(b.since) >= after && !now.Before(b.next)
+}
+
+// stillHeld reports whether every term fenced is still this node's, by
+// tv, and if not, which moved.
+func (b *leaseReturn) stillHeld(tv pool.TermView, self string) (string, bool) {
+	for _, t := range b.fenced {
+		cur := tv.Terms[t.Cluster]
+		if cur.Number != t.Number || cur.Writer != self {
+			return fmt.Sprintf("term %d of %s is now %d, held by %s", t.Number, t.Cluster, cur.Number, cur.Writer), false
+		}
+	}
+	return "", true
+}
+
+// unfenceIf undoes a lease fence when this node still holds every term it
+// held then: contact with the quorum is back and no other server was
+// granted a term meanwhile, so no other server took writes; the writes
+// stop only for the outage. When a term moved, the server stays read-only
+// for good (an operator or a new term decides).
+func (a *Agent) unfenceIf(ctx context.Context, f *fencer, b *leaseReturn, tv pool.TermView, isolated bool) {
+	if isolated {
+		return
+	}
+	cluster := b.fenced[0].Cluster
+	moved, ok := b.stillHeld(tv, a.cfg.Node)
+	now := a.clock.Now()
+	e := history.Entry{Time: now, Kind: history.KindFence, Cluster: cluster, Node: a.cfg.Node, From: "read-only", To: "writable", Reason: "ok"}
+	switch {
+	case !ok:
+		a.log.Warn("fencing: contact is back but a term moved: this server stays read-only", "why", moved)
+		e.To, e.Reason, e.Detail = "read-only", "kept", "contact back, stays read-only: "+moved
+		b.fenced = nil
+	default:
+		err := f.unfence(ctx, f.cfg)
+		if err != nil {
+			a.log.Error("fencing: undoing the lease fence failed", "error", err)
+			e.To, e.Reason, e.Detail = "read-only", "error", "undo the lease fence: "+err.Error()
+			b.next = now.Add(fenceRetry.Delay(1))
+			break
+		}
+		a.log.Warn("fencing: contact is back and this node still holds its terms: the server is writable again", "cluster", cluster)
+		e.Detail = fmt.Sprintf("lease regained after a fence, still holds term %d of %s: read_only=OFF", b.fenced[0].Number, cluster)
+		b.fenced = nil
+	}
+	if a.rep.hist != nil {
+		a.rep.hist.Add(e)
 	}
 }
 

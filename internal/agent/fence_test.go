@@ -245,3 +245,68 @@ func TestHeldTerms(t *testing.T) {
 		t.Errorf("heldTerms of a non-holder = %+v", got)
 	}
 }
+
+// After a lease fence, contact back: the fence is undone once the
+// contact has lasted fence_after and this node still holds the same
+// terms; never when a term moved meanwhile; a failure is retried.
+func TestLeaseFenceUndone(t *testing.T) {
+	hist, err := history.Open(history.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clockwork.NewFakeClock()
+	a := &Agent{cfg: &config.Config{Node: "db1"}, log: slog.New(slog.DiscardHandler), clock: clk}
+	a.rep.hist = hist
+	unfenced := 0
+	fail := true
+	f := &fencer{after: 3 * time.Second, unfence: func(context.Context, fence.Config) error {
+		if fail {
+			return errors.New("Error 1227: Access denied; you need (at least one of) the READ_ONLY ADMIN privilege(s)")
+		}
+		unfenced++
+		return nil
+	}}
+	t1 := pool.Term{Cluster: "main", Number: 4, Writer: "db1", Addr: "db1:3306"}
+	mine := pool.TermView{Terms: map[string]pool.Term{"main": t1}}
+	moved := pool.TermView{Terms: map[string]pool.Term{"main": {Cluster: "main", Number: 5, Writer: "db2", Addr: "db2:3306"}}}
+
+	b := leaseReturn{fenced: []pool.Term{t1}}
+	if b.step(clk.Now(), f.after) {
+		t.Fatal("undone the moment contact came back")
+	}
+	clk.Advance(3 * time.Second)
+	if !b.step(clk.Now(), f.after) {
+		t.Fatal("not due after fence_after of contact")
+	}
+	a.unfenceIf(context.Background(), f, &b, mine, true)
+	if b.fenced == nil || unfenced != 0 {
+		t.Fatal("undone while isolated")
+	}
+	a.unfenceIf(context.Background(), f, &b, mine, false) // fails
+	if b.fenced == nil || b.step(clk.Now(), f.after) {
+		t.Fatalf("after a failure: fenced %v, due at once %v", b.fenced, b.step(clk.Now(), f.after))
+	}
+	clk.Advance(time.Minute)
+	fail = false
+	if !b.step(clk.Now(), f.after) {
+		t.Fatal("not retried")
+	}
+	a.unfenceIf(context.Background(), f, &b, mine, false)
+	if b.fenced != nil || unfenced != 1 {
+		t.Fatalf("still holding term 4: fenced %v, unfenced %d; want undone once", b.fenced, unfenced)
+	}
+
+	b = leaseReturn{fenced: []pool.Term{t1}}
+	a.unfenceIf(context.Background(), f, &b, moved, false)
+	if b.fenced != nil || unfenced != 1 {
+		t.Fatalf("term moved to db2: fenced %v, unfenced %d; want it to stay read-only and the episode closed", b.fenced, unfenced)
+	}
+	es := hist.Query(history.Filter{Kind: history.KindFence})
+	var got []string
+	for _, e := range es {
+		got = append(got, e.To+"/"+e.Reason)
+	}
+	if strings.Join(got, ",") != "read-only/error,writable/ok,read-only/kept" {
+		t.Fatalf("history: %v", got)
+	}
+}

@@ -74,9 +74,9 @@ func TestLeaseSetting(t *testing.T) {
 		want       time.Duration
 		err        string
 	}{
-		{"default", "", nil, 3 * time.Second, ""},
-		{"follows the raft timeouts", "consensus: {heartbeat_timeout: 2s, election_timeout: 3s, leader_lease_timeout: 1s}\n", nil, 7 * time.Second, ""},
-		{"given", "consensus: {lease: 5s}\n", nil, 5 * time.Second, ""},
+		{"default", "", nil, 5 * time.Second, ""},
+		{"follows the raft timeouts", "consensus: {heartbeat_timeout: 2s, election_timeout: 3s, leader_lease_timeout: 1s}\n", nil, 13 * time.Second, ""},
+		{"given", "consensus: {lease: 4s}\n", nil, 4 * time.Second, ""},
 		{"flag", "", []string{"--consensus-lease", "2500ms"}, 2500 * time.Millisecond, ""},
 		{"below twice the heartbeat timeout", "consensus: {lease: 1500ms}\n", nil, 0,
 			`consensus.lease (--consensus-lease) "1.5s": must be at least twice heartbeat_timeout (2s)`},

@@ -86,6 +86,27 @@ func Fence(ctx context.Context, cfg Config) (Result, error) {
 	return res, err
 }
 
+// Unfence makes the server writable again: read_only=OFF (which turns
+// super_read_only off too on MySQL). The agent does it only for a server
+// it fenced because its lease ran out, once contact is back and it still
+// holds the same term (docs/consensus.md, "Fencing").
+func Unfence(ctx context.Context, cfg Config) error {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	db, err := open(cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "SET GLOBAL read_only=OFF"); err != nil {
+		return fmt.Errorf("SET GLOBAL read_only=OFF on %s: %w", cfg.Addr, err)
+	}
+	return nil
+}
+
 // open builds a one-connection pool for cfg.
 func open(cfg Config) (*sql.DB, error) {
 	mc := mysql.NewConfig()

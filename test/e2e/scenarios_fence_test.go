@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -113,10 +114,10 @@ func fenceLeaderStopped(t *testing.T, c *Cluster, voters []*Agent) {
 
 // fenceLeaseLost: db1, the term holder, cut off from every other host
 // (its agent alive, its mysqld running), fences its own server within the
-// writer's lease (2 × heartbeat_timeout + election_timeout, 3 s) and a few
+// writer's lease (2 × heartbeat_timeout + 3 × election_timeout, 5 s) and a few
 // seconds, kills its
-// client session, and stays read-only after the cut heals: un-fencing is
-// never automatic.
+// client session; once the cut heals and db1 still holds term 1, its
+// agent undoes the fence and every agent routes writes to db1 again.
 func fenceLeaseLost(t *testing.T, c *Cluster) {
 	db1 := c.DBs[0]
 	sess, sessID := fenceSession(t, c, db1)
@@ -146,7 +147,7 @@ func fenceLeaseLost(t *testing.T, c *Cluster) {
 		}
 	}
 	defer heal()
-	const lease = 3 * time.Second
+	const lease = 5 * time.Second
 	took, ok := waitReadOnly(t, db1, true, lease+fenceMargin)
 	if !ok {
 		t.Fatalf("db1 still writable %s after it was cut off; db1's log:\n%s", lease+fenceMargin, db1.Agent.LogTail(40))
@@ -171,11 +172,25 @@ func fenceLeaseLost(t *testing.T, c *Cluster) {
 	}
 	heal()
 	healedAt := time.Now()
-	time.Sleep(5 * time.Second)
-	if _, ok := waitReadOnly(t, db1, true, time.Second); !ok {
-		t.Errorf("db1 writable again after the cut healed: un-fencing must not be automatic")
+	// Contact is back and db1 still holds term 1 (no other server was
+	// granted one): its agent undoes the fence after fence_after of
+	// contact, and every agent routes writes to db1 again.
+	took, ok = waitReadOnly(t, db1, false, fenceAfter+15*time.Second)
+	if !ok {
+		t.Fatalf("db1 still read-only %s after the cut healed, still holding term 1; db1's log:\n%s", fenceAfter+15*time.Second, db1.Agent.LogTail(40))
 	}
-	t.Logf("db1 still read-only %.1fs after the cut healed (%.1fs after the cut)", time.Since(healedAt).Seconds(), time.Since(cut).Seconds())
+	t.Logf("db1 writable again %.2fs after the cut healed (fence_after %s)", took.Seconds(), fenceAfter)
+	if err := c.Get(db1.Agent, "/v1/history?kind=fence", &h); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.Entries); n != 2 || h.Entries[n-1].To != "writable" || !strings.Contains(h.Entries[n-1].Detail, "still holds term 1 of main") {
+		t.Errorf("db1's fence history after the heal: %+v", h.Entries)
+	}
+	w := c.Obs.WaitAgents(c.AgentNames(), healedAt, 20*time.Second, func(s Snap) bool { return s.OK() && slices.Equal(s.Writers, []string{"db1"}) })
+	if !w.OK {
+		t.Errorf("not every agent routes writes to db1 within 20s of the heal:\n%s", c.Describe())
+	}
+	t.Logf("every agent routes writes to db1 again %.2fs after the heal (%.1fs after the cut)", w.Took.Seconds(), time.Since(cut).Seconds())
 }
 
 // fenceSecondWritable: db2 made writable by mistake, with a client session
