@@ -136,7 +136,10 @@ func (l *Layout) setUpPrimary(ctx context.Context, node, probePW, replPW, appPW 
 	for _, host := range []string{"127.0.0.1", "localhost"} {
 		stmts = append(stmts,
 			fmt.Sprintf("CREATE USER '%s'@'%s' IDENTIFIED BY '%s'", probeUser, host, probePW),
-			fmt.Sprintf("GRANT SLAVE MONITOR ON *.* TO '%s'@'%s'", probeUser, host))
+			fmt.Sprintf("GRANT SLAVE MONITOR ON *.* TO '%s'@'%s'", probeUser, host),
+			// Fencing (consensus is on in the demo): set read_only, see
+			// and kill client connections (docs/consensus.md, "Fencing").
+			fmt.Sprintf("GRANT READ_ONLY ADMIN, CONNECTION ADMIN, PROCESS ON *.* TO '%s'@'%s'", probeUser, host))
 	}
 	stmts = append(stmts,
 		fmt.Sprintf("CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY '%s'", replUser, replPW),
