@@ -420,8 +420,21 @@
       ['last io / sql error', [mysql.last_io_error || '', mysql.last_sql_error ? ' ' + mysql.last_sql_error : ''].join('') || '—'],
       ['last check', (mysql.last_check ? clockMs(parseTime(mysql.last_check)) : '—') + (mysql.last_duration ? ' in ' + mysql.last_duration : '') + ' · ' + mysql.checks + ' checks, ' + mysql.connects + ' connects'],
       ['published tag', el('span', 'mono', mysql.published_tag || '—')],
+      ['last fencing', fenceCell(mysql.fence)],
     ]);
     setKids('local', el('dl', 'kv', rows.map(function (r) { return [el('dt', null, r[0]), el('dd', null, r[1])]; })));
+  }
+
+  // fenceCell is this agent's last fencing of its own server (read-only,
+  // clients killed: docs/consensus.md, "Fencing"), or a dash.
+  function fenceCell(f) {
+    if (!f) return muted('never');
+    const when = el('span', 'muted', ' at ' + clock(parseTime(f.time)));
+    if (f.result !== 'ok') {
+      return [chip('failed', 'bad'), when, ' ' + f.why + ': ' + (f.error || ''),
+        f.retry_at ? el('span', 'muted', ' (retry at ' + clock(parseTime(f.retry_at)) + ')') : null];
+    }
+    return [chip('fenced', 'warn'), when, ' ' + f.why + ' (' + f.connections_killed + ' connections killed)'];
   }
 
   // appliedCell is a sink's applied generation against gen, the generation
