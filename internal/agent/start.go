@@ -181,7 +181,7 @@ func (a *Agent) startPool(_ context.Context, st *startup) (err error) {
 	})
 	a.pool.router = routing.New(routing.Config{Policy: ps.Policy(), Damp: ps.Damp(), NoDamping: !ps.Damping,
 		IsolationWindow: ps.IsolationWindow, IsolationMax: ps.IsolationMax, Self: a.cfg.Node, Reach: a.mesh.reach,
-		Terms: a.termView},
+		Terms: a.termView, WriterLease: a.cfg.Consensus.LeaseDuration()},
 		a.poolMembers, a.logs.Logger.With("component", "pool"))
 	a.pool.sinks, err = a.newSinks()
 	return err

@@ -23,8 +23,9 @@ import (
 //   - not connected: this agent is isolated; the node is held, and a new
 //     round asked at every resync, until a round finds the fleet again.
 //
-// No node is held longer than IsolationMax after its failure. Only nodes the
-// routed pool had in a role are held: what was out stays out.
+// No node is held longer than IsolationMax after its failure, and the writer
+// of a cluster that follows a writer term no longer than WriterLease. Only
+// nodes the routed pool had in a role are held: what was out stays out.
 
 // reprobeEvery is the least time between rounds asked while a node is held.
 const reprobeEvery = time.Second
@@ -90,6 +91,17 @@ func (r *Router) holdUnverified(now time.Time, prev, next *pool.Pool, fleet pool
 	for k, h := range iso.holds {
 		covered := round.Done() && !round.Started.Before(h.failedAt)
 		switch {
+		case h.Writer && r.cfg.WriterLease > 0 && next.Cluster(k.cluster).Term != nil && now.Sub(h.failedAt) > r.cfg.WriterLease:
+			// The writer of a cluster that follows a writer term is held
+			// no longer than the writer's lease: if it is cut off from the
+			// quorum its own agent fences it by then; if its agent is dead
+			// while its server runs on, nothing fences it, and writes from
+			// this side must stop rather than diverge.
+			releasedEarly = true
+			r.log.Warn("held writer released: its failure was not verified within the writer's lease", "cluster", k.cluster,
+				"node", k.node, "held", now.Sub(h.failedAt).Round(time.Millisecond).String(), "lease", r.cfg.WriterLease.String())
+			delete(iso.holds, k)
+			continue
 		case now.Sub(h.failedAt) > r.cfg.IsolationMax:
 			releasedEarly = true
 			r.log.Warn("held node released: its failure was not verified within the isolation bound", "cluster", k.cluster,

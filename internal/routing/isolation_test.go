@@ -9,6 +9,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/tags"
 )
 
 // fakeReach answers rounds at once from a set of members that answer.
@@ -372,5 +373,43 @@ func TestRefusedProbeIsAskedAgainAtTheRoundsEnd(t *testing.T) {
 	r.step()
 	if len(fr.asked) != 1 || placeOf(rec.last(t).Routed, "b") != "out:agent-failed" {
 		t.Fatalf("after the round: asked %v, b %s; want asked at once and b out", fr.asked, placeOf(rec.last(t).Routed, "b"))
+	}
+}
+
+// Issue 26: an isolated router holds the writer of a cluster that
+// follows a writer term no longer than the writer's lease (its agent may
+// be dead while its server runs on: nothing else stops writes from this
+// side); its readers stay held up to IsolationMax.
+func TestIsolatedRouterHoldsTheTermWriterForTheLeaseOnly(t *testing.T) {
+	voter := func(m *pool.Member) { m.Tags[tags.KeyVoter] = "7950" }
+	view := fleet(app("me"), writer("a", voter), replica("b", 0, voter), replica("c", 0, voter))
+	w := newWorld()
+	fr := newFakeReach(w) // cut off: nobody answers
+	tv := pool.TermView{Terms: map[string]pool.Term{"default": {Cluster: "default", Number: 2, Writer: "a", Addr: "a:3306"}}}
+	r, rec := newTestRouter(Config{NoDamping: true, Self: "me", Reach: fr, IsolationMax: time.Minute, WriterLease: 5 * time.Second,
+		Terms: func() pool.TermView { return tv }}, w.view, w, nil)
+	stepAt(r, w, 0, view()...)
+	settleAt(r, w, 1, view("a", "b", "c")...)
+	if u := rec.last(t); !u.Isolated || summary(u.Routed) != "default{w[a] r[b c] o[]}" {
+		t.Fatalf("cut off: isolated %v routed %s", u.Isolated, summary(u.Routed))
+	}
+	settleAt(r, w, 5.5, view("a", "b", "c")...)
+	if u := rec.last(t); summary(u.Routed) != "default{w[a] r[b c] o[]}" {
+		t.Fatalf("within the lease: routed %s, want everything held", summary(u.Routed))
+	}
+	settleAt(r, w, 7, view("a", "b", "c")...)
+	if u := rec.last(t); !u.Isolated || summary(u.Routed) != "default{w[] r[b c] o[a:agent-failed]}" {
+		t.Fatalf("past the lease: isolated %v routed %s, want the writer released and the readers held", u.Isolated, summary(u.Routed))
+	}
+	// A cluster without voters keeps the isolation bound for its writer.
+	view = fleet(app("me"), writer("a"), replica("b", 0), replica("c", 0))
+	w = newWorld()
+	r, rec = newTestRouter(Config{NoDamping: true, Self: "me", Reach: newFakeReach(w), IsolationMax: time.Minute, WriterLease: 5 * time.Second},
+		w.view, w, nil)
+	stepAt(r, w, 0, view()...)
+	settleAt(r, w, 1, view("a", "b", "c")...)
+	settleAt(r, w, 30, view("a", "b", "c")...)
+	if u := rec.last(t); summary(u.Routed) != "default{w[a] r[b c] o[]}" {
+		t.Fatalf("no voters, 29 s cut off: routed %s, want the writer held (isolation bound)", summary(u.Routed))
 	}
 }

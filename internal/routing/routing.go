@@ -29,6 +29,10 @@ type Config struct {
 	// (pool.FleetTracker). IsolationMax bounds how long a node whose
 	// failure could not be verified is held (pool.DefaultIsolationMax).
 	IsolationWindow, IsolationMax time.Duration
+	// WriterLease bounds how long the writer of a cluster that follows a
+	// writer term is held while its failure is unverified (the writer's
+	// lease, consensus.lease); 0: IsolationMax alone.
+	WriterLease time.Duration
 	// Self is this agent's member name; Reach checks whether it can reach
 	// the fleet. With a nil Reach every failure is acted on at once.
 	Self  string
