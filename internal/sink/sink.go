@@ -17,7 +17,11 @@
 // frozen: it never takes a node out of what it routes to. It still adds
 // nodes (a node new to a role is put in) but withholds every removal: a
 // node it routed to stays routed to, even when the pool says it is out or
-// has moved to another role (so a writer role can hold two nodes). It
+// has moved to another role (so a writer role can hold two nodes), except
+// the writer role of a cluster that follows a writer term (pool.Cluster.Term),
+// which follows the pool exactly even while frozen: the term is the
+// quorum's signed decision, and a second writer next to its holder would
+// take writes that diverge. It
 // reports what it withholds in its status notes and sets
 // view.SinkStatus.Frozen. The first apply after Frozen clears follows the
 // pool exactly again, removals included. The pool a sink gets while frozen

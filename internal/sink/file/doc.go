@@ -73,8 +73,10 @@
 // records the pool as computed, with "frozen": true and, per cluster,
 // "held": the names of the nodes kept in a list they have left (a kept
 // address that no node of the cluster has any more is named by its address).
-// When the agent is no longer frozen, the lists follow the pool again. A
-// frozen apply does not advance the applied generation (package sink).
+// The writers list of a cluster that follows a writer term is the
+// exception: it follows the pool exactly (never two writers). When the
+// agent is no longer frozen, the lists follow the pool again. A frozen apply
+// does not advance the applied generation (package sink).
 //
 // # Errors
 //

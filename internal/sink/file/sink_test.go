@@ -919,3 +919,20 @@ func TestAppliedGeneration(t *testing.T) {
 		t.Fatalf("unfrozen: status %+v", st)
 	}
 }
+
+// Issue 26: while frozen, the writer list of a cluster that follows a
+// writer term follows the term (one writer, never two); readers are
+// still held.
+func TestFrozenFollowsTheWriterTerm(t *testing.T) {
+	s := newTestSink(t, "")
+	mustApply(t, s, testPool(cluster("c1", []string{"db1"}, []string{"db2", "db3"})), false)
+	p := testPool(cluster("c1", []string{"db2"}, []string{"db2"}, out("db1", pool.ReasonAgentFailed, ""), out("db3", pool.ReasonAgentFailed, "")))
+	p.Clusters[0].Term = &pool.Term{Cluster: "c1", Number: 2, Writer: "db2", Addr: "db2.db:3306"}
+	mustApply(t, s, p, true)
+	if got := s.list(t, "c1-writers.txt"); got != "db2.db:3306\n" {
+		t.Errorf("frozen writers of a term cluster %q, want the holder alone", got)
+	}
+	if got := s.list(t, "c1-readers.txt"); got != "db2.db:3306\ndb3.db:3306\n" {
+		t.Errorf("frozen readers %q, want db3 held", got)
+	}
+}

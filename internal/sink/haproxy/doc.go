@@ -47,8 +47,10 @@
 // The sink follows the frozen rule of package sink, which every sink
 // shares: when the agent thinks it is cut off from the cluster (frozen), a
 // reconcile never takes a server out: it only puts servers in (and sets
-// their weight). The withheld commands are reported. In a writer backend
-// this can leave two servers ready until the agent is no longer frozen. A
+// their weight). The withheld commands are reported. In the writer backend
+// of a cluster without a writer term this can leave two servers ready until
+// the agent is no longer frozen; the writer backend of a cluster that
+// follows a term follows the pool exactly (never two). A
 // frozen reconcile does not advance the applied generation (package sink).
 //
 // # Loop

@@ -115,6 +115,11 @@ func (pl *Planner) Plan(servers []Server, p *pool.Pool, frozen bool) Plan {
 
 // planBackend adds one mapping's work to plan.
 func (pl *Planner) planBackend(plan *Plan, m Mapping, servers []Server, c *pool.Cluster, frozen bool) {
+	// The writer backend of a cluster that follows a writer term never
+	// holds two servers, frozen or not: the term is the quorum's signed
+	// decision, and keeping the old writer next to the new holder would
+	// send writes to both (package sink, "Frozen").
+	frozen = frozen && !(m.Role == RoleWriter && c != nil && c.Term != nil)
 	nodes, inRole := clusterNodes(c, m.Role)
 	byKey := map[string]pool.Node{}
 	ambiguous := map[string]bool{}

@@ -184,6 +184,17 @@ func TestPlan(t *testing.T) {
 			held:     cmds(maint("db_rw/db1"), maint("db_ro/db2")),
 		},
 		{
+			// Issue 26: a frozen router that learns a new writer term
+			// must not keep the old writer ready next to the new holder.
+			name:     "frozen, a writer term: the writer backend follows the term, readers still held",
+			cfg:      testConfig(),
+			servers:  hx("db_rw/db1=ready", "db_rw/db2=maint", "db_rw/db3=maint", "db_ro/db1=maint", "db_ro/db2=ready", "db_ro/db3=maint"),
+			pool:     withTerm(cluster("db2", []string{"db3"}, []string{"db1"}), 2, "db2"),
+			frozen:   true,
+			commands: cmds(maint("db_rw/db1"), "set server db_rw/db2 state ready", "set server db_ro/db3 state ready"),
+			held:     maint("db_ro/db2"),
+		},
+		{
 			name:     "frozen: no change to a drained server",
 			cfg:      testConfig(func(c *Config) { c.DrainState = StateDrain }),
 			servers:  hx("db_rw/db1=ready", "db_rw/db2=maint", "db_rw/db3=drain", "db_ro/db1=drain", "db_ro/db2=ready", "db_ro/db3=ready"),
@@ -372,4 +383,12 @@ func TestPlanMatchAddr(t *testing.T) {
 	if len(plan.Unmapped) != 0 {
 		t.Errorf("unmapped: %q", stringsOf(plan.Unmapped))
 	}
+}
+
+// withTerm gives every cluster of p the writer term n of writer.
+func withTerm(p *pool.Pool, n uint64, writer string) *pool.Pool {
+	for i := range p.Clusters {
+		p.Clusters[i].Term = &pool.Term{Cluster: p.Clusters[i].Name, Number: n, Writer: writer, Addr: writer + ":3306"}
+	}
+	return p
 }
