@@ -16,7 +16,8 @@ type Held struct {
 // Hold returns cur with every node of held that is out of cur because its
 // agent failed (ReasonAgentFailed) put back in the role it had. A writer is
 // restored only when its cluster has no writer in cur, so the result never
-// has two. Nodes out for any other reason stay out: a node that reported
+// has two, and in a cluster that follows a writer term only when it still
+// holds the term. Nodes out for any other reason stay out: a node that reported
 // itself critical, in maintenance or lagging said so through gossip. cur is
 // not modified; it may be nil.
 func Hold(cur *Pool, held []Held) *Pool {
@@ -36,7 +37,7 @@ func Hold(cur *Pool, held []Held) *Pool {
 			in := n
 			in.Reason, in.Detail = "", h.Detail
 			restored := false
-			if h.Writer && len(c.Writers) == 0 {
+			if h.Writer && len(c.Writers) == 0 && holdsTerm(c, n) {
 				c.Writers = append(c.Writers, in)
 				restored = true
 			}
@@ -52,6 +53,13 @@ func Hold(cur *Pool, held []Held) *Pool {
 		slices.SortFunc(c.Readers, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
 	}
 	return out
+}
+
+// holdsTerm reports whether n may be the writer of c by its writer term:
+// always in a cluster without one, else only the term's holder (a held
+// writer that lost the term meanwhile is not put back).
+func holdsTerm(c *Cluster, n Node) bool {
+	return c.Term == nil || c.Term.Number != 0 && c.Term.Writer == n.Name && c.Term.Addr == n.Addr
 }
 
 func findHeld(held []Held, cluster, name string) (Held, bool) {

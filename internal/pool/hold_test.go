@@ -63,3 +63,19 @@ func join(s []string) string {
 	}
 	return out
 }
+
+// Issue 26: a held writer that lost the writer term meanwhile is not put
+// back, even when the cluster has no writer; the holder is.
+func TestHoldKeepsOnlyTheTermHolderAsWriter(t *testing.T) {
+	cur := &Pool{Clusters: []Cluster{{Name: "default",
+		Out: []Node{{Name: "a", Addr: "a:3306", Reason: ReasonAgentFailed}, {Name: "b", Addr: "b:3306", Reason: ReasonNoTerm}}}}}
+	held := []Held{{Cluster: "default", Name: "a", Writer: true}}
+	cur.Clusters[0].Term = &Term{Cluster: "default", Number: 2, Writer: "b", Addr: "b:3306"}
+	if got := Hold(cur, held); got.Cluster("default").Writer() != "" {
+		t.Fatalf("term 2 is b's: held writer a put back: %s", summary(got))
+	}
+	cur.Clusters[0].Term = &Term{Cluster: "default", Number: 1, Writer: "a", Addr: "a:3306"}
+	if got := Hold(cur, held); got.Cluster("default").Writer() != "a" {
+		t.Fatalf("a holds term 1: not put back: %s", summary(got))
+	}
+}
