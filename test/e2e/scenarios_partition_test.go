@@ -636,7 +636,17 @@ func TestTermMinorityWriterWithoutFencing(t *testing.T) {
 		}
 		t.Logf("caught, as expected without fencing: %s", v.What)
 	}
-	t.Logf("the checker caught %d violations (db1 accepting writes under term 2)", len(r.Violations))
+	overlaps := 0
+	for _, v := range r.Violations {
+		if v.Write.App == "" {
+			overlaps++
+			t.Logf("caught, as expected without fencing: %s", v.What)
+		}
+	}
+	if overlaps == 0 {
+		t.Errorf("the overlap rule caught nothing though %s and %s both accepted writes after the promotion: %v", db1.Name, db2.Name, byApp)
+	}
+	t.Logf("the checker caught %d violations (db1 accepting writes under term 2), %d of them overlapping windows", len(r.Violations), overlaps)
 }
 
 // TestInvariantCheckerCatches feeds CheckInvariant synthetic timelines:
