@@ -585,7 +585,8 @@ func (p *partRig) testAsymmetric(t *testing.T) {
 // term 2. The test passes when the checker reports that; once fencing
 // (db1's agent sets its server read-only when it loses the quorum) is on,
 // app1's writes must fail instead, and this test is to be turned around:
-// no violation. Not healed: the servers have diverged.
+// no violation. Healed, db1 stays writable (the servers have diverged)
+// and must be out with reason conflict everywhere, db2 the writer.
 //
 //	go test -tags e2e -count=1 -v -run '^TestTermMinorityWriterWithoutFencing$' ./test/e2e/
 func TestTermMinorityWriterWithoutFencing(t *testing.T) {
@@ -647,6 +648,46 @@ func TestTermMinorityWriterWithoutFencing(t *testing.T) {
 		t.Errorf("the overlap rule caught nothing though %s and %s both accepted writes after the promotion: %v", db1.Name, db2.Name, byApp)
 	}
 	t.Logf("the checker caught %d violations (db1 accepting writes under term 2), %d of them overlapping windows", len(r.Violations), overlaps)
+
+	// Healed, the term holder wins: every agent routes writes to db2 and
+	// holds db1 (still writable) out with reason conflict; from then on
+	// every app host writes to db2 only.
+	healed := time.Now()
+	for _, h := range p.allHosts() {
+		if err := h.ClearRules(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conv := c.Obs.WaitAgents(c.AgentNames(), healed, 30*time.Second, func(s Snap) bool {
+		return s.OK() && slices.Equal(s.Writers, []string{db2.Name}) && s.Out[db1.Name] == "conflict"
+	})
+	if !conv.OK {
+		t.Fatalf("not every agent shows writer %s and %s out with reason conflict within 30s of the heal:\n%s", db2.Name, db1.Name, c.Describe())
+	}
+	t.Logf("healed: writer %s, %s out (conflict) on every agent %.2fs after the heal (per agent %v)", db2.Name, db1.Name, conv.Took.Seconds(), conv.Per)
+	// A router that knows term 2 must not send writes to db1 any more:
+	// app1's writes sent after its pool showed writer db2.
+	knew := healed.Add(conv.Per[app1.Name])
+	var late []InvWrite
+	var lastLate time.Time
+	for _, w := range p.writes(knew, time.Time{}) {
+		if w.App == app1.Name && w.OK() && w.ServerID == p.ids[db1.Name] {
+			late = append(late, w)
+			lastLate = w.Acked
+		}
+	}
+	if len(late) > 0 {
+		t.Errorf("%s's pool showed writer %s (term 2) at %s, yet %d of its writes sent after that were accepted by %s, the first sent %s, the last acked %s (%.2fs later): its HAProxy sink, frozen since the cut, put %s in the write backend and withheld taking %s out (see its log: \"haproxy commands withheld while frozen\")",
+			app1.Name, db2.Name, ts(knew), len(late), db1.Name, ts(late[0].Sent), ts(lastLate), lastLate.Sub(knew).Seconds(), db2.Name, db1.Name)
+	}
+	settled := healed.Add(conv.Took).Add(partTermPoll)
+	if !p.waitAcked(t, "after the heal", db2, settled, partResume) {
+		return
+	}
+	time.Sleep(2 * time.Second)
+	after := CheckInvariant(p.writes(settled.Add(time.Second), time.Time{}), p.tl.Epochs(), InvOptions{Grace: partTermPoll, Overlap: partTermPoll})
+	t.Logf("after the heal: %s", after.Summary())
+	reportViolations(t, "after the heal", after)
 }
 
 // TestInvariantCheckerCatches feeds CheckInvariant synthetic timelines:
