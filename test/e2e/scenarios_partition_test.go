@@ -99,11 +99,11 @@ func TestTermPartitions(t *testing.T) {
 // with HAProxy, all with the consensus key), waits for term 1 to db1,
 // creates InvTable and starts the term timeline and a writer on every app
 // host (stopped at cleanup).
-func newPartRig(t *testing.T) *partRig {
+func newPartRig(t *testing.T, dbFlags ...string) *partRig {
 	t.Helper()
 	ckey := Keygen(t)
 	p := &partRig{ids: map[string]int64{}}
-	p.c = NewCluster(t, Options{DBHosts: 3, AppHosts: 2, DBFlags: ConsensusFlags(ckey, 3), AppFlags: ConsensusAppFlags(ckey)})
+	p.c = NewCluster(t, Options{DBHosts: 3, AppHosts: 2, DBFlags: append(ConsensusFlags(ckey, 3), dbFlags...), AppFlags: ConsensusAppFlags(ckey)})
 	c := p.c
 	for _, d := range c.DBs {
 		p.voters = append(p.voters, d.Agent)
@@ -363,12 +363,17 @@ func (p *partRig) testReplicaAlone(t *testing.T) {
 
 // testSplit111: every db host is cut from the other two db hosts; the app
 // hosts still reach all three (the variant chosen: the raft group has no
-// quorum while the routers' view is whole, so routing must go on without
-// any consensus). No new term can be granted; writes go on on db1.
+// quorum while the routers' view is whole, so only the lease stops the
+// writer). No new term can be granted; db1's agent, out of contact with
+// any raft leader, fences db1 when its lease runs out: writes stop within
+// the lease and a margin of 2 s; healed, it undoes the fence (it still
+// holds the same term) and writes resume on db1.
 func (p *partRig) testSplit111(t *testing.T) {
 	c := p.c
 	leaderless := false
-	r := p.window(t, func(t *testing.T) {
+	var cut time.Time
+	p.window(t, func(t *testing.T) {
+		cut = time.Now()
 		for i, d := range c.DBs {
 			var rest []*Host
 			for j, o := range c.DBs {
@@ -387,7 +392,7 @@ func (p *partRig) testSplit111(t *testing.T) {
 			_, _, leaderless = c.WaitConsensus(p.voters, 0, func(ci *ConsensusInfo) bool { return ci != nil && ci.State != "leader" })
 			time.Sleep(200 * time.Millisecond)
 		}
-		time.Sleep(partHold)
+		time.Sleep(time.Until(cut.Add(partLease + 4*time.Second)))
 		_, last, _ := c.WaitConsensus(p.voters, 0, func(*ConsensusInfo) bool { return true })
 		t.Logf("%s: no raft leader on any voter: %v; voters: %s; pools: %s", t.Name(), leaderless, describeConsensus(last), c.Describe())
 		p.checkTerm(t, "with no quorum")
@@ -395,7 +400,16 @@ func (p *partRig) testSplit111(t *testing.T) {
 	if !leaderless {
 		t.Errorf("%s: some voter still called itself leader 15s into the 1|1|1 split", t.Name())
 	}
-	gapsUnder(t, r, agentNames(p.appAgents()), partNoiseGap)
+	ws := p.writes(cut, time.Time{})
+	last := lastAckBy(ws, p.ids[c.Primary().Name])
+	fencedBy := cut.Add(partLease + 2*time.Second)
+	t.Logf("%s: last write acked by %s %.2fs after the cut (lease %s)", t.Name(), c.Primary().Name, sinceOr(last, cut), partLease)
+	for _, w := range ws {
+		if w.OK() && w.Sent.After(fencedBy) && w.Sent.Before(cut.Add(partLease+4*time.Second)) {
+			t.Errorf("%s: %s not fenced without a quorum: %s's write sent %s (%.2fs after the cut) accepted by server %d", t.Name(), c.Primary().Name, w.App, ts(w.Sent), w.Sent.Sub(cut).Seconds(), w.ServerID)
+			break
+		}
+	}
 	p.heal(t)
 }
 
@@ -545,9 +559,10 @@ func gapSince(ws []InvWrite, since time.Time) map[string]string {
 
 // testAsymmetric: one-way cuts. First db1 drops what comes from db2 (not
 // the reverse); then the writer drops what comes from another db host.
-// The term does not change, writes go on (each cut spares the routers'
-// paths to the writer), the invariant holds and the pool converges after
-// each heal.
+// The term does not change, the invariant holds and the pool converges
+// after each heal. Writes go on through the first cut; in the second the
+// writer may hear no raft leader (when the leader is the host it drops)
+// and fence itself when its lease runs out, until the heal (logged).
 func (p *partRig) testAsymmetric(t *testing.T) {
 	c := p.c
 	writer := c.Primary()
@@ -570,28 +585,55 @@ func (p *partRig) testAsymmetric(t *testing.T) {
 			p.checkTerm(t, "with an asymmetric cut")
 		})
 		t.Logf("%s: %s drops from %s: longest write gaps %v (writer %s)", t.Name(), cut.to.Name, cut.from.Name, r.Gap, writer.Name)
-		gapsUnder(t, r, agentNames(p.appAgents()), partNoiseGap)
+		if cut.to != writer {
+			gapsUnder(t, r, agentNames(p.appAgents()), partNoiseGap)
+		} // else the writer may hear no raft leader and fence itself for the cut (its lease)
 		p.heal(t)
 	}
 }
 
-// TestTermMinorityWriterWithoutFencing shows, on a live cluster, the split
-// brain that fencing must close, and that the invariant checker catches it.
-// {db1 (the writer), app1} | {db2, db3, app2}: the majority sees db1
-// failed; an operator on the majority side, who cannot reach db1, promotes
-// db2 (STOP SLAVE, read_only=0); the two voters there grant it term 2 and
-// app2 writes to db2. app1, cut off with db1, never learns term 2 and goes
-// on writing to db1, which nothing sets read-only: db1 accepts writes under
-// term 2. The test passes when the checker reports that; once fencing
-// (db1's agent sets its server read-only when it loses the quorum) is on,
-// app1's writes must fail instead, and this test is to be turned around:
-// no violation. Healed, db1 stays writable (the servers have diverged)
-// and must be out with reason conflict everywhere, db2 the writer.
+// TestTermMinorityWriter: {db1 (the writer), app1} | {db2, db3, app2}.
+// The majority sees db1 failed; an operator on the majority side, who
+// cannot reach db1, promotes db2 (STOP SLAVE, read_only=0); the two voters
+// there grant it term 2 and app2 writes to db2. app1, cut off with db1,
+// never learns term 2 and goes on writing to db1. Three variants, a
+// cluster each:
+//   - fence_off (--consensus-fence=false): nothing sets db1 read-only; the
+//     checker must catch the split brain (writes by db1 under term 2, and
+//     overlapping windows): it shows the checker works on a live cluster;
+//   - fence_on_promoted_at_once (defaults): db1's agent fences db1 when its
+//     lease runs out; the promotion, as soon as the majority sees db1
+//     failed, comes before that (docs/consensus.md: "a promoter that acts
+//     faster than that bound can still overlap"): db1 must be fenced (app1's
+//     writes fail) within the lease and a margin; the overlap is measured;
+//   - fence_on_promoted_after_lease: the operator waits the lease out
+//     before promoting: the invariant must hold, no overlap.
 //
-//	go test -tags e2e -count=1 -v -run '^TestTermMinorityWriterWithoutFencing$' ./test/e2e/
-func TestTermMinorityWriterWithoutFencing(t *testing.T) {
+// Each heals at the end: the term holder wins on every agent (db1, if
+// still writable, out with reason conflict), and a router that knows term
+// 2 sends no write to db1 any more.
+//
+//	go test -tags e2e -count=1 -v -run '^TestTermMinorityWriter$' ./test/e2e/
+func TestTermMinorityWriter(t *testing.T) {
 	Require(t)
-	p := newPartRig(t)
+	t.Run("fence_off", func(t *testing.T) { minorityWriter(t, false, 0) })
+	t.Run("fence_on_promoted_at_once", func(t *testing.T) { minorityWriter(t, true, 0) })
+	t.Run("fence_on_promoted_after_lease", func(t *testing.T) { minorityWriter(t, true, partLease+2*time.Second) })
+}
+
+// partLease is the writer's lease with the default raft timeouts
+// (docs/consensus.md, consensus.lease).
+const partLease = 5 * time.Second
+
+// minorityWriter runs one variant of TestTermMinorityWriter: fencing on or
+// off, the promotion delayed by wait after db1 is failed on the majority
+// side.
+func minorityWriter(t *testing.T, fencing bool, wait time.Duration) {
+	var flags []string
+	if !fencing {
+		flags = append(flags, "--consensus-fence=false")
+	}
+	p := newPartRig(t, flags...)
 	c := p.c
 	db1, db2, db3 := c.DBs[0], c.DBs[1], c.DBs[2]
 	app1, app2 := c.Apps[0], c.Apps[1]
@@ -604,6 +646,9 @@ func TestTermMinorityWriterWithoutFencing(t *testing.T) {
 	if !out.OK {
 		t.Fatalf("%s not out with reason agent-failed on the majority side within %s: %s", db1.Name, partDetect, reasons(c, db1.Name, majority))
 	}
+	if wait > 0 {
+		time.Sleep(wait)
+	}
 	db2.Server.MustExec("STOP SLAVE")
 	db2.Server.SetReadOnly(false)
 	promoted := time.Now()
@@ -612,6 +657,9 @@ func TestTermMinorityWriterWithoutFencing(t *testing.T) {
 	}
 	t.Logf("%s out on the majority side %.2fs after the cut; term 2 to %s %.2fs after it became writable", db1.Name, out.Took.Seconds(), db2.Name, time.Since(promoted).Seconds())
 	time.Sleep(partHold)
+	if rest := time.Until(from.Add(partLease + 4*time.Second)); fencing && rest > 0 {
+		time.Sleep(rest) // past the lease and the margin: db1 fenced
+	}
 	to := time.Now()
 	ws := p.writes(from, to)
 	r := CheckInvariant(ws, p.tl.Epochs(), InvOptions{Grace: partTermPoll, Overlap: partTermPoll, From: from, To: to})
@@ -626,28 +674,62 @@ func TestTermMinorityWriterWithoutFencing(t *testing.T) {
 	if byApp[fmt.Sprintf("%s→server %d", app2.Name, p.ids[db2.Name])] == 0 {
 		t.Errorf("%s never wrote to %s after the promotion", app2.Name, db2.Name)
 	}
-	if r.OK() {
-		t.Errorf("no invariant violation with %s cut off with %s and %s promoted: either fencing now closes this split brain (turn this test around) or the checker misses it; acked after the promotion: %v",
-			app1.Name, db1.Name, db2.Name, byApp)
-		return
-	}
-	for i, v := range r.Violations {
-		if i == 3 {
-			break
+	if fencing {
+		// db1 fenced: app1's writes sent from the lease (and a margin of
+		// 2 s) after the cut on all fail.
+		fencedBy := from.Add(partLease + 2*time.Second)
+		var acked []InvWrite
+		var lastDB1 time.Time
+		for _, w := range ws {
+			if w.App == app1.Name && w.OK() && w.ServerID == p.ids[db1.Name] {
+				lastDB1 = w.Acked
+				if w.Sent.After(fencedBy) {
+					acked = append(acked, w)
+				}
+			}
 		}
-		t.Logf("caught, as expected without fencing: %s", v.What)
-	}
-	overlaps := 0
-	for _, v := range r.Violations {
-		if v.Write.App == "" {
-			overlaps++
+		t.Logf("last write accepted by %s %.2fs after the cut (lease %s); term 2 seen %.2fs after the cut", db1.Name, sinceOr(lastDB1, from), partLease, sinceOr(p.tl.Current().Seen, from))
+		if len(acked) > 0 {
+			t.Errorf("%s not fenced: %d writes of %s sent more than %s after the cut accepted, the last acked %s", db1.Name, len(acked), app1.Name, fencedBy.Sub(from), ts(acked[len(acked)-1].Acked))
+		}
+		if wait == 0 {
+			var overlap time.Duration
+			for _, v := range r.Violations {
+				if v.Write.App == "" {
+					t.Logf("measured, promoted before the lease ran out: %s", v.What)
+				}
+			}
+			if !lastDB1.IsZero() && lastDB1.After(p.tl.Current().Seen) {
+				overlap = lastDB1.Sub(p.tl.Current().Seen)
+			}
+			t.Logf("split brain window (db1 accepting writes after term 2 was seen): %.2fs, %d violations", overlap.Seconds(), len(r.Violations))
+		} else {
+			reportViolations(t, t.Name(), r)
+		}
+	} else {
+		if r.OK() {
+			t.Errorf("no invariant violation with %s cut off with %s and %s promoted, fencing off: the checker misses it; acked after the promotion: %v",
+				app1.Name, db1.Name, db2.Name, byApp)
+			return
+		}
+		for i, v := range r.Violations {
+			if i == 3 {
+				break
+			}
 			t.Logf("caught, as expected without fencing: %s", v.What)
 		}
+		overlaps := 0
+		for _, v := range r.Violations {
+			if v.Write.App == "" {
+				overlaps++
+				t.Logf("caught, as expected without fencing: %s", v.What)
+			}
+		}
+		if overlaps == 0 {
+			t.Errorf("the overlap rule caught nothing though %s and %s both accepted writes after the promotion: %v", db1.Name, db2.Name, byApp)
+		}
+		t.Logf("the checker caught %d violations (db1 accepting writes under term 2), %d of them overlapping windows", len(r.Violations), overlaps)
 	}
-	if overlaps == 0 {
-		t.Errorf("the overlap rule caught nothing though %s and %s both accepted writes after the promotion: %v", db1.Name, db2.Name, byApp)
-	}
-	t.Logf("the checker caught %d violations (db1 accepting writes under term 2), %d of them overlapping windows", len(r.Violations), overlaps)
 
 	// Healed, the term holder wins: every agent routes writes to db2 and
 	// holds db1 (still writable) out with reason conflict; from then on
@@ -659,7 +741,7 @@ func TestTermMinorityWriterWithoutFencing(t *testing.T) {
 		}
 	}
 	conv := c.Obs.WaitAgents(c.AgentNames(), healed, 30*time.Second, func(s Snap) bool {
-		return s.OK() && slices.Equal(s.Writers, []string{db2.Name}) && s.Out[db1.Name] == "conflict"
+		return s.OK() && slices.Equal(s.Writers, []string{db2.Name}) && (fencing || s.Out[db1.Name] == "conflict")
 	})
 	if !conv.OK {
 		t.Fatalf("not every agent shows writer %s and %s out with reason conflict within 30s of the heal:\n%s", db2.Name, db1.Name, c.Describe())
