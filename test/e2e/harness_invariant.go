@@ -388,8 +388,9 @@ func CheckInvariant(writes []InvWrite, epochs []TermEpoch, opts InvOptions) InvR
 			// last write.
 			if d := a.Last.Sub(b.First); d > opts.Overlap {
 				r.Violations = append(r.Violations, InvViolation{What: fmt.Sprintf(
-					"servers %d and %d both accepted writes: server %d term %d %s–%s (%d writes), server %d term %d %s–%s (%d writes), %.3fs overlap",
-					a.ServerID, b.ServerID, a.ServerID, a.Term, ts(a.First), ts(a.Last), a.N, b.ServerID, b.Term, ts(b.First), ts(b.Last), b.N, d.Seconds())})
+					"servers %d and %d both accepted writes: server %d term %d %s–%s (%d writes), server %d term %d %s–%s (%d writes); server %d's first write %.3fs before server %d's last (both at once for %.3fs)",
+					a.ServerID, b.ServerID, a.ServerID, a.Term, ts(a.First), ts(a.Last), a.N, b.ServerID, b.Term, ts(b.First), ts(b.Last), b.N,
+					b.ServerID, d.Seconds(), a.ServerID, earlier(a.Last, b.Last).Sub(b.First).Seconds())})
 			}
 		}
 	}
@@ -409,3 +410,11 @@ func epochAt(epochs []TermEpoch, t time.Time) int {
 }
 
 func ts(t time.Time) string { return t.Format("15:04:05.000") }
+
+// earlier is the earlier of a and b.
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
