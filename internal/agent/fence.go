@@ -138,7 +138,7 @@ func (a *Agent) runFence(ctx context.Context) {
 	// At start, raft needs an election (or the leader's next heartbeat)
 	// before the first contact: a second lease of grace, so that a fleet
 	// restarted at once does not fence its writers.
-	watch := leaseWatch{contact: a.clock.Now().Add(f.lease)}
+	watch := leaseWatch{grace: a.clock.Now().Add(f.lease)}
 	var back leaseReturn
 	for {
 		select {
@@ -254,7 +254,12 @@ func (a *Agent) fenceIf(ctx context.Context, f *fencer, ep *fenceEpisode, on boo
 // leaseWatch follows a voter's last contact with a raft leader: itself
 // while it leads (hashicorp/raft's leader steps down when it has not heard
 // from a quorum for leader_lease_timeout), else raft's last contact.
-type leaseWatch struct{ contact time.Time }
+//
+// Before the first contact the lease counts from grace (the agent's start
+// plus a lease: raft needs an election first); from the first contact on,
+// from the last contact only, so a cut soon after the start fences a lease
+// after the last contact, not a lease after the grace.
+type leaseWatch struct{ contact, grace time.Time }
 
 // observe notes the raft state seen at now.
 func (w *leaseWatch) observe(leader bool, lastContact, now time.Time) {
@@ -266,11 +271,20 @@ func (w *leaseWatch) observe(leader bool, lastContact, now time.Time) {
 	}
 }
 
+// since is what the lease counts from: the last contact, or the grace
+// before any.
+func (w *leaseWatch) since() time.Time {
+	if w.contact.IsZero() {
+		return w.grace
+	}
+	return w.contact
+}
+
 // lost reports whether the lease of a voter holding the terms held ran
 // out at now: no contact with a leader for lease. A voter that holds no
 // term has no lease.
 func (w *leaseWatch) lost(held []pool.Term, now time.Time, lease time.Duration) (why string, lost bool) {
-	if len(held) == 0 || now.Sub(w.contact) < lease {
+	if len(held) == 0 || now.Sub(w.since()) < lease {
 		return "", false
 	}
 	var ts []string
@@ -278,7 +292,7 @@ func (w *leaseWatch) lost(held []pool.Term, now time.Time, lease time.Duration) 
 		ts = append(ts, fmt.Sprintf("term %d of %s", t.Number, t.Cluster))
 	}
 	return fmt.Sprintf("lease lost: holds %s, no contact with a raft leader for %s (lease %s)",
-		strings.Join(ts, ", "), now.Sub(w.contact).Round(time.Millisecond), lease), true
+		strings.Join(ts, ", "), now.Sub(w.since()).Round(time.Millisecond), lease), true
 }
 
 // heldTerms are the terms of tv that self holds, by cluster name.

@@ -310,3 +310,34 @@ func TestLeaseFenceUndone(t *testing.T) {
 		t.Fatalf("history: %v", got)
 	}
 }
+
+// The start grace counts only until the first contact: a cut soon after
+// the start fences a lease after the last contact, not a lease after the
+// grace (found by TestTermMinorityWriter: fenced 8.3 s after a cut with a
+// 5 s lease).
+func TestLeaseGraceEndsAtFirstContact(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 7, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	lease := 5 * time.Second
+	held := []pool.Term{{Cluster: "main", Number: 1, Writer: "db1", Addr: "db1:3306"}}
+	w := leaseWatch{grace: at(5000)} // started at t0
+	w.observe(false, time.Time{}, at(4000))
+	if _, lost := w.lost(held, at(9000), lease); lost {
+		t.Fatal("lost within the grace, before any contact")
+	}
+	w.observe(false, at(2000), at(2100)) // the first contact, 2 s after the start; then the cut
+	if _, lost := w.lost(held, at(6900), lease); lost {
+		t.Fatal("lost 4.9 s after the last contact")
+	}
+	if why, lost := w.lost(held, at(7100), lease); !lost || !strings.Contains(why, "5.1s") {
+		t.Fatalf("5.1 s after the last contact: lost %v (%q), want lost", lost, why)
+	}
+	// With no contact at all, the grace then the lease.
+	w = leaseWatch{grace: at(5000)}
+	if _, lost := w.lost(held, at(9900), lease); lost {
+		t.Fatal("no contact: lost before grace + lease")
+	}
+	if _, lost := w.lost(held, at(10100), lease); !lost {
+		t.Fatal("no contact: not lost after grace + lease")
+	}
+}
