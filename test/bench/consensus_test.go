@@ -30,12 +30,15 @@ func TestConsensusTerms(t *testing.T) {
 	e2e.Require(t)
 	trials := envInt("BENCH_CONSENSUS_TRIALS", Pick(10, 2))
 	start := time.Now()
-	var first, formed, promote, routed, fresh, failover []float64
+	var first, formed, promote, routed, fresh, failover, death []float64
 	for k := range trials {
 		t.Run(fmt.Sprintf("trial%d", k), func(t *testing.T) {
 			r := consensusTrial(t)
 			first, formed, promote, failover = append(first, r.first), append(formed, r.formed), append(promote, r.promote), append(failover, r.failover)
 			routed, fresh = append(routed, r.routed), append(fresh, r.fresh)
+			if r.writerDeath >= 0 {
+				death = append(death, r.writerDeath)
+			}
 		})
 	}
 	var b strings.Builder
@@ -58,6 +61,7 @@ func TestConsensusTerms(t *testing.T) {
 		{"outside promotion → writer db2 in every agent's pool, the app agent's included", routed},
 		{"a fresh app agent started → the writer in its pool (it learns the term)", fresh},
 		{"raft leader's agent killed (kill -9) → a new leader on both other voters", failover},
+		{"writer's agent killed (kill -9, its mysqld runs on) → no writer on every other agent (trials where the killed leader was not the writer)", death},
 	} {
 		s := Summarize(r.xs)
 		fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %.2f |\n", r.what, s.N, s.P50, s.P90, s.Max)
@@ -68,6 +72,7 @@ func TestConsensusTerms(t *testing.T) {
 // trialResult is one trial's times, in seconds.
 type trialResult struct {
 	first, formed, promote, routed, fresh, failover float64
+	writerDeath                                     float64 // -1: not measured (the killed leader was the writer)
 }
 
 // consensusTrial runs one fresh cluster: first term (from the agents'
@@ -129,7 +134,28 @@ func consensusTrial(t *testing.T) (r trialResult) {
 		t.Fatalf("no new leader within 30s of killing %s: %+v", leader.Name, last)
 	}
 	r.failover = time.Since(killed).Seconds()
-	t.Logf("first term %.2fs (pool healthy everywhere %.2fs), promotion %.2fs on the voters, %.2fs in every pool, fresh app agent %.2fs, failover %.2fs",
-		r.first, r.formed, r.promote, r.routed, r.fresh, r.failover)
+
+	// The writer's agent killed while its mysqld runs on (when the raft
+	// leader just killed was not it): no writer on every other agent.
+	r.writerDeath = -1
+	if writer := c.DBs[1].Agent; leader != writer {
+		var others []string
+		for _, a := range c.Agents() {
+			if a != writer && a != leader {
+				others = append(others, a.Name)
+			}
+		}
+		killed := time.Now()
+		if err := writer.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		w := c.Obs.WaitAgents(others, killed, 30*time.Second, func(s e2e.Snap) bool { return s.OK() && len(s.Writers) == 0 })
+		if !w.OK {
+			t.Fatalf("a writer still routed 30s after its agent was killed:\n%s", c.Describe())
+		}
+		r.writerDeath = w.Took.Seconds()
+	}
+	t.Logf("first term %.2fs (pool healthy everywhere %.2fs), promotion %.2fs on the voters, %.2fs in every pool, fresh app agent %.2fs, failover %.2fs, writer's agent killed to no writer %.2fs",
+		r.first, r.formed, r.promote, r.routed, r.fresh, r.failover, r.writerDeath)
 	return r
 }
