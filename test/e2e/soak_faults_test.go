@@ -33,6 +33,8 @@ var soakFaults = []soakFault{
 	{"agent-sighup", (*soakRun).sighup},
 	{"haproxy-restart", (*soakRun).haproxyRestart},
 	{"silent-cut", (*soakRun).silentCut},
+	{"second-writable", (*soakRun).secondWritable},
+	{"writer-agent-kill", (*soakRun).writerAgentKill},
 }
 
 // soakKinds are the fault kinds named in spec (SOAK_FAULTS: comma-separated
@@ -276,7 +278,7 @@ func (r *soakRun) switchover() soakcheck.Fault {
 	reps := r.c.Replicas()
 	next := reps[r.rng.IntN(len(reps))]
 	old := r.c.Primary()
-	f := soakcheck.Fault{Target: old.Name + " → " + next.Name, Start: time.Now(), Nodes: r.dbFaultNodes(old)}
+	f := soakcheck.Fault{Target: old.Name + " → " + next.Name, Start: time.Now(), Nodes: r.dbFaultNodes(old), Holder: old.Name, Other: next.Name}
 	writable := r.c.Switchover(r.t, next)
 	r.primaries = append(r.primaries, soakcheck.Primary{At: writable, Name: next.Name})
 	f.Heal = time.Now()

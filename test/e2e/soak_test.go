@@ -47,6 +47,7 @@ type soakRun struct {
 	start time.Time
 
 	kinds       []soakFault // the fault kinds drawn from
+	terms       *termWatch  // nil without consensus
 	faults      []soakcheck.Fault
 	primaries   []soakcheck.Primary
 	switchovers []soakcheck.Window
@@ -78,9 +79,19 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("soak: %s, seed %d (replay: %s)", dur, seed, replay)
 
-	c := NewCluster(t, Options{AppHosts: 2})
+	consensus := os.Getenv("SOAK_CONSENSUS") != "0"
+	opts := Options{AppHosts: 2}
+	if consensus {
+		ckey := Keygen(t)
+		opts.DBFlags, opts.AppFlags = ConsensusFlags(ckey, 3), ConsensusAppFlags(ckey)
+	}
+	c := NewCluster(t, opts)
 	r := &soakRun{t: t, c: c, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed)), start: time.Now(), kinds: kinds}
 	r.primaries = []soakcheck.Primary{{At: r.start, Name: c.Primary().Name}}
+	if consensus {
+		r.terms = startTermWatch(c)
+		defer r.terms.Stop()
+	}
 	t.Logf("soak: cluster formed in %s; faults start in 10 s", c.Formed.Round(time.Millisecond))
 
 	var clients []*Client
@@ -116,6 +127,9 @@ func TestSoak(t *testing.T) {
 	completed := false
 	defer func() {
 		res.Stop()
+		if r.terms != nil {
+			r.terms.Stop()
+		}
 		stop := end
 		if !completed {
 			stop = time.Now()
@@ -234,7 +248,7 @@ func (r *soakRun) judge(end time.Time, clients []*Client, fresh []*FreshClient, 
 		}
 	}
 	lim := soakcheck.Limits{Warmup: min(5*time.Minute, (end.Sub(r.start))/4), MaxRSSGrowth: 0.10, MaxGoroutineRise: 5, MaxFDRise: 3, MinSamples: 6}
-	return soakcheck.Result{
+	out := soakcheck.Result{
 		Start:       r.start,
 		Hosts:       "Hosts: db1-db3 (MariaDB 10.11, GTID replication, a shoal agent each, profile fast), app1 and app2 (a shoal agent driving HAProxy, and a client writing through HAProxy's write port every 200 ms, a new connection each; a freshness client writing a numbered row through the write port and reading the newest back through the read port, each every 100 ms).",
 		Samples:     len(samples),
@@ -250,6 +264,8 @@ func (r *soakRun) judge(end time.Time, clients []*Client, fresh []*FreshClient, 
 		Lifetimes:   soakcheck.Lifetimes(res.Samples(), lim),
 		Load:        res.Load(),
 	}
+	r.judgeTerms(&out, samples, end)
+	return out
 }
 
 // write puts the report in build/soak/ and, for a full run, in docs/.

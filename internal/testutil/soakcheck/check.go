@@ -41,6 +41,11 @@ type Fault struct {
 	Nodes     []string
 	Observers []string
 	Sides     [2][]string
+
+	// Holder is the writer-term holder when the fault started, and Other
+	// the server a switchover moves the writer to, or the one a
+	// second-writable fault makes writable (see CheckTermFaults).
+	Holder, Other string
 }
 
 // Explains reports whether the fault explains node out of observer's pool
