@@ -170,9 +170,9 @@ func pollVoterTerm(ctx context.Context, hc *http.Client, base, name string) soak
 	return s
 }
 
-// judgeTerms runs the term checks on what the watch saw in [start, end]
-// and the HAProxy samples among samples.
-func (r *soakRun) judgeTerms(res *soakcheck.Result, samples []soakcheck.Sample, end time.Time) {
+// judgeTerms runs the term checks on what the watch saw in [start, end],
+// the HAProxy samples among samples and the clients' writes.
+func (r *soakRun) judgeTerms(res *soakcheck.Result, samples []soakcheck.Sample, writes []soakcheck.Write, end time.Time) {
 	res.Consensus = r.terms != nil
 	if r.terms == nil {
 		return
@@ -185,6 +185,7 @@ func (r *soakRun) judgeTerms(res *soakcheck.Result, samples []soakcheck.Sample, 
 		}
 	}
 	res.Terms = soakcheck.CheckTerms(voters, routes, hx, soakcheck.TermLimits{Grace: soakTermGrace, Skew: soakTermSkew})
+	res.Terms.CheckTermWrites(writes)
 	res.TermFaults = soakcheck.CheckTermFaults(r.faults, voters, routes, hx, soakConvergeWindow)
 	res.Unexplained = soakcheck.UnexplainedGrants(res.Terms.Grants, r.faults, soakConvergeWindow)
 }

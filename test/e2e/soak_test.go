@@ -27,6 +27,12 @@ import (
 //	SOAK=3m make soak          # what CI runs
 //	SOAK=1h SOAK_SEED=42 make soak
 //	SOAK=4m SOAK_FAULTS=silent-cut make soak   # only these fault kinds
+//	SOAK=3m SOAK_CONSENSUS=0 make soak         # without writer terms
+//
+// By default the agents run with writer terms (issue 26): the db agents
+// are raft voters and every agent routes writes only to the term holder;
+// the soak then also checks the terms (soak_terms_test.go, soakcheck's
+// terms.go). SOAK_CONSENSUS=0 runs them the old way, without terms.
 const (
 	soakConverge  = 3 * time.Second  // every pool healthy again within this of a heal
 	soakAllowance = 10 * time.Second // a faulted node may stay out this long after its heal
@@ -264,7 +270,7 @@ func (r *soakRun) judge(end time.Time, clients []*Client, fresh []*FreshClient, 
 		Lifetimes:   soakcheck.Lifetimes(res.Samples(), lim),
 		Load:        res.Load(),
 	}
-	r.judgeTerms(&out, samples, end)
+	r.judgeTerms(&out, samples, writes, end)
 	return out
 }
 

@@ -4,6 +4,25 @@
 // fault's window, the clients' writes and reads, and the resource samples. The e2e
 // test collects; this package judges and writes the report, so that the
 // judging is unit-tested on synthetic samples in `make test`.
+//
+// With writer terms (issue 26; the soak's default, SOAK_CONSENSUS=0 runs
+// without) the test also polls every voter's term and every agent's pool
+// with the term it follows, and terms.go and termfaults.go judge them:
+// every writer of an agent or an HAProxy is the holder of the term current
+// on the voters, the agent's writer is the holder of the term its pool
+// follows, writes are accepted only by a holder, the term never goes down,
+// only a switchover moves it, and the faults switchover, second-writable
+// and writer-agent-kill do to the term what they must (TermsDoc).
+//
+// What terms change in the checks below: nothing is loosened. The expected
+// writer (Expect, from the switchovers' primary timeline) and the term
+// holder must coincide, which UnexplainedGrants and the switchover check
+// enforce. The behaviours that differ are explained by the faults that
+// cause them, as before: with terms a restarted app agent routes no
+// writes until it has learnt the term (its own view is the fault's), a
+// switchover has no writer until the new term is granted (inside the
+// switchover window), and while the writer's agent is dead no agent has a
+// writer (the holder is out everywhere: the fault's node).
 package soakcheck
 
 import (

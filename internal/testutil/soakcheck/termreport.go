@@ -3,7 +3,22 @@ package soakcheck
 import (
 	"fmt"
 	"strings"
+	"time"
 )
+
+// TermsDoc says, in the report and in docs/soak.md, what the soak checks
+// of the writer terms and what the term faults are.
+const TermsDoc = `The agents run with writer terms (issue 26, [consensus.md](consensus.md)): the three db agents are raft voters (` + "`--consensus-key`, `--consensus-bootstrap-expect 3`" + `), the app agents verify terms with the same key, and every agent routes writes only to the holder of the cluster's term. ` + "`SOAK_CONSENSUS=0 make soak`" + ` runs without (each agent picks the writer from its own view, as before issue 26; the term checks are then skipped). The soak polls every voter's term (` + "`/v1/agent/self`, `consensus.terms`" + `) and every agent's pool with the term it follows (` + "`/v1/pool`, `clusters[].term`" + `) every 100 ms, and checks:
+
+- a term number names one writer, on every voter and agent, and the term never goes down on a voter (nor on an agent process; "no term known yet", after a restart, is not a term);
+- an agent's writer is always the holder of the term its pool follows, and the voters showed that term with that writer;
+- every agent's and HAProxy's writer is the holder of the term current on the voters, allowing 2 s behind a new term (gossip and the sink; the old holder is read-only by then) and 0.5 s ahead of the poll;
+- every client write was accepted by the holder of a term current during the write (0.5 s either side);
+- only a switchover moves the term: exactly one new term, numbered one more, to the new primary;
+- ` + "`second-writable`" + ` (a replica made writable by mistake with ` + "`SET GLOBAL read_only=0`" + ` for 5-15 s, then read-only again): the term stays; until the heal every agent and HAProxy routes writes to the holder alone (no agent's writer changes), and every agent shows the replica out with reason ` + "`conflict`" + ` (explained, not a false removal);
+- ` + "`writer-agent-kill`" + ` (the holder's agent killed with SIGKILL while its mysqld runs on, restarted 5-15 s later): the term stays; no agent or HAProxy routes writes anywhere but the holder; every other agent drops the writer once the member is failed and has none until the restart; after it every agent routes to the holder under the same term.
+
+The invariants above the terms are unchanged; with terms a restarted app agent routes no writes until it has learnt the term (explained: its own view is the fault's), a switchover has no writer until the new term is granted (inside the switchover window), and while the writer's agent is dead no agent has a writer (explained: the holder is the fault's node).`
 
 // termFailures are the term invariants that missed (none without
 // consensus).
@@ -35,7 +50,7 @@ func (r Result) terms(b *strings.Builder) {
 		return
 	}
 	st := r.Terms
-	fmt.Fprintf(b, "Every agent routes writes only to the holder of the cluster's writer term, which raft among the three db agents grants. Checked on %d samples of the voters' terms (`/v1/agent/self`) and %d of the agents' pools with the term each followed (`/v1/pool`), each polled every 100 ms, and on the HAProxy samples.\n\n", st.Voters, st.Routes)
+	fmt.Fprintf(b, "%s\n\nChecked on %d samples of the voters' terms and %d of the agents' pools with the term each followed, and on the HAProxy samples.\n\n", TermsDoc, st.Voters, st.Routes)
 	b.WriteString("| invariant | target | measured | verdict |\n|---|---|---|---|\n")
 	fmt.Fprintf(b, "| a term number names one writer, on every voter and agent | 0 samples | %d | %s |\n", len(st.Forks), verdict(len(st.Forks) == 0))
 	fmt.Fprintf(b, "| the term never goes down on a voter (nor on an agent process) | 0 samples | %d | %s |\n", len(st.Back), verdict(len(st.Back) == 0))
@@ -46,6 +61,7 @@ func (r Result) terms(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "| every agent's and HAProxy's writer is the holder of the term current on the voters (up to %s behind a new term, %s ahead of the voter poll) | 0 samples | %d; %s | %s |\n",
 		st.Limits.Grace, st.Limits.Skew, len(st.Stale), lag, verdict(len(st.Stale) == 0))
+	fmt.Fprintf(b, "| client writes accepted only by the holder of the term current during the write (%s either side) | 0 | %d of %d accepted | %s |\n", st.Limits.Skew, len(st.Outside), st.Writes, verdict(len(st.Outside) == 0))
 	fmt.Fprintf(b, "| the term changes only with a switchover | 0 other terms | %d | %s |\n", len(r.Unexplained), verdict(len(r.Unexplained) == 0))
 	bad := 0
 	for _, f := range r.TermFaults {
@@ -68,7 +84,7 @@ func (r Result) terms(b *strings.Builder) {
 	for _, x := range []struct {
 		name string
 		is   []TermIssue
-	}{{"term number with two writers", st.Forks}, {"term went down", st.Back}, {"writer not its term's holder", st.Unowned}, {"writer not the current holder", st.Stale}} {
+	}{{"write accepted outside its term", outsideIssues(st.Outside)}, {"term number with two writers", st.Forks}, {"term went down", st.Back}, {"writer not its term's holder", st.Unowned}, {"writer not the current holder", st.Stale}} {
 		for _, i := range x.is[:min(len(x.is), 10)] {
 			fmt.Fprintf(b, "- %s at %s on %s: %s\n", x.name, r.at(i.At), i.Observer, i.What)
 		}
@@ -85,4 +101,13 @@ func (r Result) terms(b *strings.Builder) {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", r.at(f.Fault.Start), f.Fault.Kind, f.Fault.Target, f.Before, secs(f.Took), v)
 	}
 	b.WriteString("\n")
+}
+
+// outsideIssues are the writes accepted outside their term as issues.
+func outsideIssues(ws []Write) []TermIssue {
+	var out []TermIssue
+	for _, w := range ws {
+		out = append(out, TermIssue{w.Start, w.Client, fmt.Sprintf("accepted by %s in %s", w.Node, w.End.Sub(w.Start).Round(time.Millisecond))})
+	}
+	return out
 }

@@ -150,6 +150,11 @@ type TermStats struct {
 	// of a superseded term (within Grace); LagObserver had it.
 	MaxLag      time.Duration
 	LagObserver string
+	// Writes are the client writes a server accepted; Outside those
+	// accepted by a server that held no term current during the write
+	// (CheckTermWrites).
+	Writes  int
+	Outside []Write
 }
 
 // Failures lists the term invariants that missed, one line each.
@@ -163,6 +168,7 @@ func (st TermStats) Failures() []string {
 		{len(st.Back), "samples with a term lower than the same voter's or agent's earlier one"},
 		{len(st.Unowned), "agent samples whose writer is not the holder of the term it follows"},
 		{len(st.Stale), fmt.Sprintf("agent or HAProxy samples whose writer is not the holder of the term current on the voters (grace %s)", st.Limits.Grace)},
+		{len(st.Outside), "client writes accepted by a server that did not hold the term"},
 	} {
 		if x.n > 0 {
 			out = append(out, fmt.Sprintf("%d %s", x.n, x.what))
@@ -258,5 +264,22 @@ func (st *TermStats) current(t time.Time, obs, w string, lim TermLimits) {
 	}
 	if lag > st.MaxLag {
 		st.MaxLag, st.LagObserver = lag, obs
+	}
+}
+
+// CheckTermWrites is the database side of the term invariant: every write
+// a server accepted must have been accepted by the holder of a term
+// current on the voters at some moment of the write (widened by Skew on
+// both sides: the voters are polled). It sets st.Writes and st.Outside.
+func (st *TermStats) CheckTermWrites(writes []Write) {
+	for _, w := range writes {
+		if w.Err != "" || w.Node == "" {
+			continue
+		}
+		st.Writes++
+		span := w.End.Sub(w.Start) + st.Limits.Skew
+		if ok, _ := currentWithin(st.Grants, w.Node, w.End.Add(st.Limits.Skew), span+st.Limits.Skew, 0); !ok {
+			st.Outside = append(st.Outside, w)
+		}
 	}
 }

@@ -207,6 +207,25 @@ func TestCheckTermFaults(t *testing.T) {
 	}
 }
 
+func TestCheckTermWrites(t *testing.T) {
+	st := CheckTerms(voters1to2(), nil, nil, TermLimits{Grace: 2 * time.Second, Skew: 500 * time.Millisecond})
+	w := func(start, end float64, node, err string) Write {
+		return Write{Client: "app1", Start: at(start), End: at(end), Node: node, Err: err}
+	}
+	st.CheckTermWrites([]Write{
+		w(1, 1.1, "db1", ""),
+		w(39.9, 40.1, "db1", ""), // the old holder until 40
+		w(40.3, 40.4, "db1", ""), // within the skew of the new term
+		w(39.8, 39.9, "db2", ""), // the new holder, within the skew
+		w(41, 41.1, "db1", ""),   // the old holder after its term: wrong
+		w(10, 10.1, "db3", ""),   // never a holder: wrong
+		w(12, 12.1, "", "dial tcp: i/o timeout"),
+	})
+	if st.Writes != 6 || len(st.Outside) != 2 || st.Outside[0].Node != "db1" || st.Outside[1].Node != "db3" {
+		t.Errorf("writes %d, outside %+v", st.Writes, st.Outside)
+	}
+}
+
 func TestUnexplainedGrants(t *testing.T) {
 	gs := []Grant{{1, "db1", at(0)}, {2, "db2", at(40)}, {3, "db3", at(70)}}
 	sw := Fault{Kind: KindSwitchover, Start: at(38), Heal: at(39)}
