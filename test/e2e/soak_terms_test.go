@@ -6,6 +6,7 @@ import (
 	"context"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -137,7 +138,6 @@ func pollRoute(ctx context.Context, hc *http.Client, base, name string) soakchec
 	if err != nil {
 		return r
 	}
-	r.Out = map[string]string{}
 	for _, cp := range pool.Clusters {
 		if cp.Name != soakCluster {
 			continue
@@ -146,6 +146,9 @@ func pollRoute(ctx context.Context, hc *http.Client, base, name string) soakchec
 			r.Writers = append(r.Writers, n.Name)
 		}
 		for _, n := range cp.Out {
+			if r.Out == nil {
+				r.Out = map[string]string{} // most samples have none: no map
+			}
 			r.Out[n.Name] = n.Reason
 		}
 		if cp.Term != nil {
@@ -180,7 +183,7 @@ func (r *soakRun) judgeTerms(res *soakcheck.Result, samples []soakcheck.Sample, 
 	voters, routes := r.terms.Samples(r.start, end)
 	var hx []soakcheck.Sample
 	for _, s := range samples {
-		if len(s.Observer) > 3 && s.Observer[:3] == "hx:" {
+		if strings.HasPrefix(s.Observer, "hx:") {
 			hx = append(hx, s)
 		}
 	}
