@@ -128,13 +128,19 @@ func heldFor(target string, d time.Duration) string {
 }
 
 // agentKill: kill -9 of an agent, restarted 1-5 s later (with its usual
-// --join). The db node is out meanwhile; the agent's own pool is rebuilt.
+// --join). The db node is out meanwhile; the agent's own pool is rebuilt
+// (with terms, an app host's HAProxy may lose the writer until then).
 func (r *soakRun) agentKill() soakcheck.Fault {
 	h := r.anyHost()
 	a := r.agentOf(h.name)
 	f := soakcheck.Fault{Target: h.name, Observers: []string{h.name}}
 	if h.db != nil {
 		f.Nodes = []string{h.name}
+	} else if r.terms != nil {
+		// With writer terms a restarted agent routes no writes until it
+		// has learnt the term (about half a second after it joins): its
+		// HAProxy loses the writer meanwhile, and only the writer.
+		f.OutOn = map[string][]string{"hx:" + h.name: {r.holder().Name}}
 	}
 	return r.hold(f, func() error { a.Kill(); return nil }, r.between(time.Second, 5*time.Second),
 		func() error { a.Start(r.t, true); return nil })

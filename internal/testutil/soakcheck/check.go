@@ -14,13 +14,15 @@
 // only a switchover moves it, and the faults switchover, second-writable
 // and writer-agent-kill do to the term what they must (TermsDoc).
 //
-// What terms change in the checks below: nothing is loosened. The expected
-// writer (Expect, from the switchovers' primary timeline) and the term
-// holder must coincide, which UnexplainedGrants and the switchover check
-// enforce. The behaviours that differ are explained by the faults that
-// cause them, as before: with terms a restarted app agent routes no
-// writes until it has learnt the term (its own view is the fault's), a
-// switchover has no writer until the new term is granted (inside the
+// What terms change in the checks below: the expected writer (Expect,
+// from the switchovers' primary timeline) and the term holder must
+// coincide, which UnexplainedGrants and the switchover check enforce. One
+// explanation is added (Fault.OutOn): an app agent restarted by
+// agent-kill routes no writes until it has learnt the term (about 0.5 s),
+// and its sink applies that, so its HAProxy may lose the writer, and only
+// the writer, until then; without terms the restarted agent found the
+// writer in its first full member list. Other differences need nothing:
+// a switchover has no writer until the new term is granted (inside the
 // switchover window), and while the writer's agent is dead no agent has a
 // writer (the holder is out everywhere: the fault's node).
 package soakcheck
@@ -49,8 +51,9 @@ func (s Sample) In(node string) bool {
 
 // Fault is one injected fault and what it explains: during [Start, Heal +
 // the allowance], Nodes may be out of the pool on every observer, every
-// node may be out on the Observers, and on an observer of one side of a
-// partition the nodes of the other side may be out.
+// node may be out on the Observers, the nodes of OutOn[observer] on that
+// observer, and on an observer of one side of a partition the nodes of the
+// other side may be out.
 type Fault struct {
 	Kind   string
 	Target string // e.g. db2, app1, "db1 app2 | db2 db3 app1"
@@ -60,6 +63,10 @@ type Fault struct {
 	Nodes     []string
 	Observers []string
 	Sides     [2][]string
+	// OutOn are nodes that may be out on one observer only (observer →
+	// nodes): with writer terms, a restarted app agent routes no writes
+	// until it has learnt the term, so its HAProxy may lose the writer.
+	OutOn map[string][]string
 
 	// Holder is the writer-term holder when the fault started, and Other
 	// the server a switchover moves the writer to, or the one a
@@ -73,7 +80,7 @@ func (f Fault) Explains(observer, node string, at time.Time, allowance time.Dura
 	if at.Before(f.Start) || at.After(f.Heal.Add(allowance)) {
 		return false
 	}
-	if slices.Contains(f.Nodes, node) || slices.Contains(f.Observers, observer) {
+	if slices.Contains(f.Nodes, node) || slices.Contains(f.Observers, observer) || slices.Contains(f.OutOn[observer], node) {
 		return true
 	}
 	obs := hostOf(observer)
