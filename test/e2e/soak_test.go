@@ -271,6 +271,13 @@ func (r *soakRun) judge(end time.Time, clients []*Client, fresh []*FreshClient, 
 		Load:        res.Load(),
 	}
 	r.judgeTerms(&out, samples, writes, end)
+	for _, f := range r.faults {
+		if f.Kind == "agent-kill" && len(f.OutOn) > 0 {
+			gap := soakcheck.WriterGap(samples, "hx:"+f.Target, f.Start, f.Heal.Add(soakConvergeWindow))
+			out.Notes = append(out.Notes, fmt.Sprintf("agent-kill %s at +%s: its HAProxy had no writer for %s after the restart, until the agent learnt the term (explained, see Writer terms).",
+				f.Target, f.Start.Sub(r.start).Round(100*time.Millisecond), gap.Round(10*time.Millisecond)))
+		}
+	}
 	return out
 }
 

@@ -286,3 +286,28 @@ func convergedAt(ss []Sample, from, until time.Time, e Expect) (time.Time, bool)
 	}
 	return at, ok
 }
+
+// WriterGap is the longest time observer showed no writer in [from, to]:
+// from an answered sample without one to the next answered sample with
+// one (or to the last sample in the window).
+func WriterGap(samples []Sample, observer string, from, to time.Time) time.Duration {
+	var longest time.Duration
+	var since, last time.Time
+	for _, s := range samples {
+		if s.Observer != observer || !s.OK || s.At.Before(from) || s.At.After(to) {
+			continue
+		}
+		last = s.At
+		switch {
+		case len(s.Writers) == 0 && since.IsZero():
+			since = s.At
+		case len(s.Writers) > 0 && !since.IsZero():
+			longest = max(longest, s.At.Sub(since))
+			since = time.Time{}
+		}
+	}
+	if !since.IsZero() {
+		longest = max(longest, last.Sub(since))
+	}
+	return longest
+}

@@ -181,3 +181,17 @@ func TestProbeTimeoutsSumsLastSamplePerProcess(t *testing.T) {
 		t.Errorf("ProbeTimeouts = %d, %d; want 7, 3", to, st)
 	}
 }
+
+func TestWriterGap(t *testing.T) {
+	s := []Sample{
+		smp("hx:app1", 1, "db1"), smp("hx:app1", 2, ""), {At: at(2.5), Observer: "hx:app1"}, smp("hx:app1", 3, ""), smp("hx:app1", 3.5, "db1"),
+		smp("hx:app2", 3, ""), // another observer
+		smp("hx:app1", 10, ""), smp("hx:app1", 10.2, ""),
+	}
+	if g := WriterGap(s, "hx:app1", at(0), at(20)); g != 1500*time.Millisecond {
+		t.Errorf("gap %s, want 1.5s", g)
+	}
+	if g := WriterGap(s, "hx:app1", at(9), at(20)); g != 200*time.Millisecond {
+		t.Errorf("gap at the end %s, want 200ms", g)
+	}
+}
