@@ -79,13 +79,17 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replay := fmt.Sprintf("SOAK=%s SOAK_SEED=%d make soak", spec, seed)
+	consensus := os.Getenv("SOAK_CONSENSUS") != "0"
+	replay := fmt.Sprintf("SOAK=%s SOAK_SEED=%d", spec, seed)
 	if s := os.Getenv("SOAK_FAULTS"); s != "" {
-		replay = fmt.Sprintf("SOAK=%s SOAK_SEED=%d SOAK_FAULTS=%s make soak", spec, seed, s)
+		replay += " SOAK_FAULTS=" + s
 	}
+	if !consensus {
+		replay += " SOAK_CONSENSUS=0"
+	}
+	replay += " make soak"
 	t.Logf("soak: %s, seed %d (replay: %s)", dur, seed, replay)
 
-	consensus := os.Getenv("SOAK_CONSENSUS") != "0"
 	opts := Options{AppHosts: 2}
 	if consensus {
 		ckey := Keygen(t)
