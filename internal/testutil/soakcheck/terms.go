@@ -184,9 +184,10 @@ func (st TermStats) Failures() []string {
 // HAProxies' write backends (samples with Observer "hx:..."; only their
 // Writers are read):
 //   - a term number names one writer, on every voter and agent;
-//   - the term never goes down on a voter, nor on an agent process between
-//     two samples that both know one (0, no term known, is skipped: a
-//     restarted agent starts without one);
+//   - the term never goes down on a voter, nor on an agent between two
+//     samples that both know one with no unanswered or term-0 sample
+//     between them (one process: a restarted agent starts without a term,
+//     and may first learn an older one from serf's replayed events);
 //   - an agent with a writer follows a term, the writer is its holder, and
 //     the voters showed that term with that writer;
 //   - every writer of an agent or an HAProxy is the holder of a term
@@ -226,6 +227,11 @@ func CheckTerms(voters []TermSample, routes []Route, hx []Sample, lim TermLimits
 	rs := slices.Clone(routes)
 	sort.SliceStable(rs, func(i, j int) bool { return rs[i].At.Before(rs[j].At) })
 	for _, r := range rs {
+		if !r.OK || r.Term == 0 {
+			// Down or restarted (a new process starts with no term):
+			// the next term it shows starts a new series.
+			delete(last, "agent "+r.Observer)
+		}
 		if !r.OK {
 			continue
 		}
