@@ -33,6 +33,8 @@ var soakFaults = []soakFault{
 	{"agent-sighup", (*soakRun).sighup},
 	{"haproxy-restart", (*soakRun).haproxyRestart},
 	{"silent-cut", (*soakRun).silentCut},
+	{"second-writable", (*soakRun).secondWritable},
+	{"writer-agent-kill", (*soakRun).writerAgentKill},
 }
 
 // soakKinds are the fault kinds named in spec (SOAK_FAULTS: comma-separated
@@ -126,13 +128,19 @@ func heldFor(target string, d time.Duration) string {
 }
 
 // agentKill: kill -9 of an agent, restarted 1-5 s later (with its usual
-// --join). The db node is out meanwhile; the agent's own pool is rebuilt.
+// --join). The db node is out meanwhile; the agent's own pool is rebuilt
+// (with terms, an app host's HAProxy may lose the writer until then).
 func (r *soakRun) agentKill() soakcheck.Fault {
 	h := r.anyHost()
 	a := r.agentOf(h.name)
 	f := soakcheck.Fault{Target: h.name, Observers: []string{h.name}}
 	if h.db != nil {
 		f.Nodes = []string{h.name}
+	} else if r.terms != nil {
+		// With writer terms a restarted agent routes no writes until it
+		// has learnt the term (about half a second after it joins): its
+		// HAProxy loses the writer meanwhile, and only the writer.
+		f.OutOn = map[string][]string{"hx:" + h.name: {r.holder().Name}}
 	}
 	return r.hold(f, func() error { a.Kill(); return nil }, r.between(time.Second, 5*time.Second),
 		func() error { a.Start(r.t, true); return nil })
@@ -276,7 +284,7 @@ func (r *soakRun) switchover() soakcheck.Fault {
 	reps := r.c.Replicas()
 	next := reps[r.rng.IntN(len(reps))]
 	old := r.c.Primary()
-	f := soakcheck.Fault{Target: old.Name + " → " + next.Name, Start: time.Now(), Nodes: r.dbFaultNodes(old)}
+	f := soakcheck.Fault{Target: old.Name + " → " + next.Name, Start: time.Now(), Nodes: r.dbFaultNodes(old), Holder: old.Name, Other: next.Name}
 	writable := r.c.Switchover(r.t, next)
 	r.primaries = append(r.primaries, soakcheck.Primary{At: writable, Name: next.Name})
 	f.Heal = time.Now()

@@ -27,6 +27,12 @@ import (
 //	SOAK=3m make soak          # what CI runs
 //	SOAK=1h SOAK_SEED=42 make soak
 //	SOAK=4m SOAK_FAULTS=silent-cut make soak   # only these fault kinds
+//	SOAK=3m SOAK_CONSENSUS=0 make soak         # without writer terms
+//
+// By default the agents run with writer terms (issue 26): the db agents
+// are raft voters and every agent routes writes only to the term holder;
+// the soak then also checks the terms (soak_terms_test.go, soakcheck's
+// terms.go). SOAK_CONSENSUS=0 runs them the old way, without terms.
 const (
 	soakConverge  = 3 * time.Second  // every pool healthy again within this of a heal
 	soakAllowance = 10 * time.Second // a faulted node may stay out this long after its heal
@@ -47,6 +53,7 @@ type soakRun struct {
 	start time.Time
 
 	kinds       []soakFault // the fault kinds drawn from
+	terms       *termWatch  // nil without consensus
 	faults      []soakcheck.Fault
 	primaries   []soakcheck.Primary
 	switchovers []soakcheck.Window
@@ -72,15 +79,29 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replay := fmt.Sprintf("SOAK=%s SOAK_SEED=%d make soak", spec, seed)
+	consensus := os.Getenv("SOAK_CONSENSUS") != "0"
+	replay := fmt.Sprintf("SOAK=%s SOAK_SEED=%d", spec, seed)
 	if s := os.Getenv("SOAK_FAULTS"); s != "" {
-		replay = fmt.Sprintf("SOAK=%s SOAK_SEED=%d SOAK_FAULTS=%s make soak", spec, seed, s)
+		replay += " SOAK_FAULTS=" + s
 	}
+	if !consensus {
+		replay += " SOAK_CONSENSUS=0"
+	}
+	replay += " make soak"
 	t.Logf("soak: %s, seed %d (replay: %s)", dur, seed, replay)
 
-	c := NewCluster(t, Options{AppHosts: 2})
+	opts := Options{AppHosts: 2}
+	if consensus {
+		ckey := Keygen(t)
+		opts.DBFlags, opts.AppFlags = ConsensusFlags(ckey, 3), ConsensusAppFlags(ckey)
+	}
+	c := NewCluster(t, opts)
 	r := &soakRun{t: t, c: c, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed)), start: time.Now(), kinds: kinds}
 	r.primaries = []soakcheck.Primary{{At: r.start, Name: c.Primary().Name}}
+	if consensus {
+		r.terms = startTermWatch(c)
+		defer r.terms.Stop()
+	}
 	t.Logf("soak: cluster formed in %s; faults start in 10 s", c.Formed.Round(time.Millisecond))
 
 	var clients []*Client
@@ -116,6 +137,9 @@ func TestSoak(t *testing.T) {
 	completed := false
 	defer func() {
 		res.Stop()
+		if r.terms != nil {
+			r.terms.Stop()
+		}
 		stop := end
 		if !completed {
 			stop = time.Now()
@@ -234,7 +258,7 @@ func (r *soakRun) judge(end time.Time, clients []*Client, fresh []*FreshClient, 
 		}
 	}
 	lim := soakcheck.Limits{Warmup: min(5*time.Minute, (end.Sub(r.start))/4), MaxRSSGrowth: 0.10, MaxGoroutineRise: 5, MaxFDRise: 3, MinSamples: 6}
-	return soakcheck.Result{
+	out := soakcheck.Result{
 		Start:       r.start,
 		Hosts:       "Hosts: db1-db3 (MariaDB 10.11, GTID replication, a shoal agent each, profile fast), app1 and app2 (a shoal agent driving HAProxy, and a client writing through HAProxy's write port every 200 ms, a new connection each; a freshness client writing a numbered row through the write port and reading the newest back through the read port, each every 100 ms).",
 		Samples:     len(samples),
@@ -250,6 +274,15 @@ func (r *soakRun) judge(end time.Time, clients []*Client, fresh []*FreshClient, 
 		Lifetimes:   soakcheck.Lifetimes(res.Samples(), lim),
 		Load:        res.Load(),
 	}
+	r.judgeTerms(&out, samples, writes, end)
+	for _, f := range r.faults {
+		if f.Kind == "agent-kill" && len(f.OutOn) > 0 {
+			gap := soakcheck.WriterGap(samples, "hx:"+f.Target, f.Start, f.Heal.Add(soakConvergeWindow))
+			out.Notes = append(out.Notes, fmt.Sprintf("agent-kill %s at +%s: its HAProxy had no writer for %s after the restart, until the agent learnt the term (explained, see Writer terms).",
+				f.Target, f.Start.Sub(r.start).Round(100*time.Millisecond), gap.Round(10*time.Millisecond)))
+		}
+	}
+	return out
 }
 
 // write puts the report in build/soak/ and, for a full run, in docs/.

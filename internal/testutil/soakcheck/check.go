@@ -4,6 +4,27 @@
 // fault's window, the clients' writes and reads, and the resource samples. The e2e
 // test collects; this package judges and writes the report, so that the
 // judging is unit-tested on synthetic samples in `make test`.
+//
+// With writer terms (issue 26; the soak's default, SOAK_CONSENSUS=0 runs
+// without) the test also polls every voter's term and every agent's pool
+// with the term it follows, and terms.go and termfaults.go judge them:
+// every writer of an agent or an HAProxy is the holder of the term current
+// on the voters, the agent's writer is the holder of the term its pool
+// follows, writes are accepted only by a holder, the term never goes down,
+// only a switchover moves it, and the faults switchover, second-writable
+// and writer-agent-kill do to the term what they must (TermsDoc).
+//
+// What terms change in the checks below: the expected writer (Expect,
+// from the switchovers' primary timeline) and the term holder must
+// coincide, which UnexplainedGrants and the switchover check enforce. One
+// explanation is added (Fault.OutOn): an app agent restarted by
+// agent-kill routes no writes until it has learnt the term (about 0.5 s),
+// and its sink applies that, so its HAProxy may lose the writer, and only
+// the writer, until then; without terms the restarted agent found the
+// writer in its first full member list. Other differences need nothing:
+// a switchover has no writer until the new term is granted (inside the
+// switchover window), and while the writer's agent is dead no agent has a
+// writer (the holder is out everywhere: the fault's node).
 package soakcheck
 
 import (
@@ -30,8 +51,9 @@ func (s Sample) In(node string) bool {
 
 // Fault is one injected fault and what it explains: during [Start, Heal +
 // the allowance], Nodes may be out of the pool on every observer, every
-// node may be out on the Observers, and on an observer of one side of a
-// partition the nodes of the other side may be out.
+// node may be out on the Observers, the nodes of OutOn[observer] on that
+// observer, and on an observer of one side of a partition the nodes of the
+// other side may be out.
 type Fault struct {
 	Kind   string
 	Target string // e.g. db2, app1, "db1 app2 | db2 db3 app1"
@@ -41,6 +63,15 @@ type Fault struct {
 	Nodes     []string
 	Observers []string
 	Sides     [2][]string
+	// OutOn are nodes that may be out on one observer only (observer →
+	// nodes): with writer terms, a restarted app agent routes no writes
+	// until it has learnt the term, so its HAProxy may lose the writer.
+	OutOn map[string][]string
+
+	// Holder is the writer-term holder when the fault started, and Other
+	// the server a switchover moves the writer to, or the one a
+	// second-writable fault makes writable (see CheckTermFaults).
+	Holder, Other string
 }
 
 // Explains reports whether the fault explains node out of observer's pool
@@ -49,7 +80,7 @@ func (f Fault) Explains(observer, node string, at time.Time, allowance time.Dura
 	if at.Before(f.Start) || at.After(f.Heal.Add(allowance)) {
 		return false
 	}
-	if slices.Contains(f.Nodes, node) || slices.Contains(f.Observers, observer) {
+	if slices.Contains(f.Nodes, node) || slices.Contains(f.Observers, observer) || slices.Contains(f.OutOn[observer], node) {
 		return true
 	}
 	obs := hostOf(observer)
@@ -254,4 +285,29 @@ func convergedAt(ss []Sample, from, until time.Time, e Expect) (time.Time, bool)
 		}
 	}
 	return at, ok
+}
+
+// WriterGap is the longest time observer showed no writer in [from, to]:
+// from an answered sample without one to the next answered sample with
+// one (or to the last sample in the window).
+func WriterGap(samples []Sample, observer string, from, to time.Time) time.Duration {
+	var longest time.Duration
+	var since, last time.Time
+	for _, s := range samples {
+		if s.Observer != observer || !s.OK || s.At.Before(from) || s.At.After(to) {
+			continue
+		}
+		last = s.At
+		switch {
+		case len(s.Writers) == 0 && since.IsZero():
+			since = s.At
+		case len(s.Writers) > 0 && !since.IsZero():
+			longest = max(longest, s.At.Sub(since))
+			since = time.Time{}
+		}
+	}
+	if !since.IsZero() {
+		longest = max(longest, last.Sub(since))
+	}
+	return longest
 }

@@ -33,6 +33,7 @@ func TestFalseRemovals(t *testing.T) {
 		{Kind: "mysqld-kill", Target: "db2", Start: at(10), Heal: at(15), Nodes: []string{"db2"}},
 		{Kind: "agent-kill", Target: "app1", Start: at(30), Heal: at(31), Observers: []string{"app1"}},
 		{Kind: "partition", Start: at(50), Heal: at(55), Sides: [2][]string{{"db1", "app1"}, {"db2", "db3", "app2"}}},
+		{Kind: "agent-kill", Target: "app2", Start: at(70), Heal: at(72), Observers: []string{"app2"}, OutOn: map[string][]string{"hx:app2": {"db1"}}},
 	}
 	allow := 2 * time.Second
 	samples := []Sample{
@@ -48,9 +49,12 @@ func TestFalseRemovals(t *testing.T) {
 		smp("hx:app1", 52, "db1"),       // app1's side: db2, db3 out explained
 		smp("hx:app2", 52, "", "db2"),   // app2's side: db1 out explained, db3 out false
 		smp("db2", 52, "", "db3"),       // db2's side lost db1 (explained), db2 itself out: false
+		smp("hx:app2", 73, "", "db2"),   // app2's agent restarted, no term yet: the writer out explained, db3 out false
+		smp("hx:app1", 73, "", "db2"),   // not app1's HAProxy: db1 and db3 out false
 	}
 	got := FalseRemovals(samples, dbs, faults, allow)
-	want := []string{"app1 db2 18 19 2", "app2 db3 30.5 30.5 1", "hx:app2 db3 52 52 1", "db2 db2 52 52 1"}
+	// hx:app2's db3 stays out from 52 to 73 (no sample between shows it in).
+	want := []string{"app1 db2 18 19 2", "app2 db3 30.5 30.5 1", "hx:app2 db3 52 1m13 2", "db2 db2 52 52 1", "hx:app1 db1 1m13 1m13 1", "hx:app1 db3 1m13 1m13 1"}
 	if len(got) != len(want) {
 		t.Fatalf("got %d removals, want %d: %+v", len(got), len(want), got)
 	}
@@ -175,5 +179,19 @@ func TestProbeTimeoutsSumsLastSamplePerProcess(t *testing.T) {
 	}
 	if to, st := ProbeTimeouts(ls); to != 7 || st != 3 {
 		t.Errorf("ProbeTimeouts = %d, %d; want 7, 3", to, st)
+	}
+}
+
+func TestWriterGap(t *testing.T) {
+	s := []Sample{
+		smp("hx:app1", 1, "db1"), smp("hx:app1", 2, ""), {At: at(2.5), Observer: "hx:app1"}, smp("hx:app1", 3, ""), smp("hx:app1", 3.5, "db1"),
+		smp("hx:app2", 3, ""), // another observer
+		smp("hx:app1", 10, ""), smp("hx:app1", 10.2, ""),
+	}
+	if g := WriterGap(s, "hx:app1", at(0), at(20)); g != 1500*time.Millisecond {
+		t.Errorf("gap %s, want 1.5s", g)
+	}
+	if g := WriterGap(s, "hx:app1", at(9), at(20)); g != 200*time.Millisecond {
+		t.Errorf("gap at the end %s, want 200ms", g)
 	}
 }

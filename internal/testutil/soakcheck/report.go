@@ -37,6 +37,13 @@ type Result struct {
 	Writes WriteStats
 	Reads  ReadStats
 
+	// Consensus: the agents ran with writer terms (SOAK_CONSENSUS unset);
+	// the term fields below are judged only then.
+	Consensus   bool
+	Terms       TermStats
+	TermFaults  []TermFault
+	Unexplained []Grant // terms no switchover explains
+
 	Limits    Limits
 	Lifetimes []Lifetime
 	Load      []Load
@@ -69,7 +76,7 @@ func (r Result) Failures() []string {
 			out = append(out, fmt.Sprintf("%s (pid %d): %s", l.Agent, l.PID, l.Why))
 		}
 	}
-	return out
+	return append(out, r.termFailures()...)
 }
 
 // ConvergenceViolations are the faults after which the pools did not
@@ -122,6 +129,7 @@ func (r Result) Markdown(svg string) string {
 		fmt.Fprintf(&b, "%s\n\n", n)
 	}
 	r.summary(&b)
+	r.terms(&b)
 	r.faultTable(&b)
 	r.removals(&b)
 	r.staleReads(&b)
