@@ -258,6 +258,14 @@ func (r *soakRun) judge(end time.Time, clients []*Client, fresh []*FreshClient, 
 		}
 	}
 	lim := soakcheck.Limits{Warmup: min(5*time.Minute, (end.Sub(r.start))/4), MaxRSSGrowth: 0.10, MaxGoroutineRise: 5, MaxFDRise: 3, MinSamples: 6}
+	if r.terms != nil {
+		// The db agents are raft voters: 2 peers x 3 pooled connections
+		// each way (package soakcheck, Limits.Voters).
+		lim.Voters, lim.VoterRise, lim.VoterRSSGrowth = map[string]bool{}, 12, 0.25
+		for _, d := range r.c.DBs {
+			lim.Voters[d.Agent.Name] = true
+		}
+	}
 	out := soakcheck.Result{
 		Start:       r.start,
 		Hosts:       "Hosts: db1-db3 (MariaDB 10.11, GTID replication, a shoal agent each, profile fast), app1 and app2 (a shoal agent driving HAProxy, and a client writing through HAProxy's write port every 200 ms, a new connection each; a freshness client writing a numbered row through the write port and reading the newest back through the read port, each every 100 ms).",

@@ -195,3 +195,29 @@ func TestWriterGap(t *testing.T) {
 		t.Errorf("gap at the end %s, want 200ms", g)
 	}
 }
+
+// Raft voters may grow by the bound of raft's connection pool; other
+// agents may not.
+func TestVoterResourceAllowance(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 7, 0, 0, 0, time.UTC)
+	var rs []Resource
+	for i := range 12 {
+		fds, gor, rss := 20, 50, int64(20<<20)
+		if i >= 6 {
+			fds, gor, rss = 28, 60, 23<<20 // a leader change: +8 fds, +10 goroutines, +15% RSS
+		}
+		for _, a := range []string{"db1", "app1"} {
+			rs = append(rs, Resource{At: t0.Add(time.Duration(i) * 15 * time.Second), Agent: a, PID: 1, RSS: rss, FDs: fds, Goroutines: gor})
+		}
+	}
+	lim := Limits{Warmup: 0, MaxRSSGrowth: 0.10, MaxGoroutineRise: 5, MaxFDRise: 3, MinSamples: 6,
+		Voters: map[string]bool{"db1": true}, VoterRise: 12, VoterRSSGrowth: 0.25}
+	for _, l := range Lifetimes(rs, lim) {
+		switch {
+		case l.Agent == "db1" && (!l.Judged || !l.OK):
+			t.Errorf("voter db1: judged %v ok %v (%s), want within the voter allowance", l.Judged, l.OK, l.Why)
+		case l.Agent == "app1" && (!l.Judged || l.OK):
+			t.Errorf("app1: judged %v ok %v, want a failure (%s)", l.Judged, l.OK, l.Why)
+		}
+	}
+}

@@ -40,6 +40,16 @@ type Limits struct {
 	MaxRSSGrowth     float64
 	MaxGoroutineRise int
 	MaxFDRise        int
+	// Voters are the raft voters' agents, allowed VoterRise more
+	// goroutines and fds: raft keeps up to 3 pooled connections to each
+	// peer and serves each peer's pool with a goroutine per connection, so
+	// a leader change or a partition adds connections up to that bound.
+	// VoterRSSGrowth replaces MaxRSSGrowth for them: those connections'
+	// buffers and raft's log cache grow the heap at a leader change (not
+	// shown to plateau yet: an hour-long run will tell).
+	Voters         map[string]bool
+	VoterRise      int
+	VoterRSSGrowth float64
 	// MinSamples after the warm-up for a lifetime to be judged.
 	MinSamples int
 }
@@ -111,13 +121,21 @@ func judge(l *Lifetime, lim Limits) {
 		l.RSSGrowth = float64(l.EndRSS-l.BaseRSS) / float64(l.BaseRSS)
 	}
 	l.OK = true
-	if l.RSSGrowth >= lim.MaxRSSGrowth {
-		l.OK, l.Why = false, fmt.Sprintf("RSS grew %.1f%% (limit %.0f%%)", 100*l.RSSGrowth, 100*lim.MaxRSSGrowth)
+	maxRSS := lim.MaxRSSGrowth
+	if lim.Voters[l.Agent] && lim.VoterRSSGrowth > maxRSS {
+		maxRSS = lim.VoterRSSGrowth
 	}
-	if l.EndGor-l.BaseGor > lim.MaxGoroutineRise {
+	if l.RSSGrowth >= maxRSS {
+		l.OK, l.Why = false, fmt.Sprintf("RSS grew %.1f%% (limit %.0f%%)", 100*l.RSSGrowth, 100*maxRSS)
+	}
+	gorRise, fdRise := lim.MaxGoroutineRise, lim.MaxFDRise
+	if lim.Voters[l.Agent] {
+		gorRise, fdRise = gorRise+lim.VoterRise, fdRise+lim.VoterRise
+	}
+	if l.EndGor-l.BaseGor > gorRise {
 		l.OK, l.Why = false, join(l.Why, fmt.Sprintf("goroutines %d → %d", l.BaseGor, l.EndGor))
 	}
-	if l.EndFD-l.BaseFD > lim.MaxFDRise {
+	if l.EndFD-l.BaseFD > fdRise {
 		l.OK, l.Why = false, join(l.Why, fmt.Sprintf("fds %d → %d", l.BaseFD, l.EndFD))
 	}
 }
