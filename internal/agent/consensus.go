@@ -70,6 +70,7 @@ func (a *Agent) startConsensus(context.Context, *startup) error {
 	if err := a.setTermKeys(kr, a.cons.port != 0); err != nil {
 		return config.Invalid(fmt.Errorf("consensus.term_key: %w", err))
 	}
+	a.loadTerms()
 	if a.cons.port == 0 {
 		return nil
 	}

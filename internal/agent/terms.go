@@ -43,7 +43,14 @@ type termParts struct {
 	known map[string]pool.Term
 
 	// asked is when each cluster's term was last asked for (loop only).
+	// A cluster never asked for is asked once after the start, even with
+	// a term known (it may be a saved one that moved).
 	asked map[string]time.Time
+
+	// signed is the terms file's content (termsfile.go).
+	// fileMu guards: signed
+	fileMu sync.Mutex
+	signed map[string][]byte
 
 	stats termStats
 }
@@ -171,7 +178,9 @@ func (a *Agent) acceptSignedTerm(b []byte, from string) {
 		a.cons.terms.stats.Malformed.Add(1)
 		a.log.Debug("writer term refused", "from", from, "error", err)
 	default:
-		a.learnTerm(t, from)
+		if a.learnTerm(t, from) {
+			a.saveSignedTerm(t.Cluster, b)
+		}
 	}
 }
 
@@ -235,7 +244,8 @@ func (a *Agent) askTerms(ctx context.Context) {
 	}
 	now := a.clock.Now()
 	for _, c := range a.pool.router.Current().Pool.Clusters {
-		if !c.AskTerm || now.Sub(a.cons.terms.asked[c.Name]) < askEvery {
+		last, askedOnce := a.cons.terms.asked[c.Name]
+		if c.Term == nil || askedOnce && (!c.AskTerm || now.Sub(last) < askEvery) {
 			continue
 		}
 		a.cons.terms.asked[c.Name] = now

@@ -3,7 +3,9 @@ package agent
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -95,3 +97,43 @@ func TestTermEventsBoundedAndHiddenFromHooks(t *testing.T) {
 type handlerFunc func(serf.Event)
 
 func (f handlerFunc) HandleEvent(e serf.Event) { f(e) }
+
+// A restarted agent starts from the terms it learned before (the terms
+// file next to the snapshot), each verified again; a forged or corrupt
+// file changes nothing.
+func TestTermsSurviveARestart(t *testing.T) {
+	fleet, stranger := termKeyring(t), termKeyring(t)
+	dir := t.TempDir()
+	newAgent := func() *Agent {
+		a := &Agent{cfg: &config.Config{Snapshot: dir + "/snapshot"}, log: slog.New(slog.DiscardHandler), cons: consensusParts{terms: newTermParts()}}
+		if err := a.setTermKeys(fleet, false); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	a := newAgent()
+	a.handleTermEvent(serf.UserEvent{Name: consensus.TermEvent, Payload: signedTerm(t, fleet, 3, "db2")})
+	st, err := os.Stat(dir + "/snapshot.terms")
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("terms file: %v, mode %v", err, st.Mode())
+	}
+	b := newAgent()
+	b.loadTerms()
+	if got := b.termView().Terms["main"]; got.Number != 3 || got.Writer != "db2" {
+		t.Fatalf("after a restart: term %+v, want 3 to db2", got)
+	}
+
+	// A file whose term another key signed, or that is not JSON, teaches
+	// nothing.
+	forged, _ := json.Marshal(termsFile{V: termsFileVersion, Terms: map[string][]byte{"main": signedTerm(t, stranger, 9, "evil")}})
+	for _, data := range [][]byte{forged, []byte("{not json")} {
+		if err := os.WriteFile(dir+"/snapshot.terms", data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c := newAgent()
+		c.loadTerms()
+		if got := c.termView().Terms["main"]; got.Number != 0 {
+			t.Fatalf("file %.20q: learned %+v", data, got)
+		}
+	}
+}
