@@ -58,31 +58,18 @@ const (
 // opens its own connection and closes it before it returns. The error says
 // which step failed, with the server's error (a missing privilege names
 // it).
-func Fence(ctx context.Context, cfg Config) (Result, error) {
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	defer cancel()
-	db, err := open(cfg)
-	if err != nil {
-		return Result{}, err
-	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return Result{}, fmt.Errorf("connect to %s: %w", cfg.Addr, err)
-	}
-	defer conn.Close()
-	var res Result
-	if res.Flavor, err = flavor(ctx, conn); err != nil {
-		return res, err
-	}
-	if err := setReadOnly(ctx, conn, res.Flavor); err != nil {
-		return res, err
-	}
-	res.ReadOnly = true
-	err = killClients(ctx, conn, cfg.User, &res)
+func Fence(ctx context.Context, cfg Config) (res Result, err error) {
+	err = withConn(ctx, cfg, func(ctx context.Context, conn *sql.Conn) error {
+		var err error
+		if res.Flavor, err = flavor(ctx, conn); err != nil {
+			return err
+		}
+		if err := setReadOnly(ctx, conn, res.Flavor); err != nil {
+			return err
+		}
+		res.ReadOnly = true
+		return killClients(ctx, conn, cfg.User, &res)
+	})
 	return res, err
 }
 
@@ -91,6 +78,17 @@ func Fence(ctx context.Context, cfg Config) (Result, error) {
 // it fenced because its lease ran out, once contact is back and it still
 // holds the same term (docs/consensus.md, "Fencing").
 func Unfence(ctx context.Context, cfg Config) error {
+	return withConn(ctx, cfg, func(ctx context.Context, conn *sql.Conn) error {
+		if _, err := conn.ExecContext(ctx, "SET GLOBAL read_only=OFF"); err != nil {
+			return fmt.Errorf("SET GLOBAL read_only=OFF on %s: %w", cfg.Addr, err)
+		}
+		return nil
+	})
+}
+
+// withConn runs f on a connection of its own to cfg's server, the whole
+// bounded by cfg.Timeout, and closes the connection.
+func withConn(ctx context.Context, cfg Config, f func(context.Context, *sql.Conn) error) error {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
@@ -101,10 +99,12 @@ func Unfence(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer db.Close()
-	if _, err := db.ExecContext(ctx, "SET GLOBAL read_only=OFF"); err != nil {
-		return fmt.Errorf("SET GLOBAL read_only=OFF on %s: %w", cfg.Addr, err)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", cfg.Addr, err)
 	}
-	return nil
+	defer conn.Close()
+	return f(ctx, conn)
 }
 
 // open builds a one-connection pool for cfg.

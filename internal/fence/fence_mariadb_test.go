@@ -103,6 +103,11 @@ func TestFenceMariaDB(t *testing.T) {
 		if res, err := fenceAs("shoal", srv); err != nil || !res.ReadOnly {
 			t.Errorf("second fence: %+v, %v", res, err)
 		}
+		// Undoing a lease fence makes the server writable again.
+		pc := probe.Config{Host: "127.0.0.1", Port: srv.Port(), User: "shoal", Password: testPassword}
+		if err := Unfence(context.Background(), FromProbe(pc, 5*time.Second)); err != nil || readOnly(t, srv) {
+			t.Errorf("unfence: %v, read_only %v", err, readOnly(t, srv))
+		}
 	})
 
 	for _, tc := range []struct {

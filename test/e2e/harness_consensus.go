@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"testing"
 	"time"
 
 	"github.com/shoaldb/shoal/pkg/client"
@@ -89,4 +90,20 @@ func (c *Cluster) ConsensusLeader(agents []*Agent) (leader *Agent, rest []*Agent
 		return nil, nil, fmt.Errorf("leader %q is none of the agents given", ci.Leader)
 	}
 	return leader, rest, nil
+}
+
+// intruderHost starts a new host with a writable MariaDB server of its own
+// (named name, with the client schema), as a key holder would, and returns
+// it with the db hosts' IPs to join through.
+func (c *Cluster) intruderHost(t testing.TB, name string) (*Host, []string) {
+	h := c.AddHost(t)
+	srv := startServer(t, name, h)
+	for _, q := range clientSchema()[:2] {
+		srv.MustExec(q)
+	}
+	var seeds []string
+	for _, d := range c.DBs {
+		seeds = append(seeds, d.Host.IP)
+	}
+	return h, seeds
 }

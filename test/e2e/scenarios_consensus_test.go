@@ -108,15 +108,7 @@ func TestConsensus(t *testing.T) {
 // consensusStranger: a host with the gossip key and a writable MariaDB of
 // its own starts a db agent of cluster main with another consensus key.
 func consensusStranger(t *testing.T, c *Cluster, dbs []*Agent) {
-	h := c.AddHost(t)
-	srv := startServer(t, "dbx", h)
-	for _, q := range clientSchema()[:2] {
-		srv.MustExec(q)
-	}
-	var seeds []string
-	for _, d := range c.DBs {
-		seeds = append(seeds, d.Host.IP)
-	}
+	h, seeds := c.intruderHost(t, "dbx")
 	x := c.AddAgent(t, h, AgentSpec{Name: "dbx", Role: "db", Key: c.Key, Join: seeds, Extra: ConsensusFlags(Keygen(t), 3)})
 	// Wait until the voters see dbx's voter tag and the leader tried to
 	// admit it (the leader tries a refused peer again only after 30 s).

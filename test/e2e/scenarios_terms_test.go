@@ -347,15 +347,7 @@ func lastHealth(a *Agent) string {
 func (r *termRig) testKeyHolder(t *testing.T) {
 	c := r.c
 	r.makeDB2Writable(t)
-	h := c.AddHost(t)
-	srv := startServer(t, "intruder", h)
-	for _, q := range clientSchema()[:2] {
-		srv.MustExec(q)
-	}
-	var seeds []string
-	for _, d := range c.DBs {
-		seeds = append(seeds, d.Host.IP)
-	}
+	h, seeds := c.intruderHost(t, "intruder")
 	for _, variant := range []struct {
 		test, name, prefix string
 		extra              []string
