@@ -46,6 +46,7 @@ e2e-clean:
 ## random fault every 20-40 s for SOAK (default 1h), every invariant checked on every sample.
 ## SOAK_SEED replays a run (the seed is printed); SOAK_TIMEOUT is go test's -timeout (default
 ## SOAK + 15m). SOAK_FAULTS=silent-cut,link-cut draws only these fault kinds (default all).
+## The agents run with writer terms (consensus keys); SOAK_CONSENSUS=0 runs them without.
 ## The report goes to build/soak/; a run of 1h or more also writes docs/soak.md.
 SOAK         ?= 1h
 SOAK_SEED    ?=
