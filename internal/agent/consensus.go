@@ -192,7 +192,7 @@ func (a *Agent) consensusInfo() *view.Consensus {
 	tv := a.termView()
 	for _, c := range slices.Sorted(maps.Keys(tv.Terms)) {
 		t := tv.Terms[c]
-		out.Terms = append(out.Terms, view.Term{Cluster: t.Cluster, Number: t.Number, Writer: t.Writer, Addr: t.Addr, Granted: t.Granted, Why: t.Why})
+		out.Terms = append(out.Terms, *viewTerm(&t))
 	}
 	if a.cons.node == nil {
 		return out

@@ -179,7 +179,7 @@ func (a *Agent) acceptSignedTerm(b []byte, from string) {
 		a.log.Debug("writer term refused", "from", from, "error", err)
 	default:
 		if a.learnTerm(t, from) {
-			a.saveSignedTerm(t.Cluster, b)
+			a.saveSignedTerm(t.Cluster, b, true)
 		}
 	}
 }

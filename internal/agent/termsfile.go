@@ -41,10 +41,11 @@ func (a *Agent) termsPath() string {
 	return a.cfg.Snapshot + ".terms"
 }
 
-// saveSignedTerm records the signed term of cluster and rewrites the terms
-// file (atomically; terms change rarely). A failure is logged: the file is
-// an optimisation, never the source of truth.
-func (a *Agent) saveSignedTerm(cluster string, signed []byte) {
+// saveSignedTerm records the signed term of cluster and, when write is
+// set, rewrites the terms file (atomically; terms change rarely). A
+// failure is logged: the file is an optimisation, never the source of
+// truth.
+func (a *Agent) saveSignedTerm(cluster string, signed []byte, write bool) {
 	path := a.termsPath()
 	if path == "" {
 		return
@@ -56,6 +57,9 @@ func (a *Agent) saveSignedTerm(cluster string, signed []byte) {
 		ts.signed = map[string][]byte{}
 	}
 	ts.signed[cluster] = signed
+	if !write {
+		return
+	}
 	data, err := json.Marshal(termsFile{V: termsFileVersion, Terms: ts.signed})
 	if err == nil {
 		err = fsutil.WriteFileAtomic(path, data, 0o600)
@@ -88,7 +92,9 @@ func (a *Agent) loadTerms() {
 	}
 }
 
-// learnSaved learns every term of a terms file that verifies.
+// learnSaved learns every term of a terms file that verifies, and keeps
+// it as the file's content (the file is rewritten only when a term is
+// learned from a voter).
 func (a *Agent) learnSaved(data []byte) error {
 	if len(data) > maxTermsFile {
 		return fmt.Errorf("larger than %d bytes", maxTermsFile)
@@ -106,8 +112,9 @@ func (a *Agent) learnSaved(data []byte) error {
 			a.log.Warn("a saved writer term does not verify; ignored", "cluster", cluster, "error", err)
 			continue
 		}
-		a.learnTerm(t, "saved")
-		a.saveSignedTerm(cluster, signed)
+		if a.learnTerm(t, "saved") {
+			a.saveSignedTerm(cluster, signed, false)
+		}
 	}
 	return nil
 }

@@ -55,15 +55,15 @@ func clusterPools(p *pool.Pool, lags pool.Lags, cluster string) []view.ClusterPo
 		l := lags.Nodes[c.Name]
 		out = append(out, view.ClusterPool{
 			Name: c.Name, Writers: poolNodes(c.Writers, l), Readers: poolNodes(c.Readers, l), Out: poolNodes(c.Out, l),
-			Conflict: c.Schema().Conflict, Term: termView(c.Term),
+			Conflict: c.Schema().Conflict, Term: viewTerm(c.Term),
 		})
 	}
 	return out
 }
 
-// termView is a cluster's writer term as the API shows it; nil when the
-// cluster requires none.
-func termView(t *pool.Term) *view.Term {
+// viewTerm is a writer term as the API shows it; nil when the cluster
+// requires none.
+func viewTerm(t *pool.Term) *view.Term {
 	if t == nil {
 		return nil
 	}

@@ -84,7 +84,7 @@ func toConsensus(c *view.Consensus) *client.Consensus {
 	}
 	maps.Copy(out.Refused, c.Refused)
 	for _, t := range c.Terms {
-		out.Terms = append(out.Terms, client.Term{Cluster: t.Cluster, Term: t.Number, Writer: t.Writer, Addr: t.Addr, Granted: t.Granted, Why: t.Why})
+		out.Terms = append(out.Terms, *toTerm(&t))
 	}
 	return out
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -129,17 +128,14 @@ func flavor(ctx context.Context, conn *sql.Conn) (string, error) {
 	if err := conn.QueryRowContext(ctx, "SELECT @@version, @@version_comment").Scan(&version, &comment); err != nil {
 		return "", fmt.Errorf("read the server version: %w", err)
 	}
-	if strings.Contains(strings.ToLower(version+" "+comment), "mariadb") {
-		return "mariadb", nil
-	}
-	return "mysql", nil
+	return string(probe.FlavorOf(version, comment)), nil
 }
 
 // setReadOnly sets read_only on MariaDB, super_read_only (and with it
 // read_only) on MySQL.
 func setReadOnly(ctx context.Context, conn *sql.Conn, flavor string) error {
 	q := "SET GLOBAL read_only=ON"
-	if flavor == "mysql" {
+	if flavor == string(probe.FlavorMySQL) {
 		q = "SET GLOBAL super_read_only=ON"
 	}
 	if _, err := conn.ExecContext(ctx, q); err != nil {

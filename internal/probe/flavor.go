@@ -33,13 +33,19 @@ type serverInfo struct {
 func parseServerInfo(vars map[string]string) serverInfo {
 	si := serverInfo{version: vars["version"]}
 	si.major, si.minor, si.patch = parseVersion(si.version)
-	si.flavor = FlavorMySQL
-	if strings.Contains(strings.ToLower(si.version+" "+vars["version_comment"]), "mariadb") {
-		si.flavor = FlavorMariaDB
-	}
+	si.flavor = FlavorOf(si.version, vars["version_comment"])
 	_, si.hasSuperReadOnly = vars["super_read_only"]
 	si.wsrepOn = strings.EqualFold(vars["wsrep_on"], "ON") || vars["wsrep_on"] == "1"
 	return si
+}
+
+// FlavorOf is the flavor of a server by its @@version and
+// @@version_comment.
+func FlavorOf(version, comment string) Flavor {
+	if strings.Contains(strings.ToLower(version+" "+comment), "mariadb") {
+		return FlavorMariaDB
+	}
+	return FlavorMySQL
 }
 
 // parseVersion reads the leading "major.minor.patch" of a version string;
