@@ -13,13 +13,9 @@ type FenceCounts struct {
 // shoal_fence_connections_killed_total, read at scrape time.
 func NewFenceCollectors(f FenceCounts) []prometheus.Collector {
 	const totalHelp = "Fencing attempts of this db agent on its own server (set read-only, kill the client connections), by result: ok or error."
-	counter := func(name, help string, labels prometheus.Labels, n func() uint64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help, ConstLabels: labels},
-			func() float64 { return float64(n()) })
-	}
-	return []prometheus.Collector{
-		counter("fence_total", totalHelp, prometheus.Labels{"result": "ok"}, f.OK),
-		counter("fence_total", totalHelp, prometheus.Labels{"result": "error"}, f.Error),
-		counter("fence_connections_killed_total", "Client connections this db agent killed on its own server when it fenced it.", nil, f.Killed),
-	}
+	return counterFuncs(
+		counter{"fence_total", totalHelp, prometheus.Labels{"result": "ok"}, f.OK},
+		counter{"fence_total", totalHelp, prometheus.Labels{"result": "error"}, f.Error},
+		counter{"fence_connections_killed_total", "Client connections this db agent killed on its own server when it fenced it.", nil, f.Killed},
+	)
 }

@@ -109,17 +109,27 @@ type ReachCounts struct {
 
 // NewReachCollectors reports the reachability rounds.
 func NewReachCollectors(r ReachCounts) []prometheus.Collector {
-	var cs []prometheus.Collector
-	for _, c := range []struct {
-		name, help string
-		n          func() uint64
-	}{
-		{"reach_rounds_total", "Reachability rounds: before acting on a db node's failure, and while isolated, this agent pings a sample of the fleet to learn whether it can still reach it.", r.Rounds},
-		{"reach_pings_total", "Members pinged by reachability rounds.", r.Pings},
-		{"reach_probes_refused_total", "Reachability rounds asked while one was running (asked again when it ends).", r.Refused},
-	} {
-		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: c.name, Help: c.help},
+	return counterFuncs(
+		counter{"reach_rounds_total", "Reachability rounds: before acting on a db node's failure, and while isolated, this agent pings a sample of the fleet to learn whether it can still reach it.", nil, r.Rounds},
+		counter{"reach_pings_total", "Members pinged by reachability rounds.", nil, r.Pings},
+		counter{"reach_probes_refused_total", "Reachability rounds asked while one was running (asked again when it ends).", nil, r.Refused},
+	)
+}
+
+// counter is a counter read at scrape time: its name (without the
+// namespace), help, constant labels and value.
+type counter struct {
+	name, help string
+	labels     prometheus.Labels
+	n          func() uint64
+}
+
+// counterFuncs returns a collector for each of cs.
+func counterFuncs(cs ...counter) []prometheus.Collector {
+	out := make([]prometheus.Collector, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: c.name, Help: c.help, ConstLabels: c.labels},
 			func() float64 { return float64(c.n()) }))
 	}
-	return cs
+	return out
 }
