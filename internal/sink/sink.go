@@ -86,6 +86,14 @@ type Update struct {
 	Generation uint64     // the router's generation of this pool; 0 for none
 }
 
+// Withholds reports whether a sink withholds removals from a role of
+// cluster c in an update frozen or not: only while frozen, and never from
+// the writer role of a cluster that follows a writer term (see the
+// package doc, "Frozen"). c may be nil.
+func Withholds(frozen bool, c *pool.Cluster, writerRole bool) bool {
+	return frozen && !(writerRole && c != nil && c.Term != nil)
+}
+
 // Options are a sink's collaborators. Zero fields take the defaults.
 type Options struct {
 	Logger *slog.Logger    // default slog.Default()

@@ -153,9 +153,7 @@ func (s *Sink) apply(p *pool.Pool, frozen bool) (wrote int, held, skipped []stri
 			}{{writersSuffix, c.Writers}, {readersSuffix, c.Readers}} {
 				path := filepath.Join(s.cfg.ListsDir, c.Name+role.suffix)
 				list := roleList(role.nodes)
-				// The writer list of a cluster that follows a writer term
-				// never holds two, frozen or not (package sink, "Frozen").
-				if frozen && (role.suffix != writersSuffix || c.Term == nil) {
+				if sink.Withholds(frozen, c, role.suffix == writersSuffix) {
 					var h []string
 					if st := s.state(path, listKey); st.known {
 						list, h = hold(list, parseList(st.key))

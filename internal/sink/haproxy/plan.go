@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/sink"
 )
 
 // Action is what a Command does to a server.
@@ -115,11 +116,7 @@ func (pl *Planner) Plan(servers []Server, p *pool.Pool, frozen bool) Plan {
 
 // planBackend adds one mapping's work to plan.
 func (pl *Planner) planBackend(plan *Plan, m Mapping, servers []Server, c *pool.Cluster, frozen bool) {
-	// The writer backend of a cluster that follows a writer term never
-	// holds two servers, frozen or not: the term is the quorum's signed
-	// decision, and keeping the old writer next to the new holder would
-	// send writes to both (package sink, "Frozen").
-	frozen = frozen && !(m.Role == RoleWriter && c != nil && c.Term != nil)
+	frozen = sink.Withholds(frozen, c, m.Role == RoleWriter) // never two writers of a term cluster
 	nodes, inRole := clusterNodes(c, m.Role)
 	byKey := map[string]pool.Node{}
 	ambiguous := map[string]bool{}
