@@ -158,7 +158,7 @@ func fenceLeaseLost(t *testing.T, c *Cluster) {
 	if took < lease-250*time.Millisecond {
 		t.Errorf("db1 fenced %.2fs after the cut, before the lease (%s) ran out", took.Seconds(), lease)
 	}
-	if processAlive(t, db1, sessID) {
+	if !processGone(t, db1, sessID, killBound) {
 		t.Errorf("the session's connection %d is still in db1's process list", sessID)
 	}
 	var h client.HistoryResponse
@@ -218,7 +218,7 @@ func fenceSecondWritable(t *testing.T, c *Cluster) {
 	// The session was killed: its connection is gone from the process
 	// list, and its next statement fails on the connection, not with
 	// read_only's error 1290.
-	if alive := processAlive(t, db2, sessID); alive {
+	if !processGone(t, db2, sessID, killBound) {
 		t.Errorf("the session's connection %d is still in db2's process list", sessID)
 	}
 	_, err := sess.ExecContext(context.Background(), "INSERT INTO e2e.fence VALUES (2)")
@@ -365,6 +365,25 @@ func processAlive(t *testing.T, d *DBHost, id int64) bool {
 		t.Fatalf("%s: process list: %v", d.Name, err)
 	}
 	return n > 0
+}
+
+// killBound is how long after the server turned read-only its client
+// sessions must be gone: fencing sets read_only first and kills the
+// sessions right after, and a killed thread may stay listed a moment.
+const killBound = 2 * time.Second
+
+// processGone reports whether connection id left d's process list within
+// bound.
+func processGone(t *testing.T, d *DBHost, id int64, bound time.Duration) bool {
+	t.Helper()
+	for deadline := time.Now().Add(bound); ; time.Sleep(50 * time.Millisecond) {
+		if !processAlive(t, d, id) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
 }
 
 // metricsText is an agent's /metrics.
