@@ -201,8 +201,8 @@ func (a *Agent) runTerms(ctx context.Context) {
 	}
 }
 
-// handleTermEvent verifies a broadcast term, or answers a query for one
-// when this agent is a voter that holds it.
+// handleTermEvent verifies a broadcast term, or answers one of shoal's
+// own queries.
 func (a *Agent) handleTermEvent(e serf.Event) {
 	switch e := e.(type) {
 	case serf.UserEvent:
@@ -210,29 +210,38 @@ func (a *Agent) handleTermEvent(e serf.Event) {
 			a.acceptSignedTerm(e.Payload, "event")
 		}
 	case *serf.Query:
-		if e.Name != consensus.TermQuery || a.cons.terms.signer == nil || a.cons.node == nil {
-			return
+		switch e.Name {
+		case consensus.TermQuery:
+			a.answerTermQuery(e)
 		}
-		cluster, err := consensus.DecodeTermQuery(e.Payload)
-		if err != nil {
-			a.cons.terms.stats.Malformed.Add(1)
-			return
-		}
-		t := a.cons.node.FSM().Term(cluster)
-		if t.Number == 0 {
-			return
-		}
-		b, err := consensus.EncodeSignedTerm(a.cons.terms.signer, t)
-		if err != nil {
-			a.log.Warn("cannot sign a writer term", "cluster", cluster, "error", err)
-			return
-		}
-		if err := e.Respond(b); err != nil {
-			a.log.Debug("term query answer not sent", "cluster", cluster, "error", err)
-			return
-		}
-		a.cons.terms.stats.Answered.Add(1)
 	}
+}
+
+// answerTermQuery answers a query for a cluster's term when this agent is
+// a voter that holds one.
+func (a *Agent) answerTermQuery(e *serf.Query) {
+	if a.cons.terms.signer == nil || a.cons.node == nil {
+		return
+	}
+	cluster, err := consensus.DecodeTermQuery(e.Payload)
+	if err != nil {
+		a.cons.terms.stats.Malformed.Add(1)
+		return
+	}
+	t := a.cons.node.FSM().Term(cluster)
+	if t.Number == 0 {
+		return
+	}
+	b, err := consensus.EncodeSignedTerm(a.cons.terms.signer, t)
+	if err != nil {
+		a.log.Warn("cannot sign a writer term", "cluster", cluster, "error", err)
+		return
+	}
+	if err := e.Respond(b); err != nil {
+		a.log.Debug("term query answer not sent", "cluster", cluster, "error", err)
+		return
+	}
+	a.cons.terms.stats.Answered.Add(1)
 }
 
 // askTerms asks the voters for each cluster whose pool says a newer term

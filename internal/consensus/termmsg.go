@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/shoaldb/shoal/internal/pool"
@@ -25,11 +26,19 @@ const (
 	// TermQuery asks the voters for one cluster's term; its payload is
 	// EncodeTermQuery's, each answer a signed term.
 	TermQuery = "shoal:term?"
+	// AppliedQuery asks the routers which term of a cluster their sinks
+	// have applied (a switchover waits on the answers).
+	AppliedQuery = "shoal:applied?"
+	// SwitchQuery carries one signed step of a switchover to the agent
+	// that must take it (switchover.go).
+	SwitchQuery = "shoal:switch"
+	// InternalPrefix begins every user event and query name of shoal's own.
+	InternalPrefix = "shoal:"
 )
 
 // IsInternalEvent reports whether a user event or query name is one of
-// shoal's own, which event hooks never see.
-func IsInternalEvent(name string) bool { return name == TermEvent || name == TermQuery }
+// shoal's own (it begins with InternalPrefix), which event hooks never see.
+func IsInternalEvent(name string) bool { return strings.HasPrefix(name, InternalPrefix) }
 
 // Wire format of a signed term: one version byte, the term as JSON, and
 // the ed25519 signature of termDomain followed by that JSON.
