@@ -22,6 +22,9 @@ type Config struct {
 	// Timeout bounds one fencing attempt, connecting included (default
 	// DefaultTimeout).
 	Timeout time.Duration
+	// interpolate has the driver put arguments into the statement
+	// (escaped): for statements the server cannot prepare (CHANGE MASTER).
+	interpolate bool
 }
 
 // FromProbe is the fencing Config of the probe's: the same server and
@@ -113,6 +116,7 @@ func open(cfg Config) (*sql.DB, error) {
 	mc.Net, mc.Addr = cfg.Network, cfg.Addr
 	mc.Timeout, mc.ReadTimeout, mc.WriteTimeout = cfg.Timeout, cfg.Timeout, cfg.Timeout
 	mc.ConnectionAttributes = "program_name:shoal-fence"
+	mc.InterpolateParams = cfg.interpolate
 	c, err := mysql.NewConnector(mc)
 	if err != nil {
 		return nil, fmt.Errorf("mysql connector: %w", err)

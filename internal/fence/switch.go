@@ -1,0 +1,242 @@
+package fence
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/probe"
+)
+
+// The steps of a planned switchover as each db agent takes them on its
+// own server (docs/consensus.md, "Switchover"): the old writer is demoted
+// (Demote: read-only, clients killed, its GTID position read), the target
+// waits for that position (CatchUp), is promoted once it holds the new
+// term (Promote), and the other servers replicate from it (Repoint). Each
+// runs on a connection of its own, like Fence, with the probe's account,
+// which then needs REPLICATION SLAVE ADMIN and RELOAD (RESET REPLICA) on
+// MariaDB, REPLICATION_SLAVE_ADMIN and RELOAD on MySQL, besides the
+// fencing grants.
+
+// Demote sets the server read-only and kills its client connections
+// (Fence), then reads its GTID position: what the new writer must have
+// applied before it takes writes.
+func Demote(ctx context.Context, cfg Config) (res Result, gtid string, err error) {
+	if res, err = Fence(ctx, cfg); err != nil {
+		return res, "", err
+	}
+	err = withConn(ctx, cfg, func(ctx context.Context, conn *sql.Conn) error {
+		gtid, err = position(ctx, conn, res.Flavor)
+		return err
+	})
+	return res, gtid, err
+}
+
+// position is the server's own GTID position: every transaction it has
+// logged (MariaDB gtid_binlog_pos, MySQL gtid_executed).
+func position(ctx context.Context, conn *sql.Conn, flavor string) (string, error) {
+	q := "SELECT @@GLOBAL.gtid_binlog_pos"
+	if flavor == string(probe.FlavorMySQL) {
+		q = "SELECT @@GLOBAL.gtid_executed"
+	}
+	var pos sql.NullString
+	if err := conn.QueryRowContext(ctx, q).Scan(&pos); err != nil {
+		return "", fmt.Errorf("%s: %w", q, err)
+	}
+	return strings.ReplaceAll(pos.String, "\n", ""), nil
+}
+
+// ErrCatchUpTimeout is CatchUp's error when the position was not reached
+// in time.
+var ErrCatchUpTimeout = errors.New("replication did not reach the position in time")
+
+// CatchUp waits, up to wait, until the server's replication has applied
+// gtid (MariaDB MASTER_GTID_WAIT, MySQL WAIT_FOR_EXECUTED_GTID_SET). An
+// empty position (a server that never logged a transaction) is reached
+// at once.
+func CatchUp(ctx context.Context, cfg Config, gtid string, wait time.Duration) error {
+	if err := CheckGTID(gtid); err != nil {
+		return err
+	}
+	if gtid == "" {
+		return nil
+	}
+	cfg.Timeout = wait + DefaultTimeout
+	return withConn(ctx, cfg, func(ctx context.Context, conn *sql.Conn) error {
+		fl, err := flavor(ctx, conn)
+		if err != nil {
+			return err
+		}
+		// Both return 0 when reached; MariaDB -1 and MySQL 1 on timeout.
+		q := "SELECT MASTER_GTID_WAIT(?, ?)"
+		if fl == string(probe.FlavorMySQL) {
+			q = "SELECT WAIT_FOR_EXECUTED_GTID_SET(?, ?)"
+		}
+		var rc sql.NullInt64
+		if err := conn.QueryRowContext(ctx, q, gtid, wait.Seconds()).Scan(&rc); err != nil {
+			return fmt.Errorf("wait for GTID %s: %w", gtid, err)
+		}
+		if !rc.Valid || rc.Int64 != 0 {
+			return fmt.Errorf("wait for GTID %s for %s: %w", gtid, wait, ErrCatchUpTimeout)
+		}
+		return nil
+	})
+}
+
+// CheckGTID checks that s looks like a GTID position or set (digits, the
+// separators and, for MySQL, server UUIDs): it goes into a query as a
+// parameter, but a position from another host is checked before use.
+func CheckGTID(s string) error {
+	if len(s) > 4096 {
+		return fmt.Errorf("GTID position of %d bytes, more than 4096", len(s))
+	}
+	for i, r := range s {
+		switch {
+		case r >= '0' && r <= '9', r >= 'a' && r <= 'f', r >= 'A' && r <= 'F', r == '-', r == ',', r == ':':
+		default:
+			return fmt.Errorf("GTID position %.40q: character %q at %d", s, r, i)
+		}
+	}
+	return nil
+}
+
+// Promote makes the server the writer: it stops replication and forgets
+// it (RESET REPLICA ALL, so that it never resumes from the old writer),
+// then sets read_only (and super_read_only) off. The caller makes sure
+// this server holds the cluster's writer term first.
+func Promote(ctx context.Context, cfg Config) (string, error) {
+	var fl string
+	err := withConn(ctx, cfg, func(ctx context.Context, conn *sql.Conn) error {
+		var err error
+		if fl, err = flavor(ctx, conn); err != nil {
+			return err
+		}
+		stmts := []string{"STOP REPLICA", "RESET REPLICA ALL", "SET GLOBAL read_only=OFF"}
+		if fl == string(probe.FlavorMySQL) {
+			stmts = []string{"STOP REPLICA", "RESET REPLICA ALL", "SET GLOBAL super_read_only=OFF", "SET GLOBAL read_only=OFF"}
+		}
+		for _, q := range stmts {
+			if _, err := conn.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	})
+	return fl, err
+}
+
+// Source is where Repoint makes a server replicate from, and with which
+// account.
+type Source struct {
+	Addr string // host:port of the new writer
+	// User and Password, when User is set, replace the server's
+	// replication account; otherwise the one it has is kept (a replica's).
+	User, Password string
+	// FormerWriter says the server was the writer: it resumes from
+	// everything it holds (MariaDB MASTER_USE_GTID=current_pos), not from
+	// what it last replicated (slave_pos).
+	FormerWriter bool
+}
+
+// ErrNoReplicationAccount is Repoint's error for a server that has no
+// replication account and was given none.
+var ErrNoReplicationAccount = errors.New("no replication account: the server never replicated and none is configured")
+
+// Repoint makes the server replicate from src: it stops replication,
+// changes the source (keeping the account unless src gives one), and
+// starts it again.
+func Repoint(ctx context.Context, cfg Config, src Source) error {
+	host, portStr, err := net.SplitHostPort(src.Addr)
+	if err != nil {
+		return fmt.Errorf("replication source %q: %w", src.Addr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 1 || port > 65535 {
+		return fmt.Errorf("replication source %q: bad port", src.Addr)
+	}
+	cfg.interpolate = true
+	return withConn(ctx, cfg, func(ctx context.Context, conn *sql.Conn) error {
+		fl, err := flavor(ctx, conn)
+		if err != nil {
+			return err
+		}
+		if src.User == "" {
+			user, err := replicationUser(ctx, conn)
+			if err != nil {
+				return err
+			}
+			if user == "" {
+				return ErrNoReplicationAccount
+			}
+		}
+		change, args := changeSource(fl, host, port, src)
+		for _, st := range []struct {
+			q    string
+			args []any
+		}{{"STOP REPLICA", nil}, {change, args}, {"START REPLICA", nil}} {
+			if _, err := conn.ExecContext(ctx, st.q, st.args...); err != nil {
+				return fmt.Errorf("%s: %w", strings.SplitN(st.q, ",", 2)[0], err)
+			}
+		}
+		return nil
+	})
+}
+
+// changeSource is the statement that points replication at host:port, and
+// its arguments (interpolated by the driver, which escapes them).
+func changeSource(flavor, host string, port int, src Source) (string, []any) {
+	if flavor == string(probe.FlavorMySQL) {
+		q, args := "CHANGE REPLICATION SOURCE TO SOURCE_HOST=?, SOURCE_PORT=?, SOURCE_AUTO_POSITION=1", []any{host, port}
+		if src.User != "" {
+			q += ", SOURCE_USER=?, SOURCE_PASSWORD=?"
+			args = append(args, src.User, src.Password)
+		}
+		return q, args
+	}
+	use := "slave_pos"
+	if src.FormerWriter {
+		use = "current_pos"
+	}
+	q, args := "CHANGE MASTER TO MASTER_HOST=?, MASTER_PORT=?, MASTER_USE_GTID="+use, []any{host, port}
+	if src.User != "" {
+		q += ", MASTER_USER=?, MASTER_PASSWORD=?"
+		args = append(args, src.User, src.Password)
+	}
+	return q, args
+}
+
+// replicationUser is the account the server's replication uses; "" when
+// it has none (it never replicated, or RESET REPLICA ALL).
+func replicationUser(ctx context.Context, conn *sql.Conn) (string, error) {
+	rows, err := conn.QueryContext(ctx, "SHOW REPLICA STATUS")
+	if err != nil {
+		return "", fmt.Errorf("SHOW REPLICA STATUS: %w", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return "", fmt.Errorf("SHOW REPLICA STATUS: %w", err)
+	}
+	if !rows.Next() {
+		return "", rows.Err()
+	}
+	vals := make([]sql.RawBytes, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return "", fmt.Errorf("SHOW REPLICA STATUS: %w", err)
+	}
+	for i, c := range cols {
+		if c == "Master_User" || c == "Source_User" {
+			return string(vals[i]), nil
+		}
+	}
+	return "", nil
+}
