@@ -74,7 +74,7 @@ func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
 		clock: clockwork.NewRealClock(),
 		life:  newLifecycle(),
 		mesh:  mesh{events: newEventHub()},
-		cons:  consensusParts{terms: newTermParts()},
+		cons:  consensusParts{terms: newTermParts(), sw: newSwitchParts()},
 		rep:   reporters{metrics: metrics.NewAgent(), flaps: &flapCounter{failed: map[string]bool{}}},
 	}
 	a.join.status = view.JoinStatus{Addrs: cfg.Join}

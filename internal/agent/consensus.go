@@ -35,6 +35,8 @@ type consensusParts struct {
 	// fence is the fencing of this db agent's own server (fence.go); nil
 	// when fencing is off or this is no db agent.
 	fence *fencer
+	// sw is this agent's part in switchovers (switchstep.go).
+	sw switchParts
 }
 
 // reconcileTagEvery is how often the voter tag's mark is checked.

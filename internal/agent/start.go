@@ -168,6 +168,9 @@ func (a *Agent) startProbe(context.Context, *startup) error {
 		return fmt.Errorf("mysql probe: %w", err)
 	}
 	a.cons.fence = a.newFencer(pc)
+	if a.cons.sw.replUser, a.cons.sw.replPassword, err = a.cfg.ReplicationAccount(); err != nil {
+		return config.Invalid(err)
+	}
 	return nil
 }
 

@@ -194,7 +194,7 @@ func (a *Agent) runTerms(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case e := <-a.cons.terms.in:
-			a.termSafely("term event", func() { a.handleTermEvent(e) })
+			a.termSafely("term event", func() { a.handleTermEvent(ctx, e) })
 		case <-t.Chan():
 			a.termSafely("term query", func() { a.askTerms(ctx) })
 		}
@@ -203,7 +203,7 @@ func (a *Agent) runTerms(ctx context.Context) {
 
 // handleTermEvent verifies a broadcast term, or answers one of shoal's
 // own queries.
-func (a *Agent) handleTermEvent(e serf.Event) {
+func (a *Agent) handleTermEvent(ctx context.Context, e serf.Event) {
 	switch e := e.(type) {
 	case serf.UserEvent:
 		if e.Name == consensus.TermEvent {
@@ -213,6 +213,8 @@ func (a *Agent) handleTermEvent(e serf.Event) {
 		switch e.Name {
 		case consensus.TermQuery:
 			a.answerTermQuery(e)
+		case consensus.SwitchQuery:
+			a.answerSwitch(ctx, e)
 		}
 	}
 }

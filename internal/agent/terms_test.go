@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -54,7 +55,9 @@ func TestTermsVerifiedAndHighestKept(t *testing.T) {
 	if a.cons.terms.signer != nil || a.termView().Unverifiable != "" {
 		t.Fatalf("term_key alone: signer %v, unverifiable %q", a.cons.terms.signer, a.termView().Unverifiable)
 	}
-	event := func(b []byte) { a.handleTermEvent(serf.UserEvent{Name: consensus.TermEvent, Payload: b}) }
+	event := func(b []byte) {
+		a.handleTermEvent(context.Background(), serf.UserEvent{Name: consensus.TermEvent, Payload: b})
+	}
 	event(signedTerm(t, fleet, 2, "db2"))
 	event(signedTerm(t, stranger, 9, "evil"))
 	event(signedTerm(t, fleet, 1, "db1"))
@@ -71,7 +74,7 @@ func TestTermsVerifiedAndHighestKept(t *testing.T) {
 	}
 	// A query for terms is answered only by a voter: this agent has no
 	// raft server and no signer, and must not panic.
-	a.handleTermEvent(&serf.Query{Name: consensus.TermQuery, Payload: consensus.EncodeTermQuery("main")})
+	a.handleTermEvent(context.Background(), &serf.Query{Name: consensus.TermQuery, Payload: consensus.EncodeTermQuery("main")})
 }
 
 // serf's event loop never blocks on the term loop: a full queue drops and
@@ -112,7 +115,7 @@ func TestTermsSurviveARestart(t *testing.T) {
 		return a
 	}
 	a := newAgent()
-	a.handleTermEvent(serf.UserEvent{Name: consensus.TermEvent, Payload: signedTerm(t, fleet, 3, "db2")})
+	a.handleTermEvent(context.Background(), serf.UserEvent{Name: consensus.TermEvent, Payload: signedTerm(t, fleet, 3, "db2")})
 	st, err := os.Stat(dir + "/snapshot.terms")
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("terms file: %v, mode %v", err, st.Mode())

@@ -48,6 +48,9 @@ type Backend interface {
 	LocalHealth() (role string, mysql *view.LocalHealth)
 	Maint() view.Maint
 	SetMaint(enable bool, reason string) (view.Maint, error)
+	// Switchover runs a switchover; an error wrapping view.ErrSwitchover
+	// means it could not start (answered 409).
+	Switchover(ctx context.Context, req view.SwitchoverRequest) (view.Switchover, error)
 	History(f history.Filter) view.History
 	// ReplicaLags is each replica's lag as the agent judges it now, by
 	// node name (GET /v1/members shows it on the member).
@@ -108,6 +111,7 @@ func New(b Backend, log *slog.Logger, httpAddr string, metrics http.Handler) *Se
 		{method: "GET", path: "/v1/pool", open: true, h: s.pool},
 		{method: "GET", path: "/v1/agent/maint", open: true, h: s.maint},
 		{method: "PUT", path: "/v1/agent/maint", h: s.setMaint},
+		{method: "POST", path: "/v1/switchover", h: s.switchover},
 		{method: "GET", path: "/v1/history", open: true, h: s.history},
 		// The status page (internal/ui): static files that read the open
 		// routes above; no write is possible from it.
@@ -612,6 +616,37 @@ func (s *Server) setMaint(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, toMaint(st))
 }
+
+// maxSwitchWaitSeconds bounds the waits a switchover request may ask for.
+const maxSwitchWaitSeconds = 120
+
+func (s *Server) switchover(w http.ResponseWriter, r *http.Request) {
+	var req client.SwitchoverRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	switch {
+	case req.To == "":
+		writeError(w, http.StatusBadRequest, errors.New("switchover: \"to\" (the node that becomes the writer) is required"))
+		return
+	case req.CatchUpSeconds < 0 || req.CatchUpSeconds > maxSwitchWaitSeconds || req.AppliedSeconds < 0 || req.AppliedSeconds > maxSwitchWaitSeconds:
+		writeError(w, http.StatusBadRequest, fmt.Errorf("switchover: catch_up_seconds and applied_seconds must be from 0 to %d", maxSwitchWaitSeconds))
+		return
+	}
+	res, err := s.b.Switchover(r.Context(), view.SwitchoverRequest{To: req.To, Cluster: req.Cluster,
+		CatchUp: seconds(req.CatchUpSeconds), Applied: seconds(req.AppliedSeconds)})
+	switch {
+	case errors.Is(err, view.ErrSwitchover):
+		writeError(w, http.StatusConflict, err)
+		return
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toSwitchover(res))
+}
+
+func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
 
 // maxHistoryLimit bounds ?limit= (the ring holds at most a million entries).
 const maxHistoryLimit = 1_000_000

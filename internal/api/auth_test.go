@@ -47,6 +47,7 @@ var wantRoutes = map[string]bool{
 	"POST /v1/keys/{op}":         false,
 	"GET /v1/monitor":            false, // logs
 	"PUT /v1/agent/maint":        false,
+	"POST /v1/switchover":        false,
 	"POST /v1/hooks/test":        false,
 }
 

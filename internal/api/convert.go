@@ -230,3 +230,14 @@ func toHookStats(hs []hooks.HandlerStats) []client.HookStats {
 	}
 	return out
 }
+
+func toSwitchover(v view.Switchover) client.Switchover {
+	out := client.Switchover{ID: v.ID, Cluster: v.Cluster, Old: v.Old, Target: v.Target, From: v.From, Term: v.Term,
+		Steps: []client.SwitchStep{}, ReadOnlySeconds: v.ReadOnly.Seconds(), Seconds: v.Took.Seconds(), Error: v.Error,
+		Routers: client.RoutersApplied{Applied: append([]string{}, v.Routers.Applied...), Pending: v.Routers.Pending,
+			Unreachable: v.Routers.Unreachable, Seconds: v.Routers.Took.Seconds()}}
+	for _, s := range v.Steps {
+		out.Steps = append(out.Steps, client.SwitchStep{Name: s.Name, Node: s.Node, OK: s.OK, Seconds: s.Took.Seconds(), Detail: s.Detail})
+	}
+	return out
+}

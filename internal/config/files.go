@@ -86,6 +86,8 @@ func (c *Config) CheckFiles(getenv func(string) string, euid int) (*Files, error
 	if c.EffectiveRole() == tags.RoleDB {
 		f.Probe, err = c.ProbeConfig(getenv)
 		add(err)
+		_, _, err = c.ReplicationAccount()
+		add(err)
 	}
 	add(c.checkTLSFiles())
 	add(c.checkHistoryFile())
@@ -339,6 +341,14 @@ func (c *Config) checkAPITokenFile(getenv func(string) string, euid int) (string
 func (c *Config) ProbeConfig(getenv func(string) string) (probe.Config, error) {
 	pc, err := c.MySQL.Config(getenv)
 	return pc, sectionErrors("mysql", err)
+}
+
+// ReplicationAccount is the account a former writer replicates with after
+// a switchover (mysql.replication_user and replication_password_file);
+// "" when none is configured.
+func (c *Config) ReplicationAccount() (user, password string, err error) {
+	user, password, err = c.MySQL.ReplicationAccount()
+	return user, password, sectionErrors("mysql", err)
 }
 
 // checkTLSFiles loads the HTTPS certificate and key, as the API listener does.

@@ -174,6 +174,8 @@ var options = []option{
 	strOpt("mysql.socket", "mysql-socket", "SHOAL_MYSQL_SOCKET", "local MySQL/MariaDB unix socket to probe", func(c *Config) *string { return &c.MySQL.Socket }),
 	strOpt("mysql.user", "mysql-user", "SHOAL_MYSQL_USER", "probe user (password: $SHOAL_MYSQL_PASSWORD, --mysql-password-file or --mysql-option-file)", func(c *Config) *string { return &c.MySQL.User }),
 	strOpt("mysql.password_file", "mysql-password-file", "SHOAL_MYSQL_PASSWORD_FILE", "file holding the probe password (mode 0600 or stricter)", func(c *Config) *string { return &c.MySQL.PasswordFile }),
+	strOpt("mysql.replication_user", "mysql-replication-user", "SHOAL_MYSQL_REPLICATION_USER", "account a former writer replicates with after a switchover (default: none; a replica keeps its own)", func(c *Config) *string { return &c.MySQL.ReplicationUser }),
+	strOpt("mysql.replication_password_file", "mysql-replication-password-file", "SHOAL_MYSQL_REPLICATION_PASSWORD_FILE", "file holding mysql.replication_user's password (mode 0600 or stricter)", func(c *Config) *string { return &c.MySQL.ReplicationPasswordFile }),
 	strOpt("mysql.option_file", "mysql-option-file", "SHOAL_MYSQL_OPTION_FILE", "MySQL client option file; its [client] section gives user, password, host, port, socket", func(c *Config) *string { return &c.MySQL.OptionFile }),
 	durOpt("mysql.interval", "mysql-interval", "", "probe interval", func(c *Config) *time.Duration { return &c.MySQL.Interval }),
 	durOpt("mysql.timeout", "mysql-timeout", "", "probe timeout per check", func(c *Config) *time.Duration { return &c.MySQL.Timeout }),

@@ -13,7 +13,7 @@ import (
 )
 
 // newKey returns a fresh random keyring key, base64-encoded.
-func newKey(t *testing.T) string {
+func newKey(t testing.TB) string {
 	t.Helper()
 	raw := make([]byte, KeySize)
 	if _, err := rand.Read(raw); err != nil {
@@ -22,7 +22,7 @@ func newKey(t *testing.T) string {
 	return base64.StdEncoding.EncodeToString(raw)
 }
 
-func mustKeyring(t *testing.T, keys ...string) *Keyring {
+func mustKeyring(t testing.TB, keys ...string) *Keyring {
 	t.Helper()
 	kr, err := ParseKeyring(keys)
 	if err != nil {

@@ -240,6 +240,31 @@ type Settings struct {
 	// Port is the port routers send clients to, published to the cluster;
 	// 0: the port of Addr, else DefaultPort (see PublishedPort).
 	Port int `yaml:"port"`
+	// ReplicationUser and ReplicationPasswordFile are the account this
+	// server replicates with after a switchover demoted it (a former
+	// writer has none of its own; a replica keeps its own when unset).
+	ReplicationUser         string `yaml:"replication_user"`
+	ReplicationPasswordFile string `yaml:"replication_password_file"` // mode 0600 or stricter
+}
+
+// ReplicationAccount reads the replication account: "" when none is
+// configured. The user and the file go together.
+func (s Settings) ReplicationAccount() (user, password string, err error) {
+	switch {
+	case s.ReplicationUser == "" && s.ReplicationPasswordFile == "":
+		return "", "", nil
+	case s.ReplicationUser == "":
+		return "", "", setting.Errorf("replication_user", "", "required with replication_password_file")
+	case s.ReplicationPasswordFile == "":
+		return "", "", setting.Errorf("replication_password_file", "", "required with replication_user")
+	case len(s.ReplicationUser) > 128 || strings.ContainsAny(s.ReplicationUser, "\x00\n"):
+		return "", "", setting.Errorf("replication_user", s.ReplicationUser, "at most 128 bytes, no NUL or newline")
+	}
+	pw, err := PasswordFromFile(s.ReplicationPasswordFile)
+	if err != nil {
+		return "", "", setting.Errorf("replication_password_file", s.ReplicationPasswordFile, "%v", err)
+	}
+	return s.ReplicationUser, pw, nil
 }
 
 // DefaultSettings returns the settings the agent starts from: the probe's

@@ -575,3 +575,16 @@ func (c *Client) TestHook(ctx context.Context, req HookTestRequest) (*HookTestRe
 	}
 	return &r, nil
 }
+
+// Switchover moves a cluster's writer to req.To and waits until every
+// router applied the new term (or the waits ran out). An error means it
+// did not start (the agent says why) or the request failed; a switchover
+// that ran and failed returns its steps with Error set.
+func (c *Client) Switchover(ctx context.Context, req SwitchoverRequest) (*Switchover, error) {
+	var r Switchover
+	extra := time.Duration((max(req.CatchUpSeconds, 30)+max(req.AppliedSeconds, 10))*float64(time.Second)) + time.Minute
+	if err := c.doWithin(ctx, extra, http.MethodPost, "/v1/switchover", nil, req, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}

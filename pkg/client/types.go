@@ -562,3 +562,51 @@ type HookTestResponse struct {
 	Response []byte      `json:"response,omitempty"`
 	TimedOut bool        `json:"timed_out,omitempty"` // stopped waiting before every run finished
 }
+
+// SwitchoverRequest asks for a planned move of a cluster's writer (POST
+// /v1/switchover, on a voter's agent).
+type SwitchoverRequest struct {
+	To      string `json:"to"`
+	Cluster string `json:"cluster,omitempty"` // default: the target's cluster
+	// CatchUpSeconds bounds the wait for the target to apply the old
+	// writer's last transaction (default 30); AppliedSeconds the wait for
+	// every router to apply the new term (default 10). At most 120 each.
+	CatchUpSeconds float64 `json:"catch_up_seconds,omitempty"`
+	AppliedSeconds float64 `json:"applied_seconds,omitempty"`
+}
+
+// Switchover is what a switchover did, step by step. Error is set when it
+// failed, saying what it left; routers that did not apply the new term in
+// time are in Routers.Pending.
+type Switchover struct {
+	ID      string       `json:"id"`
+	Cluster string       `json:"cluster"`
+	Old     string       `json:"old"`
+	Target  string       `json:"target"`
+	From    uint64       `json:"from_term"`
+	Term    uint64       `json:"term"` // 0 when no term was granted
+	Steps   []SwitchStep `json:"steps"`
+	// ReadOnlySeconds is how long no server of the cluster took writes.
+	ReadOnlySeconds float64        `json:"read_only_seconds"`
+	Routers         RoutersApplied `json:"routers"`
+	Seconds         float64        `json:"seconds"`
+	Error           string         `json:"error,omitempty"`
+}
+
+// SwitchStep is one step of a switchover.
+type SwitchStep struct {
+	Name    string  `json:"name"`
+	Node    string  `json:"node"`
+	OK      bool    `json:"ok"`
+	Seconds float64 `json:"seconds"`
+	Detail  string  `json:"detail,omitempty"`
+}
+
+// RoutersApplied is what the routers (agents that drive a sink) reported
+// of the new term.
+type RoutersApplied struct {
+	Applied     []string          `json:"applied"`
+	Pending     map[string]string `json:"pending,omitempty"`     // router → why it has not applied it
+	Unreachable map[string]string `json:"unreachable,omitempty"` // router → its member status
+	Seconds     float64           `json:"seconds"`               // until the last applied, or the timeout
+}

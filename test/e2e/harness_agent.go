@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/apitoken"
+	"github.com/shoaldb/shoal/internal/testutil/mariadbtest"
 	"github.com/shoaldb/shoal/pkg/client"
 )
 
@@ -96,6 +97,13 @@ func NewAgent(t testing.TB, h *Host, dir string, spec AgentSpec) *Agent {
 		a.args = append(a.args, "--mysql-addr", fmt.Sprintf("127.0.0.1:%d", MySQLPort), "--mysql-user", ProbeUser,
 			"--mysql-port", fmt.Sprint(MySQLPort), "--cluster", "main")
 		a.env = []string{"SHOAL_MYSQL_PASSWORD=" + ProbePassword}
+		// The account a former writer replicates with after shoal
+		// switchover demoted it.
+		pw := filepath.Join(a.Dir, "repl.password")
+		if err := os.WriteFile(pw, []byte(mariadbtest.ReplPassword+"\n"), 0o600); err != nil {
+			t.Fatalf("e2e: %v", err)
+		}
+		a.args = append(a.args, "--mysql-replication-user", mariadbtest.ReplUser, "--mysql-replication-password-file", pw)
 	}
 	if spec.Config != "" {
 		cfg := filepath.Join(a.Dir, "agent.yaml")

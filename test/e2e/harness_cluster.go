@@ -269,6 +269,14 @@ func (c *Cluster) Primary() *DBHost {
 	return c.primary
 }
 
+// SetPrimary records that d is the primary now (after a switchover the
+// agents ran).
+func (c *Cluster) SetPrimary(d *DBHost) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.primary = d
+}
+
 // Replicas are the db hosts other than the primary.
 func (c *Cluster) Replicas() []*DBHost {
 	p := c.Primary()

@@ -61,8 +61,9 @@ func clientSchema() []string {
 	return []string{
 		fmt.Sprintf("CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY '%s' WITH MAX_USER_CONNECTIONS 2", ProbeUser, ProbePassword),
 		// SLAVE MONITOR for the probe; READ_ONLY ADMIN, CONNECTION ADMIN
-		// and PROCESS for fencing (docs/operations.md).
-		fmt.Sprintf("GRANT SLAVE MONITOR, READ_ONLY ADMIN, CONNECTION ADMIN, PROCESS ON *.* TO '%s'@'127.0.0.1'", ProbeUser),
+		// and PROCESS for fencing; REPLICATION SLAVE ADMIN and RELOAD for
+		// shoal switchover (docs/operations.md).
+		fmt.Sprintf("GRANT SLAVE MONITOR, READ_ONLY ADMIN, CONNECTION ADMIN, PROCESS, REPLICATION SLAVE ADMIN, RELOAD ON *.* TO '%s'@'127.0.0.1'", ProbeUser),
 		fmt.Sprintf("CREATE USER '%s'@'%s%%' IDENTIFIED BY '%s'", AppUser, Subnet, AppPassword),
 		"CREATE DATABASE e2e",
 		"CREATE TABLE e2e.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)",

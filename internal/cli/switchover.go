@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shoaldb/shoal/pkg/client"
+)
+
+func newSwitchoverCmd(g *globals) *cobra.Command {
+	var req client.SwitchoverRequest
+	var catchUp, applied time.Duration
+	var format string
+	cmd := &cobra.Command{
+		Use:   "switchover --to NODE [--cluster C]",
+		Short: "Move a cluster's writer to another server, out before in across the fleet",
+		Long: `A planned move of the writer, run on a voter's agent (a db agent with the
+consensus key, which signs every step):
+
+  1. the old writer is set read-only and its client connections killed;
+  2. the target waits until it has applied the old writer's last
+     transaction (GTID), up to --catch-up;
+  3. the quorum grants the target the next writer term;
+  4. the target stops replicating and is made writable;
+  5. the cluster's other servers replicate from the target (the old
+     writer with mysql.replication_user, or its own account);
+  6. every router (an agent that drives a sink) reports that it applied
+     the new term, up to --applied.
+
+If step 2 or 3 fails, the old writer is made writable again. Exit status 0
+when every step passed and every reachable router applied the term; 1
+otherwise (the steps say what happened); 2 for bad usage.
+
+  shoal switchover --to db2
+  shoal switchover --to db2 --cluster main --catch-up 1m`,
+		Args: exactArgs(0, "no arguments (the target goes in --to)"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			if req.To == "" {
+				return usagef("switchover: --to NODE is required")
+			}
+			for _, d := range []struct {
+				flag string
+				v    time.Duration
+			}{{"--catch-up", catchUp}, {"--applied", applied}} {
+				if d.v < time.Second || d.v > 2*time.Minute {
+					return usagef("switchover: %s %s: must be from 1s to 2m", d.flag, d.v)
+				}
+			}
+			req.CatchUpSeconds, req.AppliedSeconds = catchUp.Seconds(), applied.Seconds()
+			res, err := g.client().Switchover(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if format == "json" {
+				if err := writeJSONOut(g.stdout, res); err != nil {
+					return err
+				}
+			} else {
+				writeSwitchover(g.stdout, res)
+			}
+			switch {
+			case res.Error != "":
+				return errors.New("switchover failed: " + sanitize(res.Error))
+			case len(res.Routers.Pending) > 0:
+				return fmt.Errorf("switchover done, but %d of %d reachable routers did not apply term %d in %s",
+					len(res.Routers.Pending), len(res.Routers.Pending)+len(res.Routers.Applied), res.Term, applied)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&req.To, "to", "", "the node that becomes the writer (required)")
+	cmd.Flags().StringVar(&req.Cluster, "cluster", "", "the cluster (default: the target's)")
+	cmd.Flags().DurationVar(&catchUp, "catch-up", 30*time.Second, "longest wait for the target to catch up (writes wait as long)")
+	cmd.Flags().DurationVar(&applied, "applied", 10*time.Second, "longest wait for the routers to apply the new term")
+	cmd.Flags().StringVar(&format, "format", "table", "output format: table or json")
+	return cmd
+}
+
+// writeSwitchover prints the steps, the write outage and the routers.
+// Every string from the agent is escaped: names come from other hosts.
+func writeSwitchover(w io.Writer, r *client.Switchover) {
+	fmt.Fprintf(w, "switchover %s of cluster %s: %s (term %d) -> %s", sanitize(r.ID), sanitize(r.Cluster), sanitize(r.Old), r.From, sanitize(r.Target))
+	if r.Term > 0 {
+		fmt.Fprintf(w, " (term %d)", r.Term)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	for i, s := range r.Steps {
+		mark := "ok"
+		if !s.OK {
+			mark = "FAILED"
+		}
+		fmt.Fprintf(tw, "  %d.\t%s\t%s\t%s\t%.3fs\t%s\n", i+1, sanitize(s.Name), sanitize(s.Node), mark, s.Seconds, sanitize(s.Detail))
+	}
+	_ = tw.Flush()
+	if r.ReadOnlySeconds > 0 {
+		fmt.Fprintf(w, "no server took writes for %.3f s\n", r.ReadOnlySeconds)
+	}
+	if r.Term == 0 || r.Error != "" && len(r.Routers.Applied) == 0 && len(r.Routers.Pending) == 0 {
+		return
+	}
+	ra := r.Routers
+	fmt.Fprintf(w, "applied on %d/%d routers in %.2f s\n", len(ra.Applied), len(ra.Applied)+len(ra.Pending), ra.Seconds)
+	for _, name := range slices.Sorted(maps.Keys(ra.Pending)) {
+		fmt.Fprintf(w, "  not applied: %s: %s\n", sanitize(name), sanitize(ra.Pending[name]))
+	}
+	for _, name := range slices.Sorted(maps.Keys(ra.Unreachable)) {
+		fmt.Fprintf(w, "  not reachable: %s (%s)\n", sanitize(name), sanitize(ra.Unreachable[name]))
+	}
+}
