@@ -213,6 +213,8 @@ func (a *Agent) handleTermEvent(e serf.Event) {
 		switch e.Name {
 		case consensus.TermQuery:
 			a.answerTermQuery(e)
+		case consensus.AppliedQuery:
+			a.answerAppliedQuery(e)
 		}
 	}
 }
