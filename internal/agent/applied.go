@@ -20,7 +20,7 @@ import (
 	"github.com/shoaldb/shoal/internal/view"
 )
 
-// What a router has applied (docs/consensus.md, "Switchover"): a
+// What a router has applied (for `shoal switchover`): a
 // switchover, once it has granted the new term, waits until every router
 // (every agent that drives a sink) says its sinks apply a pool whose
 // writer is the new holder. A sink reports only the generation of the

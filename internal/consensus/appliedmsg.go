@@ -14,7 +14,7 @@ import (
 	"github.com/shoaldb/shoal/internal/tags"
 )
 
-// The AppliedQuery (docs/consensus.md, "Switchover"): the agent running a
+// The AppliedQuery (for `shoal switchover`): the agent running a
 // switchover asks every agent which term of one cluster its sinks have
 // applied, and waits until every router says the new one. The question is
 // one version byte and the cluster's name, like a TermQuery; each answer

@@ -3,6 +3,7 @@ package consensus
 import (
 	"bytes"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -10,6 +11,7 @@ import (
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/serf/serf"
 
+	"github.com/shoaldb/shoal/internal/gossip"
 	"github.com/shoaldb/shoal/internal/member"
 )
 
@@ -123,9 +125,9 @@ func TestAppliedAnswerRefusesBadAnswers(t *testing.T) {
 }
 
 // TestAppliedAnswerFitsQueryResponse: the largest answer, sent by a node
-// with the longest name, fits serf's query response limit in the
-// framing serf gives it (messageQueryResponse, msgpack-encoded after one
-// type byte).
+// with the longest name, fits the query response limit of the agent's
+// serf config in the framing serf gives it (messageQueryResponse,
+// msgpack-encoded after one type byte).
 func TestAppliedAnswerFitsQueryResponse(t *testing.T) {
 	resp := struct {
 		LTime   serf.LamportTime
@@ -139,7 +141,11 @@ func TestAppliedAnswerFitsQueryResponse(t *testing.T) {
 	if err := codec.NewEncoder(&buf, &codec.MsgpackHandle{}).Encode(&resp); err != nil {
 		t.Fatal(err)
 	}
-	if limit := serf.DefaultConfig().QueryResponseSizeLimit; buf.Len() > limit {
+	sc, err := gossip.SerfConfig(gossip.Settings{Node: "n1", BindAddr: "127.0.0.1", Profile: "lan"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit := sc.QueryResponseSizeLimit; buf.Len() > limit {
 		t.Fatalf("largest response %d bytes, serf's limit %d", buf.Len(), limit)
 	} else {
 		t.Logf("largest response %d bytes of %d", buf.Len(), limit)
