@@ -24,6 +24,7 @@ func (a *Agent) Collectors() []prometheus.Collector {
 		}),
 		metrics.NewStateCollector(a.probeState, a.hookState),
 		metrics.NewConsensusCollector(a.consensusInfo, a.clock.Now),
+		metrics.NewAppliedTermCollector(a.appliedTermsNow),
 	)
 	ts := &a.cons.terms.stats
 	cs = append(cs, metrics.NewTermCollectors(metrics.TermCounts{

@@ -39,9 +39,14 @@ func (a *Agent) newSinks() ([]sink.Sink, error) {
 
 // startSinks starts every sink and feeds it each new pool. The router calls
 // listeners in order from its goroutine; Update only hands the pool over. A
-// panic is recovered and counted as the part "sink:<name>".
+// panic is recovered and counted as the part "sink:<name>". Each sink is
+// wrapped so that the writer terms of every pool are recorded before a
+// sink gets it (applied.go): a switchover asks what the sinks applied.
 func (a *Agent) startSinks(ctx context.Context) {
-	for _, s := range a.pool.sinks {
+	record := newAppliedLog()
+	for i, s := range a.pool.sinks {
+		s = recordedSink{Sink: s, log: record}
+		a.pool.sinks[i] = s
 		s.Start(ctx)
 		part := "sink:" + s.Status().Name
 		a.pool.router.Listen(func(u routing.Update) {

@@ -215,6 +215,8 @@ func (a *Agent) handleTermEvent(ctx context.Context, e serf.Event) {
 			a.answerTermQuery(e)
 		case consensus.SwitchQuery:
 			a.answerSwitch(ctx, e)
+		case consensus.AppliedQuery:
+			a.answerAppliedQuery(e)
 		}
 	}
 }

@@ -40,13 +40,13 @@ var switchOps = map[string]bool{OpDemote: true, OpRestore: true, OpCatchUp: true
 // Limits of a switchover message: it must fit serf's query and response
 // size limits (1,024 bytes with the name and serf's own fields).
 const (
-	MaxSwitchMessage = 900
+	MaxSwitchMessage = 800
 	// MaxStepLife is the longest a step may live: a step that expires
 	// later than this from now (a clock far off, or a forgery's attempt
 	// at a long life) is refused.
 	MaxStepLife = 5 * time.Minute
-	maxGTID     = 400
-	maxDetail   = 300
+	maxGTID     = 300
+	maxDetail   = 250
 )
 
 // SwitchStep is one step of a switchover.

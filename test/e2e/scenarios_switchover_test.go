@@ -142,4 +142,3 @@ func readOnlyOf(t *testing.T, d *DBHost) bool {
 	}
 	return ro
 }
-
