@@ -69,10 +69,10 @@ func (a *Agent) Switchover(ctx context.Context, req view.SwitchoverRequest) (vie
 		return view.Switchover{}, refuse("the catch-up and router waits must be from 1s to %s", MaxSwitchWait)
 	}
 	sw := &a.cons.sw
-	if !sw.running.TryLock() {
+	if !sw.running.CompareAndSwap(false, true) {
 		return view.Switchover{}, refuse("a switchover is already running on this agent")
 	}
-	defer sw.running.Unlock()
+	defer sw.running.Store(false)
 	plan, err := a.planSwitchover(req)
 	if err != nil {
 		return view.Switchover{}, err

@@ -22,11 +22,11 @@ import (
 // it one (switchstep.go), and the switchover it runs itself when asked
 // through the API (switchover.go).
 type switchParts struct {
-	// busy is held while a step runs: one at a time; a step that arrives
+	// busy is set while a step runs: one at a time; a step that arrives
 	// meanwhile is answered "busy" and sent again.
-	busy sync.Mutex
-	// running is held while this agent runs a switchover.
-	running sync.Mutex
+	busy atomic.Bool
+	// running is set while this agent runs a switchover.
+	running atomic.Bool
 
 	mu sync.Mutex // guards: answers, order, demoted
 	// answers are the answers to the steps taken, by "ID/op", so that a
@@ -138,14 +138,14 @@ func (a *Agent) answerSwitch(ctx context.Context, q *serf.Query) {
 		respond(consensus.SwitchAnswer{ID: st.ID, Op: st.Op, Node: a.cfg.Node, Error: err.Error()})
 		return
 	}
-	if !sw.busy.TryLock() {
+	if !sw.busy.CompareAndSwap(false, true) {
 		respond(consensus.SwitchAnswer{ID: st.ID, Op: st.Op, Node: a.cfg.Node, Error: errBusy, Retry: true})
 		return
 	}
 	a.life.wg.Add(1)
 	go func() {
 		defer a.life.wg.Done()
-		defer sw.busy.Unlock()
+		defer sw.busy.Store(false)
 		respond(a.takeStepSafely(ctx, st))
 	}()
 }
