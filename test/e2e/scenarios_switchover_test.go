@@ -3,39 +3,12 @@
 package e2e
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 )
-
-// ShoalCLI runs the shoal command against agent a's API (with its token)
-// and returns its combined output and exit status.
-func ShoalCLI(t testing.TB, a *Agent, args ...string) (string, int) {
-	t.Helper()
-	tok, err := os.ReadFile(filepath.Join(a.Dir, "api-token"))
-	if err != nil {
-		t.Fatalf("e2e: %v", err)
-	}
-	cmd := exec.Command(ShoalBin(t), append(args, "--http-addr", a.HTTPAddr(), "--token", strings.TrimSpace(string(tok)))...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return out.String(), ee.ExitCode()
-	case err != nil:
-		t.Fatalf("e2e: shoal %v: %v", args, err)
-	}
-	return out.String(), 0
-}
 
 // TestSwitchover (issue 26, part 4): `shoal switchover --to NODE` moves
 // the writer out before in, with real MariaDB, agents and HAProxy. Bad
