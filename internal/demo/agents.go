@@ -44,6 +44,10 @@ func (l *Layout) agentArgs(node string) []string {
 		"--mysql-addr", l.MySQLAddr(node),
 		"--mysql-user", probeUser,
 		"--mysql-password-file", l.Path("shoal.password"),
+		// The account a former writer replicates with after shoal
+		// switchover demoted it.
+		"--mysql-replication-user", replUser,
+		"--mysql-replication-password-file", l.Path("repl.password"),
 		// The db agents are the raft voters that grant the writer term
 		// (docs/consensus.md); the key comes through the environment.
 		"--consensus-keyring-file", l.Path("consensus-"+node+".json"),

@@ -138,8 +138,9 @@ func (l *Layout) setUpPrimary(ctx context.Context, node, probePW, replPW, appPW 
 			fmt.Sprintf("CREATE USER '%s'@'%s' IDENTIFIED BY '%s'", probeUser, host, probePW),
 			fmt.Sprintf("GRANT SLAVE MONITOR ON *.* TO '%s'@'%s'", probeUser, host),
 			// Fencing (consensus is on in the demo): set read_only, see
-			// and kill client connections (docs/consensus.md, "Fencing").
-			fmt.Sprintf("GRANT READ_ONLY ADMIN, CONNECTION ADMIN, PROCESS ON *.* TO '%s'@'%s'", probeUser, host))
+			// and kill client connections (docs/consensus.md, "Fencing");
+			// shoal switchover: re-point and reset replication.
+			fmt.Sprintf("GRANT READ_ONLY ADMIN, CONNECTION ADMIN, PROCESS, REPLICATION SLAVE ADMIN, RELOAD ON *.* TO '%s'@'%s'", probeUser, host))
 	}
 	stmts = append(stmts,
 		fmt.Sprintf("CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY '%s'", replUser, replPW),
