@@ -61,12 +61,13 @@ func TestLeaseCost(t *testing.T) {
 			t.Fatalf("BENCH_LEASE_SIZES: %q is not a size in %d..100", ns, leaseVoters+1)
 		}
 		e2e.RaiseNeighbourLimits(t, 2*n)
+		load := loadAvg1() // before this size's clusters start: the rest of the machine's work
 		if 2*n <= together {
-			rows = append(rows, runLeaseCells(t, n, keys, window, []bool{false, true}, true)...)
+			rows = append(rows, runLeaseCells(t, n, keys, window, load, []bool{false, true}, true)...)
 			continue
 		}
 		for _, withConsensus := range []bool{false, true} {
-			rows = append(rows, runLeaseCells(t, n, keys, window, []bool{withConsensus}, false)...)
+			rows = append(rows, runLeaseCells(t, n, keys, window, load, []bool{withConsensus}, false)...)
 		}
 	}
 	WriteSection(t, "81-lease-cost", leaseCostReport(rows, time.Since(start)))
@@ -89,7 +90,7 @@ type leaseRow struct {
 	cpuPct    []float64
 	bps       []float64 // bytes sent+received per second, per host
 	window    time.Duration
-	load1     string // /proc/loadavg's first field before the window
+	load1     string // /proc/loadavg's first field before the size's clusters started
 	machine   cpuUse
 	failed    int    // member-failed events anywhere over the window
 	check     string // consensus only: what the stability check found
@@ -109,8 +110,9 @@ type leaseCell struct {
 
 // runLeaseCells forms one cluster per entry of variants (with consensus or
 // not), waits for raft and the first term where there is consensus, lets
-// the joins settle, then measures every cluster over one window.
-func runLeaseCells(t *testing.T, n int, keys leaseKeys, window time.Duration, variants []bool, together bool) []leaseRow {
+// the joins settle, then measures every cluster over one window. load is
+// the load average before the size began, for the report.
+func runLeaseCells(t *testing.T, n int, keys leaseKeys, window time.Duration, load string, variants []bool, together bool) []leaseRow {
 	var cells []*leaseCell
 	defer func() {
 		for _, cl := range cells {
@@ -135,7 +137,6 @@ func runLeaseCells(t *testing.T, n int, keys leaseKeys, window time.Duration, va
 	for _, cl := range cells {
 		cl.self0, cl.terms0 = cl.readState()
 	}
-	load := loadAvg1()
 	before := make([]map[*GNode]ProcUsage, len(cells))
 	rx0, tx0 := make([][]uint64, len(cells)), make([][]uint64, len(cells))
 	for i, cl := range cells {
@@ -467,7 +468,7 @@ func leaseCostReport(rows []leaseRow, took time.Duration) string {
 		"A cluster with consensus counts only if the voters had a leader and a term before the window and neither the leader, the raft term " +
 		"nor the writer term changed over it (read from each voter's `/v1/agent/self` outside the window). " +
 		"`together`: both clusters measured in the same window; otherwise one after the other (two `fast` clusters of 50 do not fit on 2 cores). " +
-		"`load` is /proc/loadavg's first field before the window, `machine busy` all CPU use of the machine over it (cores of 2). ")
+		"`load` is /proc/loadavg's first field before the size's first cluster started (the rest of the machine's work), `machine busy` all CPU use of the machine over it (cores of 2). ")
 	fmt.Fprintf(&b, "Run: %s.\n\n", took.Round(time.Second))
 	b.WriteString("Command: `sudo go test -tags 'bench e2e' -count=1 -v -timeout 30m -run '^TestLeaseCost$' ./test/bench/` (`BENCH_QUICK=1` for a short run; `BENCH_LEASE_SIZES=15` for one size)\n\n")
 	var tr [][]string
