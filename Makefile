@@ -83,7 +83,7 @@ bench:
 	@echo "== idle CPU per agent, 15 and 50 agents (about 6 min; BENCH_QUICK=1: about 3)"
 	$(BENCH_GO) -run '^TestIdleCPU$$' ./test/bench/ > build/bench/idlecpu.log 2>&1; echo $$? > build/bench/idlecpu.rc
 	$(BENCH_GO) -run '^TestConsensusTerms$$' ./test/bench/ > build/bench/consensus.log 2>&1; echo $$? > build/bench/consensus.rc
-	@echo "== the writer lease's cost per agent, 15 and 50 agents (about 9 min; BENCH_QUICK=1: about 4)"
+	@echo "== the writer lease's cost per agent, 15 and 50 agents (about 6 min; BENCH_QUICK=1: about 3)"
 	$(BENCH_GO) -run '^TestLeaseCost$$' ./test/bench/ > build/bench/leasecost.log 2>&1; echo $$? > build/bench/leasecost.rc
 	$(GO) run ./test/bench/report
 	@for f in build/bench/*.rc; do echo "$$f: exit $$(cat $$f)"; done; ! grep -qv '^0$$' build/bench/*.rc
