@@ -61,9 +61,9 @@ soak:
 ## docs/benchmarks.md. Never fails on a timing. BENCH_QUICK=1: a few minutes.
 ## Suites 1, 3 and 4 are light and run side by side; suite 2 (CPUs
 ## saturated on purpose), suite 5 (1,000 agents), suite 7 (freshness:
-## silent replication cuts, then the CPU cost of positions) and suite 8
-## (writer terms by consensus) and suite 9 (switchover write outage) each
-## run alone.
+## silent replication cuts, then the CPU cost of positions), suite 8
+## (writer terms by consensus), suite 9 (switchover write outage) and the
+## lease's cost each run alone.
 BENCH_GO := $(GO) test -tags 'bench e2e' -count=1 -parallel 8 -v -timeout 90m
 bench:
 	bash test/install-deps.sh
@@ -85,6 +85,8 @@ bench:
 	$(BENCH_GO) -run '^TestIdleCPU$$' ./test/bench/ > build/bench/idlecpu.log 2>&1; echo $$? > build/bench/idlecpu.rc
 	$(BENCH_GO) -run '^TestConsensusTerms$$' ./test/bench/ > build/bench/consensus.log 2>&1; echo $$? > build/bench/consensus.rc
 	$(BENCH_GO) -run '^TestSwitchoverOutage$$' ./test/bench/ > build/bench/switchover.log 2>&1; echo $$? > build/bench/switchover.rc
+	@echo "== the writer lease's cost per agent, 15 and 50 agents (about 6 min; BENCH_QUICK=1: about 3)"
+	$(BENCH_GO) -run '^TestLeaseCost$$' ./test/bench/ > build/bench/leasecost.log 2>&1; echo $$? > build/bench/leasecost.rc
 	$(GO) run ./test/bench/report
 	@for f in build/bench/*.rc; do echo "$$f: exit $$(cat $$f)"; done; ! grep -qv '^0$$' build/bench/*.rc
 
