@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -287,6 +288,37 @@ func (r *soakRun) packetLoss() soakcheck.Fault {
 	return r.hold(f, func() error { return h.host.SetLoss(p) }, 30*time.Second, h.host.ClearRules)
 }
 
+// shoalSwitchover runs `shoal switchover --to next` on a random db agent
+// and records when next became writable (the command's start plus the
+// time no server took writes: no later than the real moment). It reports
+// whether next is the primary now; a failed command fails the soak.
+func (r *soakRun) shoalSwitchover(next *DBHost) bool {
+	on := r.c.DBs[r.rng.IntN(len(r.c.DBs))]
+	start := time.Now()
+	out, code := ShoalCLI(r.t, on.Agent, "switchover", "--to", next.Name, "--format", "json")
+	var res struct {
+		ReadOnly float64 `json:"read_only_seconds"`
+		Error    string  `json:"error"`
+	}
+	_ = json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &res)
+	if code != 0 {
+		r.t.Errorf("soak: shoal switchover --to %s on %s: exit %d: %s", next.Name, on.Name, code, out)
+	}
+	var ro bool
+	if err := next.Server.DB().QueryRow("SELECT @@global.read_only").Scan(&ro); err != nil || ro {
+		r.t.Errorf("soak: %s is not writable after shoal switchover (%v)", next.Name, err)
+		return false
+	}
+	r.c.SetPrimary(next)
+	r.primaries = append(r.primaries, soakcheck.Primary{At: start.Add(time.Duration(res.ReadOnly * float64(time.Second))), Name: next.Name})
+	for _, d := range r.c.DBs {
+		if d != next {
+			d.Server.WaitReplicating(30 * time.Second)
+		}
+	}
+	return true
+}
+
 // switchover: read_only moves from the primary to a random replica. Every
 // db node may be out meanwhile (no writer, replication re-pointed).
 func (r *soakRun) switchover() soakcheck.Fault {
@@ -294,8 +326,22 @@ func (r *soakRun) switchover() soakcheck.Fault {
 	next := reps[r.rng.IntN(len(reps))]
 	old := r.c.Primary()
 	f := soakcheck.Fault{Target: old.Name + " → " + next.Name, Start: time.Now(), Nodes: r.dbFaultNodes(old), Holder: old.Name, Other: next.Name}
-	writable := r.c.Switchover(r.t, next)
-	r.primaries = append(r.primaries, soakcheck.Primary{At: writable, Name: next.Name})
+	// With writer terms, every other switchover is `shoal switchover`, run
+	// on a random db agent; the others flip read_only by hand (an outside
+	// promotion, as Orchestrator or an operator would).
+	if r.terms != nil && r.rng.IntN(2) == 0 {
+		f.Target += " (shoal switchover)"
+		if !r.shoalSwitchover(next) {
+			f.Heal = time.Now()
+			return f
+		}
+	} else {
+		if r.terms != nil {
+			f.Target += " (read_only flip)"
+		}
+		writable := r.c.Switchover(r.t, next)
+		r.primaries = append(r.primaries, soakcheck.Primary{At: writable, Name: next.Name})
+	}
 	f.Heal = time.Now()
 	// The window in which writes may still reach the old, read-only
 	// primary: until every HAProxy has the new writer alone.

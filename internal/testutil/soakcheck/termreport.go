@@ -14,7 +14,7 @@ const TermsDoc = `The agents run with writer terms (issue 26, [consensus.md](con
 - an agent's writer is always the holder of the term its pool follows, and the voters showed that term with that writer;
 - every agent's and HAProxy's writer is the holder of the term current on the voters, allowing 2 s behind a new term (gossip and the sink; the old holder is read-only by then) and 0.5 s ahead of the poll;
 - every client write was accepted by the holder of a term current during the write (0.5 s either side);
-- only a switchover moves the term: exactly one new term, numbered one more, to the new primary;
+- only a switchover moves the term: exactly one new term, numbered one more, to the new primary; every other ` + "`switchover`" + ` fault is ` + "`shoal switchover --to NODE`" + ` run on a random db agent (out before in: demote, catch up, grant, promote, re-point, every router applied; the command must exit 0), the others a ` + "`read_only`" + ` flip by hand (an outside promotion);
 - ` + "`second-writable`" + ` (a replica made writable by mistake with ` + "`SET GLOBAL read_only=0`" + ` for 5-15 s, then read-only again): the term stays; until the heal every agent and HAProxy routes writes to the holder alone (no agent's writer changes), and every agent shows the replica out with reason ` + "`conflict`" + ` (explained, not a false removal);
 - ` + "`writer-agent-kill`" + ` (the holder's agent killed with SIGKILL while its mysqld runs on, restarted 5-15 s later): the term stays; no agent or HAProxy routes writes anywhere but the holder; every other agent drops the writer once the member is failed and has none until the restart; after it every agent routes to the holder under the same term.
 
