@@ -323,6 +323,9 @@ func (a *Agent) fenceSafely(ctx context.Context, f *fencer, cluster, why string,
 	a.log.Warn("fencing this server: setting it read-only and killing its client connections",
 		"cluster", cluster, "why", why, "attempt", attempt, "target", f.cfg.Addr)
 	res, err := f.run(ctx, f.cfg)
+	if a.probe != nil && res.ReadOnly {
+		a.probe.CheckNow() // every agent sees the server read-only at once
+	}
 	a.publishFence(f, cluster, why, attempt, res, err)
 	return err
 }

@@ -170,6 +170,12 @@ func (a *Agent) takeStepSafely(ctx context.Context, st consensus.SwitchStep) (an
 	a.cons.sw.taken.Add(1)
 	a.log.Info("switchover step", "op", st.Op, "id", st.ID, "cluster", st.Cluster, "by", st.By, "old", st.Old, "target", st.Target, "from_term", st.From)
 	err := a.takeStep(ctx, st, &ans)
+	if a.probe != nil && st.Op != consensus.OpGrant && st.Op != consensus.OpCatchUp {
+		// The step changed the server: publish its new state now, not
+		// at the next interval (the leader waits to see it read-only,
+		// the routers to see the target writable).
+		a.probe.CheckNow()
+	}
 	if err != nil {
 		var r retryable
 		ans.Error, ans.Retry = err.Error(), errors.As(err, &r)

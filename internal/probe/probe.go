@@ -43,6 +43,12 @@ type Probe struct {
 	h      *hysteresis
 	status Status
 
+	kickMu sync.Mutex // guards: kick, kicked
+	// kick ends the current wait between checks (nil outside one);
+	// kicked says CheckNow was called since the last check began.
+	kick   context.CancelFunc
+	kicked bool
+
 	life      sync.Mutex
 	started   bool
 	closed    bool
@@ -141,6 +147,39 @@ func (p *Probe) Close() error {
 	return nil
 }
 
+// CheckNow asks for a check at once: between checks the wait ends; during
+// one, the next starts right after it. The agent calls it when it changed
+// its server itself (a switchover step set read_only), so that the new
+// state is published without waiting for the interval.
+func (p *Probe) CheckNow() {
+	p.kickMu.Lock()
+	defer p.kickMu.Unlock()
+	p.kicked = true
+	if p.kick != nil {
+		p.kick()
+	}
+}
+
+// waitCtx is the context of one wait between checks: CheckNow cancels it.
+// The second result reports a kick already asked for (the check is due at
+// once); done must be called when the wait ends.
+func (p *Probe) waitCtx(ctx context.Context) (wctx context.Context, kicked bool, done func()) {
+	p.kickMu.Lock()
+	defer p.kickMu.Unlock()
+	if p.kicked {
+		p.kicked = false
+		return ctx, true, func() {}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	p.kick = cancel
+	return wctx, false, func() {
+		p.kickMu.Lock()
+		p.kick = nil
+		p.kickMu.Unlock()
+		cancel()
+	}
+}
+
 // Status returns the current state, reason, latest facts and counters.
 func (p *Probe) Status() Status {
 	p.mu.Lock()
@@ -208,20 +247,28 @@ func (p *Probe) idle(ctx context.Context, until time.Time) (due, early bool) {
 		if left <= 0 {
 			return true, false
 		}
+		wctx, kicked, done := p.waitCtx(ctx)
+		if kicked {
+			return true, true
+		}
 		if p.sess == nil || p.sess.nc == nil || p.noIdleWatch {
 			t := p.clock.NewTimer(left)
 			select {
-			case <-ctx.Done():
+			case <-wctx.Done():
 				t.Stop()
-				return false, false
+				done()
+				continue // closed, or CheckNow: re-evaluate
 			case <-t.Chan():
+				done()
 				return true, false
 			}
 		}
 		// The read deadline is the kernel's: real time.
-		switch err := watchIdle(ctx, p.sess.nc, time.Now().Add(left)); {
+		err := watchIdle(wctx, p.sess.nc, time.Now().Add(left))
+		done()
+		switch {
 		case err == nil:
-			continue // deadline reached or ctx done: re-evaluate
+			continue // deadline reached, ctx done or CheckNow: re-evaluate
 		case errors.Is(err, errNoWatch):
 			p.sess.nc = nil
 		default:

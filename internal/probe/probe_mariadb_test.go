@@ -283,3 +283,29 @@ func TestProbeReplica(t *testing.T) {
 		t.Logf("without SLAVE MONITOR: %s", e.Status.Message)
 	})
 }
+
+// TestProbeCheckNow: with a long interval, CheckNow makes the next check
+// run at once, whether the probe waits on its idle connection's watch or
+// on a timer (no watch), and a change made just before it is seen then.
+func TestProbeCheckNow(t *testing.T) {
+	mariadbtest.Require(t)
+	srv := mariadbtest.Start(t, mariadbtest.Options{})
+	createProbeUser(t, srv, probeUser, "SLAVE MONITOR")
+	for _, watch := range []bool{true, false} {
+		t.Run(map[bool]string{true: "idle watch", false: "timer"}[watch], func(t *testing.T) {
+			p, rec := startProbe(t, srv, func(c *Config) { c.Interval = 30 * time.Second; c.Rise = 1 }, func(p *Probe) { p.noIdleWatch = !watch })
+			rec.await(t, 0, 10*time.Second, "state passing", isState(StatePassing))
+			before := p.Status().Checks
+			srv.MustExec("SET GLOBAL read_only=ON")
+			defer srv.MustExec("SET GLOBAL read_only=OFF")
+			m := rec.mark()
+			t0 := time.Now()
+			p.CheckNow()
+			e := rec.await(t, m, 5*time.Second, "read_only seen after CheckNow", func(e Event) bool { return e.Status.Last.Facts.ReadOnly })
+			t.Logf("read_only seen %s after CheckNow (interval 30s)", e.at.Sub(t0).Round(time.Millisecond))
+			if after := p.Status().Checks; after != before+1 {
+				t.Errorf("checks %d → %d, want one more", before, after)
+			}
+		})
+	}
+}
