@@ -62,17 +62,22 @@ const (
 // it).
 func Fence(ctx context.Context, cfg Config) (res Result, err error) {
 	err = withConn(ctx, cfg, func(ctx context.Context, conn *sql.Conn) error {
-		var err error
-		if res.Flavor, err = flavor(ctx, conn); err != nil {
-			return err
-		}
-		if err := setReadOnly(ctx, conn, res.Flavor); err != nil {
-			return err
-		}
-		res.ReadOnly = true
-		return killClients(ctx, conn, cfg.User, &res)
+		return fenceOn(ctx, conn, cfg, &res)
 	})
 	return res, err
+}
+
+// fenceOn fences on conn, filling in res.
+func fenceOn(ctx context.Context, conn *sql.Conn, cfg Config, res *Result) error {
+	var err error
+	if res.Flavor, err = flavor(ctx, conn); err != nil {
+		return err
+	}
+	if err := setReadOnly(ctx, conn, res.Flavor); err != nil {
+		return err
+	}
+	res.ReadOnly = true
+	return killClients(ctx, conn, cfg.User, res)
 }
 
 // Unfence makes the server writable again: read_only=OFF (which turns
@@ -102,11 +107,27 @@ func withConn(ctx context.Context, cfg Config, f func(context.Context, *sql.Conn
 	}
 	defer db.Close()
 	conn, err := db.Conn(ctx)
+	// The account may be allowed two connections (the probe keeps one),
+	// and the server counts a connection closed a moment ago for a little
+	// while longer: try again for up to a second.
+	for i := 0; err != nil && isUserLimit(err) && i < 10 && ctx.Err() == nil; i++ {
+		time.Sleep(100 * time.Millisecond)
+		conn, err = db.Conn(ctx)
+	}
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", cfg.Addr, err)
 	}
 	defer conn.Close()
 	return f(ctx, conn)
+}
+
+// errUserLimit is ER_USER_LIMIT_REACHED: the account's
+// MAX_USER_CONNECTIONS are in use.
+const errUserLimit = 1226
+
+func isUserLimit(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == errUserLimit
 }
 
 // open builds a one-connection pool for cfg.

@@ -26,11 +26,13 @@ import (
 // Demote sets the server read-only and kills its client connections
 // (Fence), then reads its GTID position: what the new writer must have
 // applied before it takes writes.
+// It uses one connection: the probe's account may be allowed only two
+// (the probe keeps one).
 func Demote(ctx context.Context, cfg Config) (res Result, gtid string, err error) {
-	if res, err = Fence(ctx, cfg); err != nil {
-		return res, "", err
-	}
 	err = withConn(ctx, cfg, func(ctx context.Context, conn *sql.Conn) error {
+		if err := fenceOn(ctx, conn, cfg, &res); err != nil {
+			return err
+		}
 		gtid, err = position(ctx, conn, res.Flavor)
 		return err
 	})

@@ -48,6 +48,15 @@ func TestSwitchover(t *testing.T) {
 	}
 
 	move := func(t *testing.T, on *Agent, to *DBHost, term uint64) {
+		// An operator switches over a healthy cluster: wait until every
+		// agent shows the current writer and every other server a reader
+		// (the servers re-pointed by the last switchover included).
+		cur := c.Primary().Name
+		if w := c.Obs.WaitAgents(c.AgentNames(), time.Now(), 15*time.Second, func(s Snap) bool {
+			return s.OK() && slices.Equal(s.Writers, []string{cur}) && len(s.Out) == 0
+		}); !w.OK {
+			t.Fatalf("the pool is not healthy before the switchover:\n%s", c.Describe())
+		}
 		r := p.window(t, func(t *testing.T) {
 			start := time.Now()
 			out, code := ShoalCLI(t, on, "switchover", "--to", to.Name)
