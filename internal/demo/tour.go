@@ -133,6 +133,35 @@ func (l *Layout) Tour(ctx context.Context, out io.Writer) error {
 		}
 		return start, nil
 	})
+	// 5b: the same by shoal switchover, run on db3's agent (a voter).
+	t.step(ctx, "5b. shoal switchover db1 -> db2 (and back to db1), run on db3", true, func() (time.Time, error) {
+		start := time.Now()
+		for _, sw := range [][2]string{{"db1", "db2"}, {"db2", "db1"}} {
+			from, to := sw[0], sw[1]
+			hx := t.watch(map[string]string{BackendRW + "/" + to: "ready", BackendRW + "/" + from: "maint"})
+			t0 := time.Now()
+			res, err := l.Client("db3").Switchover(ctx, client.SwitchoverRequest{To: to})
+			if err != nil {
+				return start, err
+			}
+			if res.Error != "" {
+				return start, fmt.Errorf("shoal switchover --to %s: %s", to, res.Error)
+			}
+			took := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+			fmt.Fprintf(out, "   shoal switchover --to %s: term %d, no server took writes for %s, applied on %d/%d routers in %s:\n",
+				to, res.Term, ms(took(res.ReadOnlySeconds)), len(res.Routers.Applied), len(res.Routers.Applied)+len(res.Routers.Pending), ms(took(res.Routers.Seconds)))
+			t.expectIn(ctx, t0, to, "writer", l.Nodes(), hx)
+			if err := l.waitHealthy(ctx, to, StepBound); err != nil {
+				t.fail(err.Error())
+			} else {
+				fmt.Fprintf(out, "   pool everywhere: writer %s, the two others readers (re-pointed by their agents)\n", to)
+			}
+			settled := time.Now()
+			time.Sleep(2200 * time.Millisecond)
+			fmt.Fprintf(out, "   client writes in the next 2 s landed on: %s\n", t.writesBy(settled, time.Now()))
+		}
+		return start, nil
+	})
 	// 6: a db host's agent dies.
 	t.step(ctx, "6. kill -9 db3's shoal agent, then restart it", true, func() (time.Time, error) {
 		hx := t.watch(map[string]string{BackendRO + "/db3": "maint"})
