@@ -451,20 +451,14 @@ func (a *Agent) appliedMembers() ([]serf.Member, func(string) bool) {
 // forwardAnswers hands the answers of one query to out, at most limit,
 // until the query times out or ctx ends, then closes the query.
 func forwardAnswers(ctx context.Context, resp *serf.QueryResponse, out chan<- serf.NodeResponse, limit int) {
-	defer resp.Close()
-	for range limit {
+	n := 0
+	eachAnswer(ctx, resp, func(r serf.NodeResponse) bool {
 		select {
+		case out <- r:
 		case <-ctx.Done():
-			return
-		case r, ok := <-resp.ResponseCh():
-			if !ok {
-				return
-			}
-			select {
-			case out <- r:
-			case <-ctx.Done():
-				return
-			}
+			return false
 		}
-	}
+		n++
+		return n < limit
+	})
 }

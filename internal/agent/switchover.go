@@ -366,30 +366,33 @@ func (a *Agent) askStep(ctx context.Context, st consensus.SwitchStep, timeout ti
 	if err != nil {
 		return consensus.SwitchAnswer{}, fmt.Errorf("send: %w", err)
 	}
-	defer resp.Close()
-	for {
-		select {
-		case <-ctx.Done():
-			return consensus.SwitchAnswer{}, ctx.Err()
-		case r, ok := <-resp.ResponseCh():
-			if !ok {
-				return consensus.SwitchAnswer{}, fmt.Errorf("%w within %s", errNoAnswer, timeout)
-			}
-			if r.From != st.Node {
-				continue
-			}
-			ans, err := consensus.DecodeSwitchAnswer(r.Payload, a.cons.terms.verify)
-			switch {
-			case err != nil:
-				return consensus.SwitchAnswer{}, fmt.Errorf("answer: %w", err)
-			case ans.ID != st.ID || ans.Op != st.Op || ans.Node != st.Node:
-				return consensus.SwitchAnswer{}, fmt.Errorf("answer for %s/%s from %s, not this step", ans.Op, ans.ID, ans.Node)
-			case !ans.Signed && st.Op != consensus.OpRepoint:
-				return consensus.SwitchAnswer{}, errors.New("unsigned answer: the node has no consensus key")
-			}
-			return ans, nil
+	var ans consensus.SwitchAnswer
+	err = fmt.Errorf("%w within %s", errNoAnswer, timeout)
+	eachAnswer(ctx, resp, func(r serf.NodeResponse) bool {
+		if r.From != st.Node {
+			return true
 		}
+		ans, err = a.checkAnswer(st, r.Payload)
+		return false
+	})
+	if ctx.Err() != nil {
+		return consensus.SwitchAnswer{}, ctx.Err()
 	}
+	return ans, err
+}
+
+// checkAnswer decodes a node's answer to st and checks that it is one.
+func (a *Agent) checkAnswer(st consensus.SwitchStep, payload []byte) (consensus.SwitchAnswer, error) {
+	ans, err := consensus.DecodeSwitchAnswer(payload, a.cons.terms.verify)
+	switch {
+	case err != nil:
+		return consensus.SwitchAnswer{}, fmt.Errorf("answer: %w", err)
+	case ans.ID != st.ID || ans.Op != st.Op || ans.Node != st.Node:
+		return consensus.SwitchAnswer{}, fmt.Errorf("answer for %s/%s from %s, not this step", ans.Op, ans.ID, ans.Node)
+	case !ans.Signed && st.Op != consensus.OpRepoint:
+		return consensus.SwitchAnswer{}, errors.New("unsigned answer: the node has no consensus key")
+	}
+	return ans, nil
 }
 
 // view converts what waitApplied saw.

@@ -271,19 +271,27 @@ func (a *Agent) askTerms(ctx context.Context) {
 		a.life.wg.Add(1)
 		go func() {
 			defer a.life.wg.Done()
-			defer resp.Close()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case r, ok := <-resp.ResponseCh():
-					if !ok {
-						return
-					}
-					a.termSafely("term answer", func() { a.acceptSignedTerm(r.Payload, "answer from "+r.From) })
-				}
-			}
+			eachAnswer(ctx, resp, func(r serf.NodeResponse) bool {
+				a.termSafely("term answer", func() { a.acceptSignedTerm(r.Payload, "answer from "+r.From) })
+				return true
+			})
 		}()
+	}
+}
+
+// eachAnswer calls f with each answer to a query until the query ends,
+// ctx ends or f returns false, then closes the query.
+func eachAnswer(ctx context.Context, resp *serf.QueryResponse, f func(serf.NodeResponse) bool) {
+	defer resp.Close()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case r, ok := <-resp.ResponseCh():
+			if !ok || !f(r) {
+				return
+			}
+		}
 	}
 }
 
