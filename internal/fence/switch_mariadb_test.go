@@ -111,3 +111,31 @@ func TestSwitchoverStepErrors(t *testing.T) {
 		t.Errorf("promote without REPLICATION SLAVE ADMIN: %v", err)
 	}
 }
+
+// TestSwitchoverStepsTwoConnections: with the account limited to two
+// connections and one held (the probe's), the steps run one after the
+// other, each on the one connection left.
+func TestSwitchoverStepsTwoConnections(t *testing.T) {
+	mariadbtest.Require(t)
+	primary, rs := mariadbtest.StartReplicated(t, 1, mariadbtest.User{Name: "shoal", Password: testPassword, Grants: switchGrants, MaxConns: 2})
+	probe := clientConn(t, rs[0], "shoal", false) // held, like the probe's
+	ctx := context.Background()
+	res, gtid, err := Demote(ctx, cfgOf(primary, "shoal"))
+	if err != nil {
+		t.Fatalf("demote: %+v %v", res, err)
+	}
+	for i := range 5 {
+		if err := CatchUp(ctx, cfgOf(rs[0], "shoal"), gtid, 5*time.Second); err != nil {
+			t.Fatalf("catch up %d: %v", i, err)
+		}
+		if _, err := Promote(ctx, cfgOf(rs[0], "shoal")); err != nil {
+			t.Fatalf("promote %d: %v", i, err)
+		}
+		if _, _, err := Demote(ctx, cfgOf(rs[0], "shoal")); err != nil {
+			t.Fatalf("demote %d right after the promote: %v", i, err)
+		}
+	}
+	if err := probe.PingContext(ctx); err != nil {
+		t.Errorf("the held connection was lost: %v", err)
+	}
+}
