@@ -534,7 +534,12 @@ func leaseCostRows(rows []leaseRow) [][]string {
 		}
 		check := r.check
 		if !r.ok {
-			check = "**not counted**: " + strings.TrimPrefix(strings.TrimSpace(r.note+" "+check), " ")
+			check = "**not counted**: " + strings.TrimSpace(r.note+" "+check)
+		}
+		if a.failed+r.failed > 0 {
+			// Failures and their refutations are gossip and CPU of their
+			// own: a window that had any was not idle.
+			check = fmt.Sprintf("**disturbed**: %d member-failed in (a)'s window, %d in (b)'s; %s", a.failed, r.failed, check)
 		}
 		if len(r.cpuPct) == 0 || len(a.cpuPct) == 0 || !a.ok {
 			out = append(out, []string{fmt.Sprint(r.n), kind, "–", "–", check + " (a cluster did not form)"})
