@@ -147,10 +147,16 @@ func runLeaseCells(t *testing.T, n int, keys leaseKeys, window time.Duration, lo
 	time.Sleep(window)
 	m1 := takeCPU()
 	wall := m1.at.Sub(m0.at)
+	// Every cluster's counters first, in the order they were read before
+	// the window, so each spans the same time.
+	after := make([]map[*GNode]ProcUsage, len(cells))
+	rx1, tx1 := make([][]uint64, len(cells)), make([][]uint64, len(cells))
+	for i, cl := range cells {
+		after[i] = cl.c.usage()
+		rx1[i], tx1[i] = linkBytes(t, cl.c)
+	}
 	var rows []leaseRow
 	for i, cl := range cells {
-		after := cl.c.usage()
-		rx1, tx1 := linkBytes(t, cl.c)
 		self1, terms1 := cl.readState()
 		db := leaseRow{n: n, consensus: cl.consensus, db: true, together: together, window: wall, load1: load,
 			machine: cpuBetween(m0, m1), failed: countFailed(cl.c.Stamps(), m0.at, m1.at, "", ""), ok: cl.err == nil}
@@ -168,10 +174,10 @@ func runLeaseCells(t *testing.T, n int, keys leaseKeys, window time.Duration, lo
 			if j < leaseVoters {
 				r = &db
 			}
-			bps := float64(rx1[j]-rx0[i][j]+tx1[j]-tx0[i][j]) / wall.Seconds()
+			bps := float64(rx1[i][j]-rx0[i][j]+tx1[i][j]-tx0[i][j]) / wall.Seconds()
 			r.bps = append(r.bps, bps)
 			b, ok0 := before[i][node]
-			a, ok1 := after[node]
+			a, ok1 := after[i][node]
 			if !ok0 || !ok1 {
 				continue
 			}
