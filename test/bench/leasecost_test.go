@@ -557,7 +557,7 @@ func leaseCostRows(rows []leaseRow) [][]string {
 		if db < 0 {
 			sign, db = "−", -db
 		}
-		out = append(out, []string{fmt.Sprint(r.n), kind, fmt.Sprintf("%+.2f", dc), sign + fmtBytes(db), check})
+		out = append(out, []string{fmt.Sprint(r.n), kind, strings.Replace(fmt.Sprintf("%+.2f", dc), "-", "−", 1), sign + fmtBytes(db), check})
 	}
 	return out
 }
