@@ -108,6 +108,13 @@ func TestRenderersEscapeHostileText(t *testing.T) {
 				Serf:    client.SerfStats{Members: 3, Failed: 1}, Consensus: hostileConsensus(s)})
 			return b.Bytes()
 		},
+		"switchover": func(s string) []byte {
+			var b bytes.Buffer
+			writeSwitchover(&b, &client.Switchover{ID: s, Cluster: s, Old: s, Target: s, From: 1, Term: 2, ReadOnlySeconds: 0.2,
+				Steps:   []client.SwitchStep{{Name: s, Node: s, OK: true, Detail: s}, {Name: s, Node: s, Detail: s}},
+				Routers: client.RoutersApplied{Applied: []string{s}, Pending: map[string]string{s: s}, Unreachable: map[string]string{s: s}}})
+			return b.Bytes()
+		},
 		"health": func(s string) []byte {
 			var b bytes.Buffer
 			lag := int64(3)
