@@ -78,7 +78,10 @@ func (a *Agent) Switchover(ctx context.Context, req view.SwitchoverRequest) (vie
 		return view.Switchover{}, err
 	}
 	a.log.Warn("switchover starting", "id", plan.id, "cluster", plan.cluster, "from", plan.old, "to", plan.target, "term", plan.from)
-	res := a.runSwitchover(ctx, plan, req)
+	// Once started, a switchover runs to its end (every wait is bounded):
+	// a client that goes away (Ctrl-C) must not leave the old writer
+	// demoted with nobody to restore it.
+	res := a.runSwitchover(context.WithoutCancel(ctx), plan, req)
 	if res.Error != "" {
 		a.log.Error("switchover failed", "id", plan.id, "cluster", plan.cluster, "error", res.Error)
 	} else {
