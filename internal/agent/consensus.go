@@ -81,7 +81,7 @@ func (a *Agent) startConsensus(context.Context, *startup) error {
 		ID: a.cfg.Node, Bind: cs.BindAddr(host), Advertise: a.consensusAdvertise(cs.AdvertiseAddr(host)),
 		DataDir: cs.DataDirPath(), Keyring: kr, BootstrapExpect: cs.BootstrapExpect,
 		HeartbeatTimeout: cs.HeartbeatTimeout, ElectionTimeout: cs.ElectionTimeout, LeaderLeaseTimeout: cs.LeaderLeaseTimeout,
-		Log: a.logs.Logger, OnRefused: a.consensusRefused,
+		Log: a.logs.Logger, OnRefused: a.consensusRefused, OnApply: a.appliedTerm,
 	})
 	if err != nil {
 		return err

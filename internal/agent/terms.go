@@ -295,6 +295,32 @@ func eachAnswer(ctx context.Context, resp *serf.QueryResponse, f func(serf.NodeR
 	}
 }
 
+// keepTerm learns a term this voter signed and, when it is newer than
+// what it knew, saves it to the terms file: a restarted voter then routes
+// by it at once, before raft has replayed its log.
+func (a *Agent) keepTerm(t pool.Term, signed []byte, from string) {
+	if a.learnTerm(t, from) {
+		a.saveSignedTerm(t.Cluster, signed, true)
+	}
+}
+
+// appliedTerm is the FSM's callback for each term a grant made current on
+// this voter: the grants it did not make itself, and the replay after a
+// restart (older terms change nothing).
+func (a *Agent) appliedTerm(t pool.Term) {
+	if a.cons.terms.signer == nil {
+		return
+	}
+	a.termSafely("applied term", func() {
+		b, err := consensus.EncodeSignedTerm(a.cons.terms.signer, t)
+		if err != nil {
+			a.log.Warn("cannot sign a writer term", "cluster", t.Cluster, "error", err)
+			return
+		}
+		a.keepTerm(t, b, "applied by raft")
+	})
+}
+
 // publishTerms broadcasts terms signed, as the raft leader does on each
 // grant and once elected (consensus.View.Publish).
 func (a *Agent) publishTerms(terms []pool.Term) {
@@ -302,9 +328,9 @@ func (a *Agent) publishTerms(terms []pool.Term) {
 		return
 	}
 	for _, t := range terms {
-		a.learnTerm(t, "granted here")
 		b, err := consensus.EncodeSignedTerm(a.cons.terms.signer, t)
 		if err == nil {
+			a.keepTerm(t, b, "granted here")
 			err = a.UserEvent(consensus.TermEvent, b, false)
 		}
 		if err != nil {
