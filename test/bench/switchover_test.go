@@ -101,11 +101,12 @@ func TestSwitchoverOutage(t *testing.T) {
 	if sc, sf := Summarize(cmd), Summarize(flip); len(cmd) > 0 && len(flip) > 0 && sf.P50 > 0 {
 		fmt.Fprintf(&b, "\nRatio of the p50 outages, switchover / flip: %.2f.\n", sc.P50/sf.P50)
 	}
-	b.WriteString("\nWhy the switchover takes longer: its grant waits until the raft leader's own view shows the old writer read-only " +
-		"(the probe's next check and a gossip round, about 0.2 s; granting earlier would let the leader's grant rules hand the term back " +
-		"to a server it still sees writable), and the target becomes writable only after it learns the new term. The flip by hand makes " +
-		"the target writable at once and relies on the outside-promotion rule; it has no catch-up guarantee of its own, no rollback, " +
-		"and anyone with SQL access can do it, which is what terms and fencing guard against.\n")
+	b.WriteString("\nWhat bounds the switchover's outage: its grant waits until the raft leader's own view shows the old writer read-only " +
+		"(granting earlier would let the leader's grant rules hand the term back to a server it still sees writable), and the target becomes " +
+		"writable only after it learns the new term; the agents that change a server check it at once (probe `CheckNow`), so the gossip carries " +
+		"the change without waiting for the probe's interval. The flip by hand makes the target writable at once and relies on the " +
+		"outside-promotion rule; it has no catch-up guarantee of its own and no rollback, and anyone with SQL access can do it, which is " +
+		"what terms and fencing guard against.\n")
 	for _, n := range notes {
 		fmt.Fprintf(&b, "\n- %s", n)
 	}
