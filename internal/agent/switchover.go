@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -398,9 +396,7 @@ func (a *Agent) checkAnswer(st consensus.SwitchStep, payload []byte) (consensus.
 	return ans, nil
 }
 
-// view converts what waitApplied saw.
+// view converts what waitApplied saw (Applied is sorted already).
 func (r AppliedReport) view() view.RoutersApplied {
-	out := view.RoutersApplied{Applied: slices.Clone(r.Applied), Pending: r.Pending, Unreachable: r.Unreachable, Took: r.Took}
-	sort.Strings(out.Applied)
-	return out
+	return view.RoutersApplied{Applied: r.Applied, Pending: r.Pending, Unreachable: r.Unreachable, Took: r.Took}
 }

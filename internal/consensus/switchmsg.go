@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"net"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/tags"
 )
 
@@ -82,8 +81,8 @@ func (s SwitchStep) Check() error {
 		return fmt.Errorf("switchover wait %d ms: out of range", s.WaitMS)
 	}
 	for _, n := range []struct{ what, name string }{{"node", s.Node}, {"by", s.By}, {"old writer", s.Old}, {"target", s.Target}} {
-		if err := checkName(n.name); err != nil {
-			return fmt.Errorf("switchover %s: %w", n.what, err)
+		if d := member.CheckName(n.name); d != "" {
+			return fmt.Errorf("switchover %s: %s", n.what, d)
 		}
 	}
 	if _, port, err := net.SplitHostPort(s.Addr); err != nil || port == "" || len(s.Addr) > maxName {
@@ -92,22 +91,8 @@ func (s SwitchStep) Check() error {
 	return nil
 }
 
-// maxName bounds a node name or address in a switchover message.
+// maxName bounds a target address in a switchover message.
 const maxName = 128
-
-// checkName checks a node name from another host: 1 to maxName bytes of
-// printable UTF-8.
-func checkName(n string) error {
-	if n == "" || len(n) > maxName || !utf8.ValidString(n) {
-		return fmt.Errorf("node name %.80q: must be 1 to %d bytes of UTF-8", n, maxName)
-	}
-	for _, r := range n {
-		if !unicode.IsPrint(r) {
-			return fmt.Errorf("node name %.80q: unprintable character %U", n, r)
-		}
-	}
-	return nil
-}
 
 // CheckFresh refuses a step that expired, or that claims to live longer
 // than MaxStepLife from now.
@@ -206,8 +191,8 @@ func DecodeSwitchAnswer(b []byte, pubs []ed25519.PublicKey) (SwitchAnswer, error
 	if len(a.GTID) > maxGTID || len(a.Error) > 2*maxDetail || len(a.Detail) > 2*maxDetail || a.Killed < 0 {
 		return SwitchAnswer{}, fmt.Errorf("%w: switchover answer out of bounds", ErrTermMalformed)
 	}
-	if err := checkName(a.Node); err != nil {
-		return SwitchAnswer{}, fmt.Errorf("%w: switchover answer: %w", ErrTermMalformed, err)
+	if d := member.CheckName(a.Node); d != "" {
+		return SwitchAnswer{}, fmt.Errorf("%w: switchover answer: node %s", ErrTermMalformed, d)
 	}
 	return a, nil
 }
