@@ -67,9 +67,12 @@ func buildCluster(name string, evals []eval, policy Policy, prevWriter string, f
 		}
 	}
 
-	var writer *eval
+	var writer, holder *eval
 	if requiresTerm(evals) {
 		writer = c.pickTermWriter(slices.Concat(writers, softWriters), evals, tv)
+		if writer == nil && tv.Unverifiable == "" {
+			holder = readOnlyHolder(*c.Term, slices.Concat(readers, softReaders))
+		}
 	} else {
 		// Writer, with the writer floor when no passing candidate exists.
 		floored := false
@@ -88,8 +91,17 @@ func buildCluster(name string, evals []eval, policy Policy, prevWriter string, f
 		readers = c.dropWrongSource(readers, writer.serverID)
 		softReaders = c.dropWrongSource(softReaders, writer.serverID)
 	}
-	judgeFreshness(readers, writer, f, policy, lags, recheck)
-	judgeFreshness(softReaders, writer, f, policy, lags, recheck)
+	// Freshness is judged against the writer, or, while the term holder is
+	// read-only (fenced when cut off from the quorum, demoted by a
+	// switchover), against the holder: it has every write the fleet took,
+	// and replicas that miss them must not serve reads just because no
+	// server is writable.
+	ref := writer
+	if ref == nil {
+		ref = holder
+	}
+	judgeFreshness(readers, ref, f, policy, lags, recheck)
+	judgeFreshness(softReaders, ref, f, policy, lags, recheck)
 	// A reader judged stale moves to the soft readers, a soft one judged
 	// fresh to the readers.
 	var fresh, soft []eval
@@ -108,7 +120,7 @@ func buildCluster(name string, evals []eval, policy Policy, prevWriter string, f
 		c.Readers = append(c.Readers, c.Writers[0])
 	}
 
-	c.readerFloor(softReaders, policy)
+	c.readerFloor(softReaders, policy, holder)
 
 	sortNodes(c.Readers)
 	sortNodes(c.Out)
@@ -189,9 +201,23 @@ func (c *Cluster) dropWrongSource(es []eval, writerID uint32) []eval {
 // writer never while the cluster has a passing writer, which serves reads
 // instead (reason fallback) if the floor lacked readers that only stale
 // candidates could give, and like stale-reader while it has none.
-func (c *Cluster) readerFloor(soft []eval, policy Policy) {
+//
+// holder, when not nil, is the cluster's term holder while it is read-only
+// and there is no writer (see readOnlyHolder): with writer, it takes the
+// writer's place, serving reads instead of stale readers, as it has every
+// write the fleet took.
+func (c *Cluster) readerFloor(soft []eval, policy Policy, holder *eval) {
 	fallback := policy.ReadFallback
-	if fallback == "" || fallback == ReadFallbackWriter && !c.passingWriter() {
+	var fb Node // who serves reads instead of stale readers, and why
+	switch {
+	case fallback != ReadFallbackWriter:
+	case c.passingWriter():
+		fb = Node{Name: c.Writers[0].Name, Addr: c.Writers[0].Addr, Detail: "the writer serves reads instead of stale readers: "}
+	case holder != nil && len(c.Writers) == 0:
+		fb = Node{Name: holder.node.Name, Addr: holder.node.Addr,
+			Detail: fmt.Sprintf("the read-only holder of term %d serves reads instead of stale readers: ", c.Term.Number)}
+	}
+	if fallback == "" || fallback == ReadFallbackWriter && fb.Name == "" {
 		fallback = ReadFallbackStaleReader
 	}
 	slices.SortFunc(soft, leastBad)
@@ -199,6 +225,9 @@ func (c *Cluster) readerFloor(soft []eval, policy Policy) {
 	var stale []eval
 	for _, e := range soft {
 		switch {
+		case fallback != ReadFallbackStaleReader && e.node.Name == fb.Name:
+			// The holder: in below if it must serve reads, out otherwise.
+			stale = append(stale, e)
 		case fallback != ReadFallbackStaleReader && e.node.Reason.stale():
 			stale = append(stale, e)
 		case need > 0:
@@ -208,18 +237,49 @@ func (c *Cluster) readerFloor(soft []eval, policy Policy) {
 			c.Out = append(c.Out, e.node)
 		}
 	}
-	w := c.Writer()
-	if need > 0 && len(stale) > 0 && fallback == ReadFallbackWriter && !slices.ContainsFunc(c.Readers, func(n Node) bool { return n.Name == w }) {
-		var names []string
-		for _, e := range stale {
-			names = append(names, fmt.Sprintf("%s (%s)", e.node.Name, e.node.Reason))
+	var names []string
+	var self *eval // the holder, when it is among the candidates
+	for i, e := range stale {
+		if e.node.Name == fb.Name {
+			self = &stale[i]
+			continue
 		}
-		c.Readers = append(c.Readers, Node{Name: w, Addr: c.Writers[0].Addr, Reason: ReasonFallback,
-			Detail: "the writer serves reads instead of stale readers: " + strings.Join(names, ", ")})
+		names = append(names, fmt.Sprintf("%s (%s)", e.node.Name, e.node.Reason))
+	}
+	in := slices.ContainsFunc(c.Readers, func(n Node) bool { return n.Name == fb.Name })
+	switch {
+	case need <= 0 || fallback != ReadFallbackWriter || in:
+	case len(names) > 0:
+		fb.Reason = ReasonFallback
+		fb.Detail += strings.Join(names, ", ")
+		c.Readers = append(c.Readers, fb)
+		in = true
+	case self != nil:
+		// No stale reader to stand in for: the holder is kept by the floor
+		// like any read-only server.
+		c.Readers = append(c.Readers, floorNode(*self))
+		in = true
 	}
 	for _, e := range stale {
-		c.Out = append(c.Out, e.node)
+		if e.node.Name != fb.Name || !in {
+			c.Out = append(c.Out, e.node)
+		}
 	}
+}
+
+// readOnlyHolder returns the term t's holder among the cluster's read-only
+// servers (not out for a hard reason), or nil: the server named and
+// addressed as t says, when its GTID position is known.
+func readOnlyHolder(t Term, ro []eval) *eval {
+	if t.Number == 0 {
+		return nil
+	}
+	for i := range ro {
+		if e := ro[i]; e.node.Name == t.Writer && e.node.Addr == t.Addr && e.pos.Known() {
+			return &e
+		}
+	}
+	return nil
 }
 
 // passingWriter reports whether c has a writer that is not kept by the floor.

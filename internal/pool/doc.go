@@ -61,7 +61,10 @@
 // covers the writer's has no lag, so an idle cluster is never stale. Without
 // GTID positions (no GTID, more than tags.MaxDomains domains, an older agent,
 // no writer) the replica's Seconds_Behind_Master is the lag: known and at
-// most max_lag, or out with reason lag.
+// most max_lag, or out with reason lag. In a cluster that follows writer
+// terms, while the term holder is read-only (fenced, demoted by a
+// switchover) and nothing else is the writer, replicas are measured against
+// the holder instead: it has every write the fleet took.
 //
 // Wrong source: while the cluster has a writer with a known server_id, a
 // read-only replica whose published source server_id is known and differs
@@ -87,8 +90,9 @@
 // a passing writer (not one kept by the floor): if the floor still lacks
 // readers that only stale candidates could give, the writer is listed among
 // the readers with reason fallback (unless it already serves reads), and
-// every stale candidate is out; without a passing writer it acts as
-// stale-reader.
+// every stale candidate is out. Without a writer, the read-only term holder
+// that freshness was measured against takes the writer's place. Otherwise,
+// without a passing writer, it acts as stale-reader.
 //
 // # Reasons
 //
@@ -96,7 +100,7 @@
 //
 //	reason               in/out  meaning
 //	floor                in      kept in despite a soft reason so the role is not drained below its minimum
-//	fallback             in      the writer, listed among the readers instead of stale ones the floor would keep (read_fallback writer)
+//	fallback             in      the writer (or the read-only term holder), listed among the readers instead of stale ones the floor would keep (read_fallback writer)
 //	bad-name             out     the gossiped name breaks the name rules (package member); Detail says which; Name is escaped
 //	bad-tags             out     the gossiped tags break the tag rules (package member); Detail says which
 //	maintenance          out     the node has the maint tag (shoal maint); Detail is the operator's reason

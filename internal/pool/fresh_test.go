@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -178,5 +179,57 @@ func TestHistoryIsBounded(t *testing.T) {
 	h.Observe(t0.Add(time.Hour), []Member{writer("w", gtid(maxSamples+99))})
 	if n := len(h.nodes["w"].samples); n != 1 {
 		t.Fatalf("%d samples an hour later, want only the newest", n)
+	}
+}
+
+// TestFencedHolderIsTheFreshnessReference reproduces the hour-long soak's
+// stale reads (30 reads 14-18 s stale): the writer dbp, cut off from the
+// quorum with one app host, took writes until it fenced itself; at the
+// heal the replicas came back silently behind (IO running, lag 0) while
+// dbp was still read-only. With no writer their freshness was judged by
+// Seconds_Behind_Master, so they served reads that missed dbp's writes.
+// The read-only term holder is the reference now: the replicas are stale
+// and the holder serves reads instead, until they catch up.
+func TestFencedHolderIsTheFreshnessReference(t *testing.T) {
+	t3 := Term{Cluster: "default", Number: 3, Writer: "dbp", Addr: "dbp:3306"}
+	tv := TermView{Terms: map[string]Term{"default": t3}}
+	r := newFreshRun(t, Policy{MaxLag: 5 * time.Second, MinReaders: 1, ReadFallback: ReadFallbackWriter})
+	at := func(sec float64, ms ...Member) *Pool {
+		now := r.start.Add(time.Duration(sec * float64(time.Second)))
+		r.hist.Observe(now, ms)
+		p, _ := ComputeFresh(ms, r.policy, r.prev, Freshness{Now: now, History: r.hist}, tv)
+		r.prev = p
+		return p
+	}
+	fenced := func(seq uint64) Member {
+		return dbh("dbp", tags.Health{State: tags.Passing, ReadOnly: true}, rv, gtid(seq))
+	}
+	rep := func(name string, seq uint64) Member { return replica(name, 0, rv, gtid(seq)) }
+	// In step, then dbp alone (its side of the cut) takes writes 101-115.
+	if got := summary(at(0, writer("dbp", rv, gtid(100)), rep("dbr", 100), rep("dbs", 100))); got != "default{w[dbp] r[dbr dbs] o[]}" {
+		t.Fatalf("in step: %s", got)
+	}
+	for sec := 1; sec <= 15; sec++ {
+		at(float64(sec), writer("dbp", rv, gtid(uint64(100+sec))))
+	}
+	// Fenced at 115; at the heal the replicas are back, 15 transactions behind.
+	p := at(16, fenced(115), rep("dbr", 100), rep("dbs", 100))
+	if got := summary(p); got != "default{w[] r[dbp:fallback] o[dbr:stale dbs:stale]}" {
+		t.Fatalf("healed, holder fenced: %s", got)
+	}
+	if d := details(p.Clusters[0])["dbp"]; !strings.Contains(d, "read-only holder of term 3") {
+		t.Fatalf("holder's detail %q", d)
+	}
+	// One caught up: it reads, the holder steps back out.
+	if got := summary(at(17, fenced(115), rep("dbr", 115), rep("dbs", 104))); got != "default{w[] r[dbr] o[dbp:replication-stopped dbs:stale]}" {
+		t.Fatalf("one caught up: %s", got)
+	}
+	// The holder is the only read-only server left: the floor keeps it.
+	if got := summary(at(18, fenced(115))); got != "default{w[] r[dbp:floor] o[]}" {
+		t.Fatalf("holder alone: %s", got)
+	}
+	// Unfenced: the writer again, the reference as before.
+	if got := summary(at(19, writer("dbp", rv, gtid(116)), rep("dbr", 116), rep("dbs", 116))); got != "default{w[dbp] r[dbr dbs] o[]}" {
+		t.Fatalf("unfenced: %s", got)
 	}
 }
