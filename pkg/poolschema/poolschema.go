@@ -65,8 +65,9 @@ type Node struct {
 	Addr string `json:"addr"`
 	// Reason says why a node is out (critical, lag, maintenance, ...; see
 	// docs/pool.md), "floor" for a reader kept in only by the reader floor,
-	// or "fallback" for the writer listed among the readers in place of
-	// stale readers (pool.read_fallback: writer).
+	// or "fallback" for the writer (or, with no writer, the read-only
+	// writer-term holder) listed among the readers in place of stale
+	// readers (pool.read_fallback: writer).
 	Reason string `json:"reason,omitempty"`
 	// Detail is free text that explains the reason (the probe's message,
 	// the maintenance reason); remote text: escape it when you show it.
