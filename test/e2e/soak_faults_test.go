@@ -259,8 +259,12 @@ func (r *soakRun) partition() soakcheck.Fault {
 	}
 	// With writer terms, a primary cut off from the voters' majority
 	// fences itself when its lease runs out (docs/consensus.md): it is then
-	// out on its own side too, until contact is back for fence_after.
-	if r.terms != nil && 2*with <= len(r.c.DBs) {
+	// out on its own side too, until contact is back for fence_after. The
+	// clients on its side see their writes fail fast, some of them with
+	// read-only refusals (between the fence and their HAProxy dropping the
+	// writer), as a switchover's do.
+	fences := r.terms != nil && 2*with <= len(r.c.DBs)
+	if fences {
 		f.Nodes = append(f.Nodes, p)
 	}
 	caught := ""
@@ -275,6 +279,9 @@ func (r *soakRun) partition() soakcheck.Fault {
 		}
 		return nil
 	})
+	if fences {
+		r.readOnly = append(r.readOnly, soakcheck.Window{From: f.Start, To: f.Heal})
+	}
 	f.Target += caught
 	return f
 }
@@ -352,7 +359,7 @@ func (r *soakRun) switchover() soakcheck.Fault {
 			w.To = to
 		}
 	}
-	r.switchovers = append(r.switchovers, w)
+	r.readOnly = append(r.readOnly, w)
 	return f
 }
 

@@ -56,7 +56,7 @@ type soakRun struct {
 	terms       *termWatch  // nil without consensus
 	faults      []soakcheck.Fault
 	primaries   []soakcheck.Primary
-	switchovers []soakcheck.Window
+	readOnly    []soakcheck.Window // switchovers and lease fences: see soakcheck.CheckWrites
 }
 
 func TestSoak(t *testing.T) {
@@ -276,7 +276,7 @@ func (r *soakRun) judge(end time.Time, clients []*Client, fresh []*FreshClient, 
 		Removals:    soakcheck.FalseRemovals(samples, dbs, r.faults, soakAllowance),
 		Bound:       soakConverge,
 		Convergence: soakcheck.Converge(samples, observers, r.faults, expect, end),
-		Writes:      soakcheck.CheckWrites(writes, expect, r.switchovers),
+		Writes:      soakcheck.CheckWrites(writes, expect, r.readOnly),
 		Reads:       soakcheck.CheckReads(reads, acks, soakMaxLag+time.Second),
 		Limits:      lim,
 		Lifetimes:   soakcheck.Lifetimes(res.Samples(), lim),

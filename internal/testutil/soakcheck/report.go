@@ -63,7 +63,7 @@ func (r Result) Failures() []string {
 		out = append(out, fmt.Sprintf("%d of %d faults not converged within %s", len(v), len(r.Convergence), r.Bound))
 	}
 	if n := r.Writes.ReadOnlyOutside; n > 0 {
-		out = append(out, fmt.Sprintf("%d writes refused by a read-only server outside switchovers", n))
+		out = append(out, fmt.Sprintf("%d writes refused by a read-only server outside switchovers and lease fences", n))
 	}
 	if n := len(r.Writes.WrongServer); n > 0 {
 		out = append(out, fmt.Sprintf("%d writes accepted by a server that was not the primary", n))
@@ -150,7 +150,7 @@ func (r Result) summary(b *strings.Builder) {
 	fmt.Fprintf(b, "| every pool (agents and HAProxies) back to the healthy pool after a fault heals | within %s | %d faults: p50 %s, p90 %s, max %s; %d over | %s |\n",
 		r.Bound, len(conv), secs(quantile(conv, 0.5)), secs(quantile(conv, 0.9)), secs(quantile(conv, 1)), len(viol), verdict(len(viol) == 0))
 	w := r.Writes
-	fmt.Fprintf(b, "| client writes refused by a read-only server (error 1290), outside switchovers | 0 | %d (and %d inside switchover windows) | %s |\n",
+	fmt.Fprintf(b, "| client writes refused by a read-only server (error 1290), outside switchovers and lease fences | 0 | %d (and %d inside those windows) | %s |\n",
 		w.ReadOnlyOutside, w.ReadOnlyInSwitchover, verdict(w.ReadOnlyOutside == 0))
 	fmt.Fprintf(b, "| client writes accepted by a server that was not the primary | 0 | %d of %d accepted | %s |\n", len(w.WrongServer), w.OK, verdict(len(w.WrongServer) == 0))
 	rd := r.Reads

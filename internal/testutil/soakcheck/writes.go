@@ -19,8 +19,11 @@ type Write struct {
 // read-only server (ER_OPTION_PREVENTS_STATEMENT, 1290).
 func ReadOnlyError(err string) bool { return strings.Contains(err, "Error 1290") }
 
-// Window is a span of time (a switchover: from the old primary turning
-// read-only to the new one being the writer in every HAProxy).
+// Window is a span of time in which the primary may refuse writes as
+// read-only: a switchover (from the old primary turning read-only to the new
+// one being the writer in every HAProxy), or a partition in which the
+// primary, cut off from the voters' majority, fenced itself (from the cut
+// to the heal).
 type Window struct{ From, To time.Time }
 
 // Contains reports whether at is in the window.
@@ -30,8 +33,9 @@ func (w Window) Contains(at time.Time) bool { return !at.Before(w.From) && !at.A
 type WriteStats struct {
 	Total, OK, Failed int
 	// ReadOnly are writes refused by a read-only server; InSwitchover
-	// those that started inside a switchover window (the old primary is
-	// read-only, the agents have not yet seen it), Outside the others.
+	// those that started or ended inside a window (a switchover or a
+	// lease fence: the primary is read-only, the agents have not yet seen
+	// it), Outside the others.
 	ReadOnly, ReadOnlyInSwitchover, ReadOnlyOutside int
 	// WrongServer are writes accepted by a server that was not the
 	// primary at any moment of the write (expected 0: only the primary is
@@ -40,7 +44,7 @@ type WriteStats struct {
 }
 
 // CheckWrites classifies the writes against the primary timeline.
-func CheckWrites(writes []Write, e Expect, switchovers []Window) WriteStats {
+func CheckWrites(writes []Write, e Expect, readOnly []Window) WriteStats {
 	var st WriteStats
 	for _, w := range writes {
 		st.Total++
@@ -54,7 +58,7 @@ func CheckWrites(writes []Write, e Expect, switchovers []Window) WriteStats {
 			st.Failed++
 			st.ReadOnly++
 			in := false
-			for _, sw := range switchovers {
+			for _, sw := range readOnly {
 				in = in || sw.Contains(w.Start) || sw.Contains(w.End)
 			}
 			if in {
