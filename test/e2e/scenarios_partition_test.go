@@ -22,10 +22,12 @@ import (
 // for the healthy pool and the expected term before the next; the whole
 // run is checked again at the end.
 //
-// There is no automatic promotion and no fencing yet: a cut-off writer is
-// not set read-only; the invariant holds because the routers stop sending
-// it writes and nothing else grants a term. A fencing subtest can reuse
-// partRig.window and CheckInvariant's overlap rule.
+// There is no automatic promotion: nothing grants a cut-off writer's term
+// to another server, so the invariant holds because the routers stop
+// sending it writes, and, with fencing on (the default), because a writer
+// cut off from the quorum fences itself when its lease runs out (checked
+// where a subtest holds the cut past the lease). TestTermMinorityWriter
+// promotes by hand on the majority side, with fencing off and on.
 //
 //	go test -tags e2e -count=1 -v -run '^TestTermPartitions$' ./test/e2e/
 
