@@ -271,7 +271,15 @@ func (c *Cluster) Primary() *DBHost {
 
 // SetPrimary records that d is the primary now (after a switchover the
 // agents ran).
+//
+// A switchover made by something else (shoal switchover) sets read_only at
+// runtime only; SetPrimary also writes it to every server's my.cnf, as
+// Switchover does and as an operator keeps the configuration files in
+// step, so that a restarted server comes up with the role it had.
 func (c *Cluster) SetPrimary(d *DBHost) {
+	for _, o := range c.DBs {
+		o.Server.PersistReadOnly(o != d)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.primary = d

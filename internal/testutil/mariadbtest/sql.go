@@ -150,6 +150,20 @@ func (s *Server) SetReadOnly(on bool) {
 	}
 }
 
+// PersistReadOnly writes read_only to the server's my.cnf only, for the
+// next start: what an operator does after a tool changed read_only at
+// runtime (SET GLOBAL does not survive a restart).
+func (s *Server) PersistReadOnly(on bool) {
+	s.t.Helper()
+	s.mu.Lock()
+	s.cfg.ReadOnly = on
+	err := s.cfg.Write()
+	s.mu.Unlock()
+	if err != nil {
+		s.t.Fatalf("mariadbtest: %v", err)
+	}
+}
+
 // WaitReplicating waits until both replication threads report Yes.
 func (s *Server) WaitReplicating(timeout time.Duration) {
 	s.t.Helper()
