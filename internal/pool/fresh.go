@@ -82,11 +82,20 @@ const (
 // covers the one before it.
 type track struct {
 	samples []sample
+	// aliveAt is the last time this agent saw the node alive; away is set
+	// while it is not (failed, cut off from this agent): positions it
+	// reaches meanwhile are seen only when it is back.
+	aliveAt time.Time
+	away    bool
 }
 
 type sample struct {
 	pos tags.Position
 	at  time.Time // when this agent first saw pos
+	// since, for the first position seen after the node was away, is the
+	// last time it was seen alive before: it may have reached pos at any
+	// moment since then (see gtidLag).
+	since time.Time
 }
 
 // NewHistory returns an empty History keeping positions for keep
@@ -112,9 +121,21 @@ func (h *History) Observe(now time.Time, members []Member) {
 		pos := m.Health.Position
 		t := h.nodes[m.Name]
 		if t == nil {
-			t = &track{}
+			t = &track{aliveAt: now}
 			h.nodes[m.Name] = t
 		}
+		if m.Status != StatusAlive {
+			// Its tags are the last it sent before this agent lost it.
+			t.away = true
+			continue
+		}
+		away := t.away
+		t.away = false
+		var since time.Time
+		if away {
+			since = t.aliveAt
+		}
+		t.aliveAt = now
 		if n := len(t.samples); n > 0 {
 			last := t.samples[n-1].pos
 			if last == pos {
@@ -122,12 +143,13 @@ func (h *History) Observe(now time.Time, members []Member) {
 			}
 			if !pos.Covers(last) {
 				t.samples = t.samples[:0]
+				since = time.Time{}
 			}
 		}
 		if len(t.samples) == maxSamples {
 			t.samples = append(t.samples[:0], t.samples[1:]...)
 		}
-		t.samples = append(t.samples, sample{pos: pos, at: now})
+		t.samples = append(t.samples, sample{pos: pos, at: now, since: since})
 	}
 	for name, t := range h.nodes {
 		if !seen[name] {
@@ -151,17 +173,44 @@ func (h *History) Observe(now time.Time, members []Member) {
 // false when writer's history has no position beyond p (p covers what the
 // writer has). atLeast is true when the oldest kept sample is already
 // beyond p, so the writer passed p before that.
-func (h *History) passed(writer string, p tags.Position) (at time.Time, atLeast, ok bool) {
+//
+// When the writer was away from this agent (failed, cut off) before that
+// sample, it may have passed p at any time since it was last seen; the
+// replica's own track tells which: a replica whose position did not move
+// while the writer was away (cut off with it, or from it) is judged from
+// the last time the writer was seen, as the writes it lacks may be that
+// old; one that moved meanwhile was replicating, and its lag is judged as
+// usual. Without this, a replica cut off with this agent from a writer
+// that went on taking writes looked fresh for max_lag after the heal.
+func (h *History) passed(writer, replica string, p tags.Position) (at time.Time, atLeast, ok bool) {
 	t := h.nodes[writer]
 	if t == nil {
 		return time.Time{}, false, false
 	}
 	for i, s := range t.samples {
 		if !p.Covers(s.pos) {
+			if !s.since.IsZero() && !h.movedBetween(replica, s.since, s.at) {
+				return s.since, i == 0, true
+			}
 			return s.at, i == 0, true
 		}
 	}
 	return time.Time{}, false, false
+}
+
+// movedBetween reports whether this agent saw node reach a new position
+// in (from, to].
+func (h *History) movedBetween(node string, from, to time.Time) bool {
+	t := h.nodes[node]
+	if t == nil {
+		return false
+	}
+	for _, s := range t.samples {
+		if s.at.After(from) && !s.at.After(to) {
+			return true
+		}
+	}
+	return false
 }
 
 // gtidLag is the lag of a replica at pos against writer w, or false when
@@ -174,7 +223,7 @@ func (f Freshness) gtidLag(w, r eval) (Lag, time.Time, bool) {
 	if l.Transactions == 0 {
 		return l, time.Time{}, true
 	}
-	at, atLeast, ok := f.History.passed(w.node.Name, r.pos)
+	at, atLeast, ok := f.History.passed(w.node.Name, r.node.Name, r.pos)
 	if !ok {
 		// The writer's published position is beyond the replica's, but
 		// this agent has not recorded it yet (Observe runs first, so only

@@ -233,3 +233,61 @@ func TestFencedHolderIsTheFreshnessReference(t *testing.T) {
 		t.Fatalf("unfenced: %s", got)
 	}
 }
+
+// TestWriterBackFromAwayJudgesStuckReplicas reproduces the second hour-long
+// soak's stale reads after a heal (seed 1795774670096188154, +17m43s): app2
+// and replica dbs were cut off from the writer dbp (and dbr) for 17.6 s; a
+// write dbp acknowledged as the cut began never reached dbs. This agent
+// first saw dbp's newer position at the heal, so dbs looked 0 s behind and
+// served reads until it caught up 9 s later. The writer was away: a replica
+// that did not move meanwhile is judged from the last time the writer was
+// seen. One that kept replicating (the writer's agent was killed, its
+// server ran on) is judged as usual.
+func TestWriterBackFromAwayJudgesStuckReplicas(t *testing.T) {
+	away := func(m Member) Member { m.Status = StatusFailed; return m }
+	policy := Policy{MaxLag: 10 * time.Second, MinReaders: 1, ReadFallback: ReadFallbackWriter}
+	t.Run("stuck replica", func(t *testing.T) {
+		r := newFreshRun(t, policy)
+		for sec := 0; sec <= 10; sec++ {
+			r.at(float64(sec), writer("dbp", gtid(uint64(100+sec))), replica("dbr", 0, gtid(uint64(100+sec))), replica("dbs", 0, gtid(uint64(100+sec))))
+		}
+		// Cut at 10: dbs stops at 110; dbp (and dbr, with it) are failed here.
+		for sec := 11; sec <= 27; sec++ {
+			p, _ := r.at(float64(sec), away(writer("dbp", gtid(110))), away(replica("dbr", 0, gtid(110))), replica("dbs", 0, gtid(110)))
+			if got := summary(p); got != "default{w[] r[dbs] o[dbp:agent-failed dbr:agent-failed]}" {
+				t.Fatalf("t=%d cut: %s", sec, got)
+			}
+		}
+		// Healed at 28: dbp took writes meanwhile (on to 127); dbs is 18 s behind.
+		p, l := r.at(28, writer("dbp", gtid(127)), replica("dbr", 0, gtid(127)), replica("dbs", 0, gtid(110)))
+		if got := summary(p); got != "default{w[dbp] r[dbr] o[dbs:stale]}" {
+			t.Fatalf("healed: %s (lag %+v)", got, l.Nodes["default"]["dbs"])
+		}
+		if lag := l.Nodes["default"]["dbs"]; lag.Seconds != 18 {
+			t.Fatalf("dbs lag %+v, want 18 s (since dbp was last seen)", lag)
+		}
+		// Caught up: back.
+		p, _ = r.at(30, writer("dbp", gtid(129)), replica("dbr", 0, gtid(129)), replica("dbs", 0, gtid(129)))
+		if got := summary(p); got != "default{w[dbp] r[dbr dbs] o[]}" {
+			t.Fatalf("caught up: %s", got)
+		}
+	})
+	t.Run("replica that kept replicating", func(t *testing.T) {
+		r := newFreshRun(t, policy)
+		for sec := 0; sec <= 10; sec++ {
+			r.at(float64(sec), writer("dbp", gtid(uint64(100+sec))), replica("dbr", 0, gtid(uint64(100+sec))))
+		}
+		// dbp's agent dies at 10; its server runs on and dbr follows it.
+		for sec := 11; sec <= 25; sec++ {
+			r.at(float64(sec), away(writer("dbp", gtid(110))), replica("dbr", 0, gtid(uint64(100+sec))))
+		}
+		// Back at 26, one transaction ahead of dbr's last publish.
+		p, l := r.at(26, writer("dbp", gtid(126)), replica("dbr", 0, gtid(125)))
+		if got := summary(p); got != "default{w[dbp] r[dbr] o[]}" {
+			t.Fatalf("back: %s (lag %+v)", got, l.Nodes["default"]["dbr"])
+		}
+		if lag := l.Nodes["default"]["dbr"]; lag.Seconds != 0 || lag.Transactions != 1 {
+			t.Fatalf("dbr lag %+v, want 1 transaction, 0 s", lag)
+		}
+	})
+}

@@ -52,11 +52,11 @@ type soakRun struct {
 	rng   *rand.Rand
 	start time.Time
 
-	kinds       []soakFault // the fault kinds drawn from
-	terms       *termWatch  // nil without consensus
-	faults      []soakcheck.Fault
-	primaries   []soakcheck.Primary
-	readOnly    []soakcheck.Window // switchovers and lease fences: see soakcheck.CheckWrites
+	kinds     []soakFault // the fault kinds drawn from
+	terms     *termWatch  // nil without consensus
+	faults    []soakcheck.Fault
+	primaries []soakcheck.Primary
+	readOnly  []soakcheck.Window // switchovers and lease fences: see soakcheck.CheckWrites
 }
 
 func TestSoak(t *testing.T) {
