@@ -176,9 +176,15 @@ func (r *soakRun) linkCut() soakcheck.Fault {
 		f.Observers = append(f.Observers, "hx:"+h.name)
 	}
 	caught := ""
+	primary := h.db != nil && h.db == r.c.Primary()
 	f = r.hold(f, h.host.LinkDown, hold, func() error {
 		if err := h.host.LinkUp(); err != nil {
 			return err
+		}
+		if primary {
+			for _, a := range r.c.Apps {
+				r.cutOff = append(r.cutOff, soakcheck.CutOff{Client: a.Name, Window: soakcheck.Window{From: f.Start, To: time.Now()}})
+			}
 		}
 		if h.db != nil {
 			caught = r.catchUp(f.Target)
@@ -272,6 +278,11 @@ func (r *soakRun) partition() soakcheck.Fault {
 		for _, h := range hs {
 			if err := h.host.ClearRules(); err != nil {
 				return err
+			}
+		}
+		for _, a := range r.c.Apps {
+			if slices.Contains(sides[0], p) != slices.Contains(sides[0], a.Name) {
+				r.cutOff = append(r.cutOff, soakcheck.CutOff{Client: a.Name, Window: soakcheck.Window{From: f.Start, To: time.Now()}})
 			}
 		}
 		if len(f.Nodes) > 0 {

@@ -57,6 +57,7 @@ type soakRun struct {
 	faults    []soakcheck.Fault
 	primaries []soakcheck.Primary
 	readOnly  []soakcheck.Window // switchovers and lease fences: see soakcheck.CheckWrites
+	cutOff    []soakcheck.CutOff // app hosts cut off from the primary: see soakcheck.CheckReads
 }
 
 func TestSoak(t *testing.T) {
@@ -277,7 +278,7 @@ func (r *soakRun) judge(end time.Time, clients []*Client, fresh []*FreshClient, 
 		Bound:       soakConverge,
 		Convergence: soakcheck.Converge(samples, observers, r.faults, expect, end),
 		Writes:      soakcheck.CheckWrites(writes, expect, r.readOnly),
-		Reads:       soakcheck.CheckReads(reads, acks, soakMaxLag+time.Second),
+		Reads:       soakcheck.CheckReads(reads, acks, soakMaxLag+time.Second, r.cutOff),
 		Limits:      lim,
 		Lifetimes:   soakcheck.Lifetimes(res.Samples(), lim),
 		Load:        res.Load(),

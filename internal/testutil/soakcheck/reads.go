@@ -51,8 +51,16 @@ type ReadStats struct {
 	// Bound is the staleness over which a read is stale: the agents'
 	// max_lag plus a second (probe and gossip delays).
 	Bound time.Duration
-	// Stale are the successful reads staler than Bound, in time order.
+	// Stale are the successful reads staler than Bound, in time order,
+	// but for those in CutOff.
 	Stale []Read
+	// CutOff are the reads staler than Bound made while the reading app
+	// host was cut off from the primary (a CutOff window): with no writer
+	// to measure against or to fall back on, the reader floor keeps the
+	// replicas of its side serving (docs/pool.md, Read fallback), and a
+	// write the primary acknowledged as the cut began, which never
+	// reached them, ages on them until the heal.
+	CutOff []Read
 	// Percentiles of the staleness of the successful reads.
 	P50, P99, Max time.Duration
 	// Late are successful reads whose staleness was over 0 (they missed at
@@ -60,11 +68,20 @@ type ReadStats struct {
 	Late int
 }
 
+// CutOff is a span in which the app host Client could not reach the
+// primary: a partition that left it on the other side, or the primary's
+// host cut off (until the heal, before the replicas catch up).
+type CutOff struct {
+	Client string
+	Window
+}
+
 // CheckReads computes every successful read's staleness against the
 // acknowledged writes of its client's writer (acks by client, each sorted
-// by Seq) and counts the reads staler than bound. Failed reads are counted
+// by Seq) and counts the reads staler than bound, apart those that started
+// in one of their client's cut-off windows. Failed reads are counted
 // apart: they served no data.
-func CheckReads(reads []Read, acks map[string][]Ack, bound time.Duration) ReadStats {
+func CheckReads(reads []Read, acks map[string][]Ack, bound time.Duration, cut []CutOff) ReadStats {
 	st := ReadStats{Bound: bound}
 	var all []time.Duration
 	for _, r := range reads {
@@ -80,6 +97,10 @@ func CheckReads(reads []Read, acks map[string][]Ack, bound time.Duration) ReadSt
 			st.Late++
 		}
 		if r.Stale > bound {
+			if slices.ContainsFunc(cut, func(c CutOff) bool { return c.Client == r.Client && c.Contains(r.Start) }) {
+				st.CutOff = append(st.CutOff, r)
+				continue
+			}
 			st.Stale = append(st.Stale, r)
 		}
 	}

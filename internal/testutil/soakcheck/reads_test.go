@@ -46,7 +46,9 @@ func TestCheckReads(t *testing.T) {
 		{Client: "app2", Start: t0.Add(9 * time.Second), Node: "db3", MaxSeq: 0},  // app2 wrote nothing
 		{Client: "app1", Start: t0.Add(8 * time.Second), Node: "db2", MaxSeq: 79}, // missed seq 80 (+7.9 s): 0.1 s
 	}
-	st := CheckReads(reads, map[string][]Ack{"app1": acks}, 8*time.Second)
+	// app1 was cut off from the primary at 8.95-9 s; app2 at 8-10 s.
+	cut := []CutOff{{"app1", Window{t0.Add(8950 * time.Millisecond), t0.Add(9 * time.Second)}}, {"app2", Window{t0.Add(8 * time.Second), t0.Add(10 * time.Second)}}}
+	st := CheckReads(reads, map[string][]Ack{"app1": acks}, 8*time.Second, nil)
 	if st.Total != 6 || st.OK != 5 || st.Failed != 1 || st.Late != 3 {
 		t.Errorf("counts: total %d ok %d failed %d late %d, want 6 5 1 3", st.Total, st.OK, st.Failed, st.Late)
 	}
@@ -56,12 +58,18 @@ func TestCheckReads(t *testing.T) {
 	if st.Max != 8900*time.Millisecond || st.P50 != 100*time.Millisecond {
 		t.Errorf("max %s p50 %s, want 8.9s 100ms", st.Max, st.P50)
 	}
+	if c := CheckReads(reads, map[string][]Ack{"app1": acks}, 8*time.Second, cut); len(c.Stale) != 0 || len(c.CutOff) != 1 || c.CutOff[0].MaxSeq != 1 {
+		t.Errorf("with app1 cut off at 9 s: stale %+v, cut off %+v; want the stale read counted as cut off", c.Stale, c.CutOff)
+	}
+	if c := CheckReads(reads, map[string][]Ack{"app1": acks}, 8*time.Second, cut[1:]); len(c.Stale) != 1 || len(c.CutOff) != 0 {
+		t.Errorf("with app2 cut off: stale %+v, cut off %+v; want app1's read still stale", c.Stale, c.CutOff)
+	}
 	r := Result{Reads: st}
 	if f := r.Failures(); len(f) != 1 || f[0] != "1 stale reads (staler than 8s)" {
 		t.Errorf("Failures() = %q, want the stale read", f)
 	}
 	md := r.Markdown("")
-	for _, want := range []string{"1 stale reads (staler than 8s)", "| 1 of 5 answered: staleness p50 0.10 s, p99 8.90 s, max 8.90 s | **FAIL** |",
+	for _, want := range []string{"1 stale reads (staler than 8s)", "| 1 of 5 answered (and 0 while cut off): staleness p50 0.10 s, p99 8.90 s, max 8.90 s | **FAIL** |",
 		"## Stale reads", "| db3 | 1 | 8.90 s | app1 |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the report lacks %q:\n%s", want, md)

@@ -154,8 +154,8 @@ func (r Result) summary(b *strings.Builder) {
 		w.ReadOnlyOutside, w.ReadOnlyInSwitchover, verdict(w.ReadOnlyOutside == 0))
 	fmt.Fprintf(b, "| client writes accepted by a server that was not the primary | 0 | %d of %d accepted | %s |\n", len(w.WrongServer), w.OK, verdict(len(w.WrongServer) == 0))
 	rd := r.Reads
-	fmt.Fprintf(b, "| client reads through the read ports staler than max_lag + 1 s (stale reads) | 0 (over %s) | %d of %d answered: staleness p50 %s, p99 %s, max %s | %s |\n",
-		rd.Bound, len(rd.Stale), rd.OK, secs(rd.P50), secs(rd.P99), secs(rd.Max), verdict(len(rd.Stale) == 0))
+	fmt.Fprintf(b, "| client reads through the read ports staler than max_lag + 1 s (stale reads), but while the reading host was cut off from the primary | 0 (over %s) | %d of %d answered (and %d while cut off): staleness p50 %s, p99 %s, max %s | %s |\n",
+		rd.Bound, len(rd.Stale), rd.OK, len(rd.CutOff), secs(rd.P50), secs(rd.P99), secs(rd.Max), verdict(len(rd.Stale) == 0))
 	judged, bad := 0, 0
 	for _, l := range r.Lifetimes {
 		if l.Judged {
