@@ -134,13 +134,7 @@ func (s *Server) ReplicateFrom(primary *Server) {
 // back writable, nor a promoted replica read-only).
 func (s *Server) SetReadOnly(on bool) {
 	s.t.Helper()
-	s.mu.Lock()
-	s.cfg.ReadOnly = on
-	err := s.cfg.Write()
-	s.mu.Unlock()
-	if err != nil {
-		s.t.Fatalf("mariadbtest: %v", err)
-	}
+	s.PersistReadOnly(on)
 	v := "OFF"
 	if on {
 		v = "ON"
