@@ -164,7 +164,7 @@ func isolationText(s pool.IsolationState) string {
 		return fmt.Sprintf("this agent has not reached the fleet for longer than pool.isolation_max (%d of %d members, %d of %d db agents answered its pings): it no longer holds nodes and acts on its own view",
 			r.Reached, r.Fleet, r.ReachedDB, r.FleetDB)
 	case s.Isolated:
-		return fmt.Sprintf("this agent cannot reach the fleet (%d of %d members, %d of %d db agents answered its pings): it holds %d nodes whose failure it cannot verify in the role they had, and its sinks withhold removals",
+		return fmt.Sprintf("this agent cannot reach the fleet (%d of %d members, %d of %d db agents answered its pings): it holds %d nodes whose failure it cannot verify in the role they had, and its sinks withhold removals it cannot verify",
 			r.Reached, r.Fleet, r.ReachedDB, r.FleetDB, s.Held)
 	}
 	return ""

@@ -55,6 +55,27 @@ func (r Reason) stale() bool {
 	return r == ReasonLag || r == ReasonReplicationStopped || r == ReasonStale
 }
 
+// Reported reports whether r rests on what the node itself published and
+// this agent received: its health (critical, warning, Galera, a bad health
+// tag), its replication (stopped, lag, its position against its writer's:
+// stale; a re-pointed source), maintenance, a leave, bad names or tags. The
+// other reasons rest on what this agent did not hear (agent-failed,
+// no-health) or on its own view and history of the cluster (conflict,
+// no-term, damped). A sink frozen because this agent is isolated still
+// applies a removal for a reported reason (package sink, "Frozen"): a view
+// cut off from part of the fleet can miss news, but what did arrive is true,
+// and a replica that says it is stale must not serve reads until the
+// isolation ends.
+func (r Reason) Reported() bool {
+	switch r {
+	case ReasonBadName, ReasonBadTags, ReasonMaintenance, ReasonLeaving, ReasonLeft, ReasonBadHealthTag,
+		ReasonCritical, ReasonGaleraNotSynced, ReasonWarning, ReasonReplicationStopped, ReasonLag,
+		ReasonStale, ReasonWrongSource:
+		return true
+	}
+	return false
+}
+
 // Health reports whether r is a health reason: the node's agent or database
 // is failing by itself (the agent failed, the health tag is missing or bad,
 // the probe says critical or warning, Galera is not synced, replication is

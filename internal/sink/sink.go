@@ -14,15 +14,18 @@
 //
 // [Update.Frozen] is set while this agent thinks it is the one cut off from
 // the cluster (routing's isolation). Every sink follows the same rule while
-// frozen: it never takes a node out of what it routes to. It still adds
-// nodes (a node new to a role is put in) but withholds every removal: a
-// node it routed to stays routed to, even when the pool says it is out or
-// has moved to another role (so a writer role can hold two nodes), except
+// frozen ([Withholds]): it still adds nodes (a node new to a role is put
+// in) but withholds removals it cannot verify: a node it routed to stays
+// routed to, even when the pool says it is out or has moved to another role
+// (so a writer role can hold two nodes), except in
 // the writer role of a cluster that follows a writer term (pool.Cluster.Term),
 // which follows the pool exactly even while frozen: the term is the
 // quorum's signed decision, and a second writer next to its holder would
-// take writes that diverge. It
-// reports what it withholds in its status notes and sets
+// take writes that diverge. Nor does it withhold the removal of a node out
+// for a reason the node reported itself (pool.Reason.Reported: critical,
+// stale, lagging, in maintenance, ...): an isolated view can miss news but
+// not invent it, and a replica judged stale must not serve reads until the
+// isolation ends. It reports what it withholds in its status notes and sets
 // view.SinkStatus.Frozen. The first apply after Frozen clears follows the
 // pool exactly again, removals included. The pool a sink gets while frozen
 // already holds the nodes removed because their agent failed during the
@@ -86,12 +89,24 @@ type Update struct {
 	Generation uint64     // the router's generation of this pool; 0 for none
 }
 
-// Withholds reports whether a sink withholds removals from a role of
-// cluster c in an update frozen or not: only while frozen, and never from
-// the writer role of a cluster that follows a writer term (see the
-// package doc, "Frozen"). c may be nil.
-func Withholds(frozen bool, c *pool.Cluster, writerRole bool) bool {
-	return frozen && !(writerRole && c != nil && c.Term != nil)
+// Withholds reports whether a sink withholds taking node name out of a role
+// of cluster c in an update frozen or not: only while frozen, never from the
+// writer role of a cluster that follows a writer term, and never when c has
+// the node out for a reason it reported itself (pool.Reason.Reported; see
+// the package doc, "Frozen"). c may be nil.
+func Withholds(frozen bool, c *pool.Cluster, writerRole bool, name string) bool {
+	if !frozen || c == nil {
+		return frozen
+	}
+	if writerRole && c.Term != nil {
+		return false
+	}
+	for _, n := range c.Out {
+		if n.Name == name {
+			return !n.Reason.Reported()
+		}
+	}
+	return true
 }
 
 // Options are a sink's collaborators. Zero fields take the defaults.

@@ -88,3 +88,59 @@ func TestHAProxySinkUnreachable(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 }
+
+// Withholds, the frozen rule both sinks share: a frozen sink withholds a
+// removal unless the writer role follows a term or the node is out for a
+// reason it reported itself. The soak found the gap this closes: an app
+// host isolated with a fenced writer kept routing reads to replicas its
+// pool judged stale (28 s behind) until it reached the fleet again.
+func TestWithholds(t *testing.T) {
+	c := &pool.Cluster{Name: "c1",
+		Writers: []pool.Node{{Name: "db1"}},
+		Out: []pool.Node{
+			{Name: "stale", Reason: pool.ReasonStale},
+			{Name: "lag", Reason: pool.ReasonLag},
+			{Name: "critical", Reason: pool.ReasonCritical},
+			{Name: "maint", Reason: pool.ReasonMaintenance},
+			{Name: "failed", Reason: pool.ReasonAgentFailed},
+			{Name: "nohealth", Reason: pool.ReasonNoHealth},
+			{Name: "conflict", Reason: pool.ReasonConflict},
+			{Name: "damped", Reason: pool.ReasonDamped},
+		}}
+	term := &pool.Cluster{Name: "c2", Term: &pool.Term{Cluster: "c2", Number: 3, Writer: "db1"},
+		Out: []pool.Node{{Name: "failed", Reason: pool.ReasonAgentFailed}}}
+	tests := []struct {
+		frozen bool
+		c      *pool.Cluster
+		writer bool
+		name   string
+		want   bool
+	}{
+		{false, c, false, "failed", false},
+		{false, nil, false, "x", false},
+		{true, nil, false, "x", true},
+		{true, c, false, "failed", true},
+		{true, c, false, "nohealth", true},
+		{true, c, false, "conflict", true},
+		{true, c, false, "damped", true},
+		{true, c, false, "gone", true}, // not in the pool at all
+		{true, c, false, "db1", true},  // moved to another role
+		{true, c, false, "stale", false},
+		{true, c, false, "lag", false},
+		{true, c, false, "critical", false},
+		{true, c, true, "critical", false},
+		{true, c, false, "maint", false},
+		{true, c, true, "failed", true},
+		{true, term, true, "failed", false},
+		{true, term, false, "failed", true},
+	}
+	for _, tt := range tests {
+		cname := "nil"
+		if tt.c != nil {
+			cname = tt.c.Name
+		}
+		if got := sink.Withholds(tt.frozen, tt.c, tt.writer, tt.name); got != tt.want {
+			t.Errorf("Withholds(frozen %v, cluster %s, writer role %v, %s) = %v, want %v", tt.frozen, cname, tt.writer, tt.name, got, tt.want)
+		}
+	}
+}

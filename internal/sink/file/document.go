@@ -93,11 +93,11 @@ func roleList(ns []pool.Node) []string {
 	return slices.Compact(out)
 }
 
-// hold returns list plus the addresses of prev missing from it, sorted, and
-// those addresses: the list a frozen sink writes.
-func hold(list, prev []string) (kept, held []string) {
+// hold returns list plus the addresses of prev missing from it whose removal
+// is withheld, sorted, and those addresses: the list a frozen sink writes.
+func hold(list, prev []string, withheld func(addr string) bool) (kept, held []string) {
 	for _, a := range prev {
-		if !slices.Contains(list, a) {
+		if !slices.Contains(list, a) && withheld(a) {
 			held = append(held, a)
 		}
 	}

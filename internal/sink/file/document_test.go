@@ -23,19 +23,21 @@ func TestRoleList(t *testing.T) {
 
 func TestHold(t *testing.T) {
 	tests := []struct {
-		list, prev, kept, held []string
+		list, prev, free, kept, held []string // free: removals not withheld
 	}{
-		{nil, nil, nil, nil},
-		{[]string{"a", "c"}, []string{"a", "c"}, []string{"a", "c"}, nil},
-		{[]string{"a", "c"}, nil, []string{"a", "c"}, nil},
-		{[]string{"a"}, []string{"a", "b"}, []string{"a", "b"}, []string{"b"}},
-		{nil, []string{"b", "a"}, []string{"a", "b"}, []string{"b", "a"}},
-		{[]string{"c"}, []string{"a", "b"}, []string{"a", "b", "c"}, []string{"a", "b"}},
+		{nil, nil, nil, nil, nil},
+		{[]string{"a", "c"}, []string{"a", "c"}, nil, []string{"a", "c"}, nil},
+		{[]string{"a", "c"}, nil, nil, []string{"a", "c"}, nil},
+		{[]string{"a"}, []string{"a", "b"}, nil, []string{"a", "b"}, []string{"b"}},
+		{nil, []string{"b", "a"}, nil, []string{"a", "b"}, []string{"b", "a"}},
+		{[]string{"c"}, []string{"a", "b"}, nil, []string{"a", "b", "c"}, []string{"a", "b"}},
+		{[]string{"a"}, []string{"a", "b"}, []string{"b"}, []string{"a"}, nil},
+		{[]string{"c"}, []string{"a", "b"}, []string{"a"}, []string{"b", "c"}, []string{"b"}},
 	}
 	for _, tt := range tests {
-		kept, held := hold(tt.list, tt.prev)
+		kept, held := hold(tt.list, tt.prev, func(a string) bool { return !slices.Contains(tt.free, a) })
 		if !slices.Equal(kept, tt.kept) || !slices.Equal(held, tt.held) {
-			t.Errorf("hold(%q, %q) = %q, %q; want %q, %q", tt.list, tt.prev, kept, held, tt.kept, tt.held)
+			t.Errorf("hold(%q, %q, free %q) = %q, %q; want %q, %q", tt.list, tt.prev, tt.free, kept, held, tt.kept, tt.held)
 		}
 	}
 }

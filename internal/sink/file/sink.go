@@ -153,10 +153,12 @@ func (s *Sink) apply(p *pool.Pool, frozen bool) (wrote int, held, skipped []stri
 			}{{writersSuffix, c.Writers}, {readersSuffix, c.Readers}} {
 				path := filepath.Join(s.cfg.ListsDir, c.Name+role.suffix)
 				list := roleList(role.nodes)
-				if sink.Withholds(frozen, c, role.suffix == writersSuffix) {
+				if frozen {
 					var h []string
 					if st := s.state(path, listKey); st.known {
-						list, h = hold(list, parseList(st.key))
+						list, h = hold(list, parseList(st.key), func(addr string) bool {
+							return sink.Withholds(frozen, c, role.suffix == writersSuffix, nameOf(c, addr))
+						})
 					}
 					for _, a := range h {
 						names = append(names, nameOf(c, a))

@@ -379,9 +379,11 @@ func TestFrozen(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 
-	// Still frozen, db4 goes out too: it was written, so it is held as well.
+	// Still frozen, db4 goes out too (its health tag is gone, which an
+	// isolated view cannot tell from news it missed): it was written, so it
+	// is held as well.
 	mustApply(t, s, testPool(cluster("c1", []string{"db2"}, []string{"db2"},
-		out("db1", pool.ReasonAgentFailed, ""), out("db3", pool.ReasonAgentFailed, ""), out("db4", pool.ReasonLag, ""))), true)
+		out("db1", pool.ReasonAgentFailed, ""), out("db3", pool.ReasonAgentFailed, ""), out("db4", pool.ReasonNoHealth, ""))), true)
 	if got := s.list(t, "c1-readers.txt"); got != "db2.db:3306\ndb3.db:3306\ndb4.db:3306\n" {
 		t.Errorf("frozen readers %q", got)
 	}
@@ -424,7 +426,7 @@ func TestFrozenAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newTestSink(t, dir)
-	mustApply(t, s, testPool(cluster("c1", []string{"db1"}, []string{"db3"}, out("db2", pool.ReasonLeft, ""))), true)
+	mustApply(t, s, testPool(cluster("c1", []string{"db1"}, []string{"db3"}, out("db2", pool.ReasonAgentFailed, ""))), true)
 	if got := s.list(t, "c1-readers.txt"); got != "db2.db:3306\ndb3.db:3306\nold.db:3306\n" {
 		t.Errorf("readers %q", got)
 	}
@@ -934,5 +936,20 @@ func TestFrozenFollowsTheWriterTerm(t *testing.T) {
 	}
 	if got := s.list(t, "c1-readers.txt"); got != "db2.db:3306\ndb3.db:3306\n" {
 		t.Errorf("frozen readers %q, want db3 held", got)
+	}
+}
+
+// While frozen, a reader out for a reason it reported itself (stale) leaves
+// its list; one out because its agent failed is kept.
+func TestFrozenAppliesReportedRemovals(t *testing.T) {
+	s := newTestSink(t, "")
+	mustApply(t, s, testPool(cluster("c1", []string{"db1"}, []string{"db2", "db3"})), false)
+	p := testPool(cluster("c1", []string{"db1"}, []string{"db1"}, out("db2", pool.ReasonStale, "28s behind"), out("db3", pool.ReasonAgentFailed, "")))
+	mustApply(t, s, p, true)
+	if got := s.list(t, "c1-readers.txt"); got != "db1.db:3306\ndb3.db:3306\n" {
+		t.Errorf("frozen readers %q, want db2 (stale) out and db3 (agent-failed) held", got)
+	}
+	if d := s.doc(t); !d.Frozen {
+		t.Errorf("document not frozen: %+v", d)
 	}
 }

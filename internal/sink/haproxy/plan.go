@@ -94,8 +94,8 @@ func NewPlanner(cfg Config) (*Planner, error) {
 
 // Plan computes the commands that make servers follow pool p. Servers are
 // those of `show servers state`, in its order; p may be nil (then every
-// server is unmapped and nothing is sent). When frozen, no command takes a
-// server out.
+// server is unmapped and nothing is sent). When frozen, a command takes a
+// server out only where sink.Withholds lets it.
 func (pl *Planner) Plan(servers []Server, p *pool.Pool, frozen bool) Plan {
 	var plan Plan
 	for _, m := range pl.cfg.Backends {
@@ -116,7 +116,6 @@ func (pl *Planner) Plan(servers []Server, p *pool.Pool, frozen bool) Plan {
 
 // planBackend adds one mapping's work to plan.
 func (pl *Planner) planBackend(plan *Plan, m Mapping, servers []Server, c *pool.Cluster, frozen bool) {
-	frozen = sink.Withholds(frozen, c, m.Role == RoleWriter) // never two writers of a term cluster
 	nodes, inRole := clusterNodes(c, m.Role)
 	byKey := map[string]pool.Node{}
 	ambiguous := map[string]bool{}
@@ -167,7 +166,7 @@ func (pl *Planner) planBackend(plan *Plan, m Mapping, servers []Server, c *pool.
 		if want == StateMaint {
 			out = append(out, with(cmd, ActionShutdown, "", ""))
 		}
-		if frozen {
+		if sink.Withholds(frozen, c, m.Role == RoleWriter, node.Name) {
 			plan.Held = append(plan.Held, out...)
 		} else {
 			outs = append(outs, out...)

@@ -195,6 +195,19 @@ func TestPlan(t *testing.T) {
 			held:     maint("db_ro/db2"),
 		},
 		{
+			// A frozen router still takes out a reader that reported
+			// itself stale (or critical, lagging, ...): what arrived is
+			// true. One out for a reason of this agent's view is held.
+			name:    "frozen: a reported removal is sent, others held",
+			cfg:     testConfig(),
+			servers: steady,
+			pool: reasons(cluster("db1", []string{"db1"}, []string{"db2", "db3"}),
+				map[string]pool.Reason{"db2": pool.ReasonStale, "db3": pool.ReasonAgentFailed}),
+			frozen:   true,
+			commands: cmds("set server db_ro/db1 state ready", maint("db_ro/db2")),
+			held:     maint("db_ro/db3"),
+		},
+		{
 			name:     "frozen: no change to a drained server",
 			cfg:      testConfig(func(c *Config) { c.DrainState = StateDrain }),
 			servers:  hx("db_rw/db1=ready", "db_rw/db2=maint", "db_rw/db3=drain", "db_ro/db1=drain", "db_ro/db2=ready", "db_ro/db3=ready"),
@@ -386,6 +399,18 @@ func TestPlanMatchAddr(t *testing.T) {
 }
 
 // withTerm gives every cluster of p the writer term n of writer.
+// reasons sets the reason of each out node of p named in r.
+func reasons(p *pool.Pool, r map[string]pool.Reason) *pool.Pool {
+	for i := range p.Clusters {
+		for j := range p.Clusters[i].Out {
+			if why, ok := r[p.Clusters[i].Out[j].Name]; ok {
+				p.Clusters[i].Out[j].Reason = why
+			}
+		}
+	}
+	return p
+}
+
 func withTerm(p *pool.Pool, n uint64, writer string) *pool.Pool {
 	for i := range p.Clusters {
 		p.Clusters[i].Term = &pool.Term{Cluster: p.Clusters[i].Name, Number: n, Writer: writer, Addr: writer + ":3306"}
