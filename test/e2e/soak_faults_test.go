@@ -183,7 +183,7 @@ func (r *soakRun) linkCut() soakcheck.Fault {
 		}
 		if primary {
 			for _, a := range r.c.Apps {
-				r.cutOff = append(r.cutOff, soakcheck.CutOff{Client: a.Name, Window: soakcheck.Window{From: f.Start, To: time.Now()}})
+				r.cutOff = append(r.cutOff, soakCut{client: a.Name, primary: h.name, from: f.Start, heal: time.Now()})
 			}
 		}
 		if h.db != nil {
@@ -282,7 +282,7 @@ func (r *soakRun) partition() soakcheck.Fault {
 		}
 		for _, a := range r.c.Apps {
 			if slices.Contains(sides[0], p) != slices.Contains(sides[0], a.Name) {
-				r.cutOff = append(r.cutOff, soakcheck.CutOff{Client: a.Name, Window: soakcheck.Window{From: f.Start, To: time.Now()}})
+				r.cutOff = append(r.cutOff, soakCut{client: a.Name, primary: p, from: f.Start, heal: time.Now()})
 			}
 		}
 		if len(f.Nodes) > 0 {

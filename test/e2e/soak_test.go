@@ -57,7 +57,34 @@ type soakRun struct {
 	faults    []soakcheck.Fault
 	primaries []soakcheck.Primary
 	readOnly  []soakcheck.Window // switchovers and lease fences: see soakcheck.CheckWrites
-	cutOff    []soakcheck.CutOff // app hosts cut off from the primary: see soakcheck.CheckReads
+	cutOff    []soakCut          // app hosts cut off from the primary: see cutOffWindows
+}
+
+// soakCut is an app host cut off from the primary until a heal.
+type soakCut struct {
+	client, primary string
+	from, heal      time.Time
+}
+
+// cutOffWindows are the spans in which each app host could not know the
+// primary's position (soakcheck.CheckReads): from the cut until its agent
+// saw the primary alive again after the heal, its first news of the
+// writes its side missed (the observer's samples, 50 ms apart; at most
+// soakConverge after the heal: a router slower than that fails the
+// convergence check, and its later reads count).
+func (r *soakRun) cutOffWindows() []soakcheck.CutOff {
+	var out []soakcheck.CutOff
+	for _, c := range r.cutOff {
+		to := c.heal.Add(soakConverge)
+		for _, sn := range r.c.Obs.Snaps(c.client, c.heal, to) {
+			if sn.OK() && sn.Members[c.primary] == "alive" {
+				to = sn.At
+				break
+			}
+		}
+		out = append(out, soakcheck.CutOff{Client: c.client, Window: soakcheck.Window{From: c.from, To: to}})
+	}
+	return out
 }
 
 func TestSoak(t *testing.T) {
@@ -278,7 +305,7 @@ func (r *soakRun) judge(end time.Time, clients []*Client, fresh []*FreshClient, 
 		Bound:       soakConverge,
 		Convergence: soakcheck.Converge(samples, observers, r.faults, expect, end),
 		Writes:      soakcheck.CheckWrites(writes, expect, r.readOnly),
-		Reads:       soakcheck.CheckReads(reads, acks, soakMaxLag+time.Second, r.cutOff),
+		Reads:       soakcheck.CheckReads(reads, acks, soakMaxLag+time.Second, r.cutOffWindows()),
 		Limits:      lim,
 		Lifetimes:   soakcheck.Lifetimes(res.Samples(), lim),
 		Load:        res.Load(),

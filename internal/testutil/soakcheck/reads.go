@@ -69,8 +69,9 @@ type ReadStats struct {
 }
 
 // CutOff is a span in which the app host Client could not reach the
-// primary: a partition that left it on the other side, or the primary's
-// host cut off (until the heal, before the replicas catch up).
+// primary, nor know its position: a partition that left it on the other
+// side, or the primary's host cut off, until its agent hears from the
+// primary again after the heal.
 type CutOff struct {
 	Client string
 	Window
