@@ -10,8 +10,8 @@ import (
 
 // 7. Partition {db1, db2} | {db3, app1}: no agent ever shows two writers;
 // the app host, seeing most of the cluster vanish, reports isolated (and
-// its HAProxy keeps the pre-partition states); healed, one consistent pool
-// everywhere.
+// its HAProxy keeps the pre-partition states, but takes out db3 when its
+// own agent reports it critical); healed, one consistent pool everywhere.
 func testPartition(t *testing.T) {
 	s := Scenario(t, "partition")
 	c := NewCluster(s, Options{})
@@ -66,6 +66,27 @@ func testPartition(t *testing.T) {
 		}
 	}
 	s.Count("haproxy_state_changes_during_partition", changes-1)
+
+	// Frozen, yet a removal a node reports itself goes out at once: db3's
+	// mysqld, on the app's side, hangs; its agent reports it critical and
+	// the app's HAProxy takes it out of the read backend while the app is
+	// still isolated (docs/pool.md, Sinks). Frozen sinks used to withhold
+	// it until the heal: the soak saw such a sink keep replicas its pool
+	// judged 28 s stale.
+	d3 := c.DBs[2]
+	tHang := time.Now()
+	d3.Server.Stop()
+	gone := c.Obs.WaitHAProxy(app.Name, tHang, limitFor(15*time.Second), func(h HXSnap) bool {
+		return h.Err == "" && h.States[ROBackend+"/"+d3.Name] == "maint"
+	})
+	isolated := c.Obs.Latest()[app.Name].Isolated
+	d3.Server.Cont()
+	if !within(s, "frozen_sink_takes_out_a_critical_reader", gone, 15*time.Second) {
+		failWithState(s, c, app.Name+"'s HAProxy kept "+d3.Name+" in "+ROBackend+" while frozen though its mysqld hung")
+	}
+	if !isolated {
+		s.Errorf("%s was no longer isolated when %s went out: the check above proves nothing about a frozen sink", app.Name, d3.Name)
+	}
 
 	t1 := time.Now()
 	for _, h := range append(a, b...) {
