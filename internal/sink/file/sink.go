@@ -86,7 +86,7 @@ func New(cfg Config, node string, opts sink.Options) (*Sink, error) {
 	s.rec = sink.NewRecorder(sink.Info{
 		Name: "file", Target: cfg.Path,
 		Failed: "file sink apply failed", Recovered: "file sink recovered",
-		Frozen:   "file sink frozen: nodes are added to lists but never removed",
+		Frozen:   "file sink frozen: nodes are added to lists, removed only when they report themselves out or a writer term moves",
 		Unfrozen: "file sink unfrozen: lists follow the pool again",
 		Notes: []sink.NoteKind{
 			{Kind: noteHeld, Prefix: "kept in its list while frozen: ", Msg: "nodes kept in lists while frozen",

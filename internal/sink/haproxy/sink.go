@@ -64,7 +64,7 @@ func New(cfg Config, opts sink.Options) (*Sink, error) {
 	s.rec = sink.NewRecorder(sink.Info{
 		Name: "haproxy", Target: cfg.Address,
 		Failed: "haproxy reconcile failed", Recovered: "haproxy reconcile recovered",
-		Frozen: "haproxy sink frozen: servers are put in but never taken out", Unfrozen: "haproxy sink unfrozen",
+		Frozen: "haproxy sink frozen: servers are put in, taken out only when their node reports itself out or a writer term moves", Unfrozen: "haproxy sink unfrozen",
 		Notes: []sink.NoteKind{
 			{Kind: noteHeld, Prefix: "withheld while frozen: ", Msg: "haproxy commands withheld while frozen"},
 			{Kind: noteUnmapped, Prefix: "server maps to no node: ", Msg: "haproxy servers map to no pool node; left alone"},

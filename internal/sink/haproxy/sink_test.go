@@ -277,7 +277,7 @@ func TestSinkReportsOncePerChange(t *testing.T) {
 	}
 	logs = s.logs.String()
 	for _, want := range []string{
-		`msg="haproxy sink frozen: servers are put in but never taken out"`,
+		`msg="haproxy sink frozen: servers are put in, taken out only when their node reports itself out or a writer term moves"`,
 		`msg="haproxy commands withheld while frozen" component=haproxy-sink kind=held count=2 items="[set server db_ro/db2 state maint shutdown sessions server db_ro/db2]"`,
 		`kind=missing count=2 items="[db_rw: c1/db4 db_ro: c1/db4]"`,
 	} {
