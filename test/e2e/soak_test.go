@@ -34,10 +34,16 @@ import (
 // the soak then also checks the terms (soak_terms_test.go, soakcheck's
 // terms.go). SOAK_CONSENSUS=0 runs them the old way, without terms.
 const (
-	soakConverge  = 3 * time.Second  // every pool healthy again within this of a heal
-	soakAllowance = 10 * time.Second // a faulted node may stay out this long after its heal
-	soakWriteTick = 200 * time.Millisecond
-	soakFreshTick = 100 * time.Millisecond // the freshness clients' write and read pace
+	soakConverge = 3 * time.Second // every pool healthy again within this of a heal
+	// The agents' consensus.lease and consensus.fence_after (the defaults):
+	// a writer cut off from the voters' majority for about its lease fences
+	// itself, and takes writes again fence_after after contact is back
+	// (soakcheck.Fault.Unfence).
+	soakLease      = 5 * time.Second
+	soakFenceAfter = 3 * time.Second
+	soakAllowance  = 10 * time.Second // a faulted node may stay out this long after its heal
+	soakWriteTick  = 200 * time.Millisecond
+	soakFreshTick  = 100 * time.Millisecond // the freshness clients' write and read pace
 	// soakMaxLag is the agents' pool.max_lag (the default: the harness
 	// sets none); a read staler than it plus a second is a stale read.
 	soakMaxLag  = 10 * time.Second

@@ -129,6 +129,17 @@ func (s *Server) ReplicateFrom(primary *Server) {
 	s.WaitReplicating(30 * time.Second)
 }
 
+// SetReplicationTimers gives a replica the connect retry and heartbeat
+// period of the replicas this package sets up (1 s each), restarting its
+// replication: what an operator does by hand for a server a tool re-pointed
+// with the server's defaults (MariaDB: MASTER_CONNECT_RETRY 60 s).
+func (s *Server) SetReplicationTimers() {
+	s.t.Helper()
+	for _, q := range []string{"STOP SLAVE", "CHANGE MASTER TO MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1", "START SLAVE"} {
+		s.MustExec(q)
+	}
+}
+
 // SetReadOnly sets read_only at once and persists it in the server's
 // my.cnf, so that a Restart keeps it (a switched-over primary must not come
 // back writable, nor a promoted replica read-only).

@@ -68,6 +68,13 @@ type Fault struct {
 	// until it has learnt the term, so its HAProxy may lose the writer.
 	OutOn map[string][]string
 
+	// Unfence is added to the convergence bound (Result.Bound) of a fault
+	// that may have fenced the writer (it was cut off from the voters'
+	// majority for about its lease or longer): a fenced writer takes writes
+	// again only once contact has been back for consensus.fence_after, by
+	// design (docs/consensus.md), so no pool can be healthy before that.
+	Unfence time.Duration
+
 	// Holder is the writer-term holder when the fault started, and Other
 	// the server a switchover moves the writer to, or the one a
 	// second-writable fault makes writable (see CheckTermFaults).

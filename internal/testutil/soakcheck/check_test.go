@@ -171,6 +171,29 @@ func TestReport(t *testing.T) {
 	}
 }
 
+// A fault that may have fenced the writer gets fence_after more: the same
+// 4 s is over the bound without it and within it with it.
+func TestUnfenceWidensTheBound(t *testing.T) {
+	c := Convergence{Fault: Fault{Kind: "link-cut", Target: "db1", Start: at(1), Heal: at(5)}, Took: 4 * time.Second, Converged: true}
+	r := Result{Bound: 3 * time.Second, Convergence: []Convergence{c}}
+	if v := r.ConvergenceViolations(); len(v) != 1 {
+		t.Errorf("without Unfence: %d violations, want 1", len(v))
+	}
+	c.Fault.Unfence = 3 * time.Second
+	r.Convergence = []Convergence{c}
+	if v := r.ConvergenceViolations(); len(v) != 0 {
+		t.Errorf("with Unfence 3s: %+v, want none", v)
+	}
+	if md := r.Markdown(""); !strings.Contains(md, "within 3s (+3s after a cut that may have fenced the writer") {
+		t.Errorf("report does not state the wider bound:\n%s", md)
+	}
+	c.Took = 6500 * time.Millisecond
+	r.Convergence = []Convergence{c}
+	if v := r.ConvergenceViolations(); len(v) != 1 {
+		t.Errorf("6.5s with Unfence 3s: %d violations, want 1", len(v))
+	}
+}
+
 func TestProbeTimeoutsSumsLastSamplePerProcess(t *testing.T) {
 	ls := []Lifetime{
 		{Agent: "db1", PID: 1, Samples: []Resource{{Timeouts: 1}, {Timeouts: 3, StalledTimeouts: 2}}},

@@ -84,11 +84,26 @@ func (r Result) Failures() []string {
 func (r Result) ConvergenceViolations() []Convergence {
 	var out []Convergence
 	for _, c := range r.Convergence {
-		if !c.Converged || c.Took > r.Bound {
+		if r.over(c) {
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// over reports whether c missed its bound: r.Bound, plus the fault's
+// Unfence.
+func (r Result) over(c Convergence) bool {
+	return !c.Converged || c.Took > r.Bound+c.Fault.Unfence
+}
+
+// unfence is the largest Unfence of the faults, 0 when none has one.
+func (r Result) unfence() time.Duration {
+	var d time.Duration
+	for _, c := range r.Convergence {
+		d = max(d, c.Fault.Unfence)
+	}
+	return d
 }
 
 func (r Result) at(t time.Time) string {
@@ -147,8 +162,12 @@ func (r Result) summary(b *strings.Builder) {
 	fmt.Fprintf(b, "| two writers in an agent's pool or an HAProxy | 0 samples | %d | %s |\n", len(r.TwoWriters), verdict(len(r.TwoWriters) == 0))
 	fmt.Fprintf(b, "| healthy server out of a pool (false removal: out with no fault to explain it, allowance %s after a heal) | 0 | %d | %s |\n",
 		r.Allowance, len(r.Removals), verdict(len(r.Removals) == 0))
+	bound := r.Bound.String()
+	if u := r.unfence(); u > 0 {
+		bound += fmt.Sprintf(" (+%s after a cut that may have fenced the writer: it takes writes again fence_after after contact is back)", u)
+	}
 	fmt.Fprintf(b, "| every pool (agents and HAProxies) back to the healthy pool after a fault heals | within %s | %d faults: p50 %s, p90 %s, max %s; %d over | %s |\n",
-		r.Bound, len(conv), secs(quantile(conv, 0.5)), secs(quantile(conv, 0.9)), secs(quantile(conv, 1)), len(viol), verdict(len(viol) == 0))
+		bound, len(conv), secs(quantile(conv, 0.5)), secs(quantile(conv, 0.9)), secs(quantile(conv, 1)), len(viol), verdict(len(viol) == 0))
 	w := r.Writes
 	fmt.Fprintf(b, "| client writes refused by a read-only server (error 1290), outside switchovers and lease fences | 0 | %d (and %d inside those windows) | %s |\n",
 		w.ReadOnlyOutside, w.ReadOnlyInSwitchover, verdict(w.ReadOnlyOutside == 0))
@@ -214,7 +233,7 @@ func (r Result) faultTable(b *strings.Builder) {
 		}
 		a.n++
 		a.took = append(a.took, c.Took)
-		if !c.Converged || c.Took > r.Bound {
+		if r.over(c) {
 			a.over++
 		}
 	}
