@@ -123,11 +123,15 @@ func (s *Server) ReplicateFrom(primary *Server) {
 
 	s.SetReadOnly(true)
 	must(s, fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='%s', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='%s', "+
-		"MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1",
+		"MASTER_USE_GTID=slave_pos, "+replicationTimers,
 		primary.Host(), primary.Port(), ReplUser, ReplPassword))
 	must(s, "START SLAVE")
 	s.WaitReplicating(30 * time.Second)
 }
+
+// replicationTimers are the connect retry and heartbeat period of the
+// replicas this package sets up.
+const replicationTimers = "MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1"
 
 // SetReplicationTimers gives a replica the connect retry and heartbeat
 // period of the replicas this package sets up (1 s each), restarting its
@@ -135,7 +139,7 @@ func (s *Server) ReplicateFrom(primary *Server) {
 // with the server's defaults (MariaDB: MASTER_CONNECT_RETRY 60 s).
 func (s *Server) SetReplicationTimers() {
 	s.t.Helper()
-	for _, q := range []string{"STOP SLAVE", "CHANGE MASTER TO MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1", "START SLAVE"} {
+	for _, q := range []string{"STOP SLAVE", "CHANGE MASTER TO " + replicationTimers, "START SLAVE"} {
 		s.MustExec(q)
 	}
 }
