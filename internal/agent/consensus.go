@@ -77,8 +77,9 @@ func (a *Agent) startConsensus(context.Context, *startup) error {
 		return nil
 	}
 	host := a.cfg.ConsensusHost()
+	adv := a.consensusAdvertise(cs.AdvertiseAddr(host))
 	n, err := consensus.Open(consensus.Config{
-		ID: a.cfg.Node, Bind: cs.BindAddr(host), Advertise: a.consensusAdvertise(cs.AdvertiseAddr(host)),
+		ID: a.cfg.Node, Bind: cs.BindAddr(host), Advertise: adv, AltAddrs: a.consensusGossipAddr(adv),
 		DataDir: cs.DataDirPath(), Keyring: kr, BootstrapExpect: cs.BootstrapExpect,
 		HeartbeatTimeout: cs.HeartbeatTimeout, ElectionTimeout: cs.ElectionTimeout, LeaderLeaseTimeout: cs.LeaderLeaseTimeout,
 		Log: a.logs.Logger, OnRefused: a.consensusRefused, OnApply: a.appliedTerm,
@@ -103,6 +104,20 @@ func (a *Agent) consensusAdvertise(adv string) string {
 		return net.JoinHostPort(a.Serf().LocalMember().Addr.String(), port)
 	}
 	return adv
+}
+
+// consensusGossipAddr is the raft address the other voters see in the
+// gossip (Peers: the gossip IP and the advertised port), when it differs
+// from adv: this voter's certificate binds both.
+func (a *Agent) consensusGossipAddr(adv string) []string {
+	_, port, err := net.SplitHostPort(adv)
+	if err != nil {
+		return nil
+	}
+	if g := net.JoinHostPort(a.Serf().LocalMember().Addr.String(), port); g != adv {
+		return []string{g}
+	}
+	return nil
 }
 
 // consensusRefused logs a refused raft connection, at most one line per

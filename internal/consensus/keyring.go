@@ -29,8 +29,8 @@ const (
 )
 
 // certName is the common name, DNS name and TLS server name of every
-// consensus certificate. Peers are told apart by their public key, not by
-// name.
+// consensus certificate. Voters are told apart by the identity their
+// certificate binds (identity.go), not by this name.
 const certName = "shoal-consensus"
 
 // alpnPrefix starts the ALPN name by which a client announces each key it
@@ -61,8 +61,11 @@ type Keyring struct {
 // deep (cert, term): fmt, even with a bad verb on a struct that holds a
 // Keyring, expands at most one pointer level of unexported fields.
 type derivedKey struct {
-	tlsPub  ed25519.PublicKey
+	tlsPub ed25519.PublicKey
+	// cert is the self-signed certificate of the TLS key: the issuer of
+	// the voters' certificates (Keyring.Issue), which ca signs.
 	cert    *tls.Certificate
+	ca      *caKey
 	proto   string // ALPN name announcing that this key is held
 	term    *termKey
 	termPub ed25519.PublicKey
@@ -70,6 +73,10 @@ type derivedKey struct {
 
 // termKey holds a term-signing private key (see derivedKey).
 type termKey struct{ priv ed25519.PrivateKey }
+
+// caKey holds the TLS private key that signs voters' certificates (see
+// derivedKey).
+type caKey struct{ priv ed25519.PrivateKey }
 
 // ParseKeyring parses a consensus keyring: each key is the standard base64
 // encoding of exactly KeySize bytes; there is at least one key, no two are
@@ -142,6 +149,7 @@ func deriveKey(raw []byte) (*derivedKey, error) {
 	return &derivedKey{
 		tlsPub:  tlsPub,
 		cert:    cert,
+		ca:      &caKey{priv: tlsPriv},
 		proto:   alpnPrefix + hex.EncodeToString(sum[:8]),
 		term:    &termKey{priv: termPriv},
 		termPub: termPriv.Public().(ed25519.PublicKey),

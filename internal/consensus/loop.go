@@ -3,7 +3,9 @@ package consensus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
+	"net"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -122,6 +124,11 @@ func (n *Node) decide(v View) {
 		}
 	}()
 	for _, g := range pool.DecideTerms(members, v.Policy(), n.fsm.Terms(), voters, time.Now()) {
+		if err := n.writerProves(g.Term); err != nil {
+			n.log.Warn("consensus: writer term not granted: the writer did not prove it is the voter", "cluster", g.Term.Cluster,
+				"writer", g.Term.Writer, "addr", g.Term.Addr, "error", err)
+			continue
+		}
 		t, err := n.Grant(g, grantTimeout)
 		switch {
 		case errors.Is(err, ErrStale):
@@ -133,4 +140,57 @@ func (n *Node) decide(v View) {
 			n.log.Info("consensus: writer term granted", "cluster", t.Cluster, "term", t.Number, "writer", t.Writer, "addr", t.Addr, "why", t.Why)
 		}
 	}
+}
+
+// writerProveTimeout bounds the handshake by which a writer proves it is
+// the voter, before a grant; writerRetry is how long a writer that failed
+// waits before it is tried again (a dead agent's address is not dialled
+// four times a second).
+const (
+	writerProveTimeout = time.Second
+	writerRetry        = 2 * time.Second
+)
+
+// writerProves checks, before a term is granted, that the writer's own
+// voter answers now: the leader itself, or a voter of the configuration
+// that proves its identity at its configured raft address (a handshake),
+// on the host of the term's address. The gossip says who is writable, but
+// any holder of the gossip key can take a dead agent's name: only the
+// voter's own handshake shows that the agent of that name is alive, and
+// that the address routers will be given is its.
+func (n *Node) writerProves(t pool.Term) error {
+	host, _, err := net.SplitHostPort(t.Addr)
+	if err != nil {
+		return fmt.Errorf("term address %q: %w", t.Addr, err)
+	}
+	if t.Writer == n.cfg.ID {
+		if !n.Identity().HasHost(host) {
+			return fmt.Errorf("its address %s is not on this voter's host (%s)", t.Addr, n.Identity())
+		}
+		return nil
+	}
+	addr, ok := n.Voters()[t.Writer]
+	if !ok {
+		return fmt.Errorf("%q is no voter", t.Writer)
+	}
+	for w, until := range n.unprovenWriters {
+		if time.Now().After(until) {
+			delete(n.unprovenWriters, w) // bounded: only writers that failed lately stay
+		}
+	}
+	if until, ok := n.unprovenWriters[t.Writer]; ok && time.Now().Before(until) {
+		return fmt.Errorf("it failed to prove itself lately (next try in %s)", time.Until(until).Round(time.Millisecond))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writerProveTimeout)
+	defer cancel()
+	id, err := Probe(ctx, addr, n.creds, t.Writer)
+	if err == nil && !id.HasHost(host) {
+		err = fmt.Errorf("its address %s is not on the voter's host (%s)", t.Addr, id)
+	}
+	if err != nil {
+		n.unprovenWriters[t.Writer] = time.Now().Add(writerRetry)
+		return err
+	}
+	delete(n.unprovenWriters, t.Writer)
+	return nil
 }

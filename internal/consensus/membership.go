@@ -59,7 +59,7 @@ func (n *Node) MaybeBootstrap(ctx context.Context, alive []Peer) (bool, error) {
 	var servers []raft.Server
 	for _, id := range ids {
 		if id != n.cfg.ID {
-			if err := n.probe(ctx, set[id]); err != nil {
+			if _, err := n.probe(ctx, id, set[id]); err != nil {
 				n.bootSet = ""
 				return false, fmt.Errorf("bootstrap: voter %s at %s: %w", id, set[id], err)
 			}
@@ -73,10 +73,12 @@ func (n *Node) MaybeBootstrap(ctx context.Context, alive []Peer) (bool, error) {
 	return true, nil
 }
 
-func (n *Node) probe(ctx context.Context, addr string) error {
+// probe checks that the voter id answers at addr: it holds a consensus
+// key and proves id's identity at addr.
+func (n *Node) probe(ctx context.Context, id, addr string) (Identity, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	return Probe(ctx, addr, n.cfg.Keyring)
+	return Probe(ctx, addr, n.creds, id)
 }
 
 // maxChanges bounds the configuration changes one Reconcile makes, and
@@ -113,9 +115,9 @@ func (n *Node) Reconcile(ctx context.Context, alive []Peer, gone map[string]bool
 			continue
 		}
 		probes++
-		if err := n.probe(ctx, p.Addr); err != nil {
+		if _, err := n.probe(ctx, p.ID, p.Addr); err != nil {
 			n.refusedPeers[p.ID] = now.Add(probeBackoff)
-			n.log.Warn("consensus: not admitting a voter: it did not prove a consensus key (next try in 30s)", "node", p.ID, "addr", p.Addr, "error", err)
+			n.log.Warn("consensus: not admitting a voter: it did not prove its identity with a consensus key (next try in 30s)", "node", p.ID, "addr", p.Addr, "error", err)
 			continue
 		}
 		delete(n.refusedPeers, p.ID)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,9 +20,14 @@ import (
 
 // Config is what Open needs. The agent builds it from Settings.
 type Config struct {
-	ID              string // this agent's node name: its raft server ID
-	Bind            string // host:port the raft listener binds
-	Advertise       string // host:port the other voters dial
+	ID        string // this agent's node name: its raft server ID
+	Bind      string // host:port the raft listener binds
+	Advertise string // host:port the other voters dial
+	// AltAddrs are other raft addresses this voter is reached at (the
+	// agent gives its gossip IP with the raft port, the address the other
+	// voters see in the gossip): its certificate binds them with
+	// Advertise.
+	AltAddrs        []string
 	DataDir         string // raft log, stable store and snapshots
 	Keyring         *Keyring
 	BootstrapExpect int
@@ -39,6 +45,7 @@ type Config struct {
 type Node struct {
 	cfg    Config
 	log    *slog.Logger
+	creds  *Credentials // this voter's identity in raft handshakes
 	fsm    *FSM
 	raft   *raft.Raft
 	stream *StreamLayer
@@ -51,6 +58,9 @@ type Node struct {
 	// refusedPeers: peers whose admission handshake failed, and until when
 	// Reconcile does not try them again (only the loop uses it).
 	refusedPeers map[string]time.Time
+	// unprovenWriters: writers whose proof before a grant failed, and
+	// until when it is not tried again (only the loop uses it).
+	unprovenWriters map[string]time.Time
 
 	closeOnce sync.Once
 	closeErr  error
@@ -67,12 +77,21 @@ func Open(cfg Config) (n *Node, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	n = &Node{cfg: cfg, log: log, fsm: NewFSM(cfg.OnApply), peers: newPeerContact(), refusedPeers: map[string]time.Time{}}
+	n = &Node{cfg: cfg, log: log, fsm: NewFSM(cfg.OnApply), peers: newPeerContact(), refusedPeers: map[string]time.Time{}, unprovenWriters: map[string]time.Time{}}
 	defer func() {
 		if err != nil {
 			n.closeParts()
 		}
 	}()
+	addrs := []string{cfg.Advertise}
+	for _, a := range cfg.AltAddrs {
+		if !slices.Contains(addrs, a) {
+			addrs = append(addrs, a)
+		}
+	}
+	if n.creds, err = cfg.Keyring.Issue(Identity{Node: cfg.ID, Addrs: addrs}); err != nil {
+		return nil, fmt.Errorf("consensus: %w", err)
+	}
 	if err = os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("consensus data directory: %w", err)
 	}
@@ -91,6 +110,7 @@ func Open(cfg Config) (n *Node, err error) {
 	if n.raft, err = raft.NewRaft(rc, n.fsm, n.store, n.store, snaps, n.trans); err != nil {
 		return nil, fmt.Errorf("consensus: start raft: %w", err)
 	}
+	n.stream.SetExpect(n.voterAt)
 	n.raft.RegisterObserver(raft.NewObserver(n.peers.ch, false, nil))
 	go n.peers.run()
 	return n, nil
@@ -105,7 +125,7 @@ func (n *Node) listen(hl hclogger) error {
 	if err != nil {
 		return fmt.Errorf("consensus listen on %s: %w", n.cfg.Bind, err)
 	}
-	n.stream = NewStreamLayer(ln, n.cfg.Keyring, adv, StreamOptions{OnRefused: n.cfg.OnRefused})
+	n.stream = NewStreamLayer(ln, n.creds, adv, StreamOptions{OnRefused: n.cfg.OnRefused})
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: n.stream, MaxPool: 3, Timeout: 5 * time.Second, Logger: hl,
 	})
@@ -130,6 +150,24 @@ func (n *Node) raftConfig(hl hclogger) *raft.Config {
 	rc.TrailingLogs = 1024
 	return rc
 }
+
+// voterAt names the server the raft configuration has at addr: the voter
+// raft's transport must find there.
+func (n *Node) voterAt(addr string) (string, bool) {
+	f := n.raft.GetConfiguration() // not blocking: raft keeps the latest configuration
+	if f.Error() != nil {
+		return "", false
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.Address) == addr {
+			return string(s.ID), true
+		}
+	}
+	return "", false
+}
+
+// Identity is what this voter proves in raft handshakes.
+func (n *Node) Identity() Identity { return n.creds.Identity() }
 
 // FSM returns the replicated terms.
 func (n *Node) FSM() *FSM { return n.fsm }

@@ -90,7 +90,8 @@ func dbMember(name string, writable bool) pool.Member {
 	h := tags.Health{State: tags.Passing, ReadOnly: !writable, Replica: !writable, IORunning: !writable, SQLRunning: !writable, LagKnown: true}
 	t := map[string]string{tags.KeyRole: tags.RoleDB, tags.KeyHealth: tags.Encode(h)}
 	hh, _ := tags.Published(t)
-	return pool.Member{Name: name, Addr: name + ":3306", Status: pool.StatusAlive, Tags: t, Health: hh}
+	// Every test voter is on 127.0.0.1: its MySQL address is there too.
+	return pool.Member{Name: name, Addr: "127.0.0.1:3306", Status: pool.StatusAlive, Tags: t, Health: hh}
 }
 
 type testNode struct {

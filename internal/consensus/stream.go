@@ -2,13 +2,13 @@ package consensus
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -19,9 +19,12 @@ const (
 	// RefusedHandshake: the TLS handshake failed (not TLS, not TLS 1.3, no
 	// client certificate, or the peer refused our certificate).
 	RefusedHandshake = "handshake"
-	// RefusedBadKey: the peer's certificate is not derived from a key of
-	// the keyring.
+	// RefusedBadKey: the peer's certificate is not signed by a key of the
+	// keyring.
 	RefusedBadKey = "bad-key"
+	// RefusedNoIdentity: the peer's certificate is signed by a key of the
+	// keyring but names no voter (a shoal from before voter identities).
+	RefusedNoIdentity = "no-identity"
 	// RefusedTimeout: the handshake did not finish within HandshakeTimeout.
 	RefusedTimeout = "timeout"
 	// RefusedOverload: MaxPending handshakes were already in flight; the
@@ -38,8 +41,13 @@ const (
 )
 
 // ErrUnknownKey is wrapped by handshake errors when the peer's certificate
-// is not derived from a key of the keyring.
-var ErrUnknownKey = errors.New("peer certificate is not derived from a consensus keyring key")
+// is not signed by a key of the keyring.
+var ErrUnknownKey = errors.New("peer certificate is not signed by a consensus keyring key")
+
+// ErrNotAVoter is wrapped by Dial's error for an address that no server of
+// the raft configuration has: raft dials only its voters, each of which
+// must prove who it is.
+var ErrNotAVoter = errors.New("no voter at this address in the raft configuration")
 
 // StreamOptions tunes a StreamLayer. Zero values take the defaults.
 type StreamOptions struct {
@@ -55,21 +63,28 @@ type StreamOptions struct {
 	OnRefused func(remote net.Addr, reason string, err error)
 }
 
-// StreamLayer is hashicorp/raft's StreamLayer over mutual TLS 1.3: each side
-// accepts only a peer whose certificate's public key is derived from a key of
-// its keyring. The server presents its primary key, or during a rotation the
-// first of its keys that the client announces holding (ALPN names carry
-// fingerprints of public keys, nothing secret); the client presents back the
-// key the server presented. So two voters whose keyrings share a key connect,
-// whatever their primaries. Accept returns only connections whose handshake
-// completed; each incoming handshake runs in its own goroutine under
-// HandshakeTimeout, at most MaxPending at a time.
+// StreamLayer is hashicorp/raft's StreamLayer over mutual TLS 1.3 between
+// voters that each prove an identity (identity.go): each side accepts only
+// a peer whose certificate is signed by a key of its keyring and names a
+// voter, and the side that dials also checks that the voter named is the
+// one the raft configuration has at the address dialed (SetExpect). The
+// server presents its certificate of its primary key, or during a rotation
+// of the first of its keys that the client announces holding (ALPN names
+// carry fingerprints of public keys, nothing secret); the client presents
+// back its certificate of the key that signed the server's. So two voters
+// whose keyrings share a key connect, whatever their primaries. Accept
+// returns only connections whose handshake completed; each incoming
+// handshake runs in its own goroutine under HandshakeTimeout, at most
+// MaxPending at a time.
 type StreamLayer struct {
 	ln        net.Listener
 	advertise net.Addr
 	opts      StreamOptions
-	kr        *Keyring
+	creds     *Credentials
 	server    *tls.Config
+	// expect names the voter the raft configuration has at an address
+	// (SetExpect); nil: Dial refuses every address.
+	expect atomic.Pointer[func(addr string) (node string, ok bool)]
 
 	accepted chan net.Conn
 	slots    chan struct{} // one per handshake in flight
@@ -90,9 +105,9 @@ type StreamLayer struct {
 var _ raft.StreamLayer = (*StreamLayer)(nil)
 
 // NewStreamLayer serves raft's stream layer on ln, which it owns from now on,
-// with the identity of kr (which must not be nil). advertise is the address
-// peers reach it at; nil means ln's address.
-func NewStreamLayer(ln net.Listener, kr *Keyring, advertise net.Addr, opts StreamOptions) *StreamLayer {
+// with the voter identity of creds (which must not be nil). advertise is the
+// address peers reach it at; nil means ln's address.
+func NewStreamLayer(ln net.Listener, creds *Credentials, advertise net.Addr, opts StreamOptions) *StreamLayer {
 	if opts.HandshakeTimeout <= 0 {
 		opts.HandshakeTimeout = DefaultHandshakeTimeout
 	}
@@ -104,8 +119,8 @@ func NewStreamLayer(ln net.Listener, kr *Keyring, advertise net.Addr, opts Strea
 		ln:        ln,
 		advertise: advertise,
 		opts:      opts,
-		kr:        kr,
-		server:    serverConfig(kr),
+		creds:     creds,
+		server:    serverConfig(creds),
 		accepted:  make(chan net.Conn),
 		slots:     make(chan struct{}, opts.MaxPending),
 		closed:    make(chan struct{}),
@@ -119,47 +134,29 @@ func NewStreamLayer(ln net.Listener, kr *Keyring, advertise net.Addr, opts Strea
 	return s
 }
 
-// peerKey returns the index of the key of kr from which the peer's leaf
-// certificate's public key is derived, or an error wrapping ErrUnknownKey.
-// The chain is not verified: the certificates are self-signed, and TLS 1.3
-// has already proved that the peer holds the private key of its leaf.
-func peerKey(kr *Keyring, cs tls.ConnectionState) (int, error) {
-	if len(cs.PeerCertificates) == 0 {
-		return -1, fmt.Errorf("no peer certificate: %w", ErrUnknownKey)
-	}
-	pub, ok := cs.PeerCertificates[0].PublicKey.(ed25519.PublicKey)
-	if !ok {
-		return -1, fmt.Errorf("peer certificate key is %T, not ed25519: %w",
-			cs.PeerCertificates[0].PublicKey, ErrUnknownKey)
-	}
-	i := kr.tlsIndex(pub)
-	if i < 0 {
-		return -1, fmt.Errorf("peer key %s: %w", fingerprint(pub), ErrUnknownKey)
-	}
-	return i, nil
-}
-
-// serverConfig presents the first key of kr (primary first) that the client
-// announces holding in its ALPN names, or else the primary (without ALPN, so
-// that such a client learns the server's key fingerprint from its own
-// refusal), and accepts a client certificate of any key of kr.
-func serverConfig(kr *Keyring) *tls.Config {
+// serverConfig presents the voter's certificate of the first key of the
+// keyring (primary first) that the client announces holding in its ALPN
+// names, or else of the primary (without ALPN, so that such a client learns
+// the server's key fingerprint from its own refusal), and accepts a client
+// certificate of any voter signed by any key of the keyring.
+func serverConfig(creds *Credentials) *tls.Config {
+	kr := creds.kr
 	base := &tls.Config{
 		ClientAuth:             tls.RequireAnyClientCert,
 		MinVersion:             tls.VersionTLS13,
 		MaxVersion:             tls.VersionTLS13,
 		SessionTicketsDisabled: true,
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			_, err := peerKey(kr, cs)
+			_, _, err := peerIdentity(kr, cs)
 			return err
 		},
 	}
 	fallback := base.Clone()
-	fallback.Certificates = []tls.Certificate{*kr.keys[0].cert}
+	fallback.Certificates = []tls.Certificate{*creds.certs[0]}
 	byKey := make([]*tls.Config, len(kr.keys))
 	for i, dk := range kr.keys {
 		byKey[i] = base.Clone()
-		byKey[i].Certificates = []tls.Certificate{*dk.cert}
+		byKey[i].Certificates = []tls.Certificate{*creds.certs[i]}
 		byKey[i].NextProtos = []string{dk.proto}
 	}
 	return &tls.Config{
@@ -173,29 +170,38 @@ func serverConfig(kr *Keyring) *tls.Config {
 	}
 }
 
-// clientConfig is the configuration of one outgoing connection: it announces
-// every key of kr in its ALPN names, accepts a server certificate of any key
-// of kr and presents back the key the server presented (which both hold).
-func clientConfig(kr *Keyring) *tls.Config {
+// clientConfig is the configuration of one outgoing connection to the
+// voter node expected at addr: it announces every key of the keyring in its
+// ALPN names, accepts a server certificate signed by any of them only when
+// it names node at addr, and presents back its own certificate of the key
+// that signed the server's. proven receives the identity the server proved.
+func clientConfig(creds *Credentials, node, addr string, proven *Identity) *tls.Config {
+	kr := creds.kr
 	matched := 0 // set by VerifyConnection before GetClientCertificate runs
 	return &tls.Config{
 		ServerName: certName,
-		// The server's certificate is checked against the keyring by
-		// VerifyConnection instead of against a CA.
+		// The server's certificate is checked against the keyring and the
+		// expected identity by VerifyConnection instead of against a CA.
 		InsecureSkipVerify: true,
 		NextProtos:         kr.protos(),
 		MinVersion:         tls.VersionTLS13,
 		MaxVersion:         tls.VersionTLS13,
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			i, err := peerKey(kr, cs)
+			i, id, err := peerIdentity(kr, cs)
 			if err != nil {
+				return err
+			}
+			if proven != nil {
+				*proven = id
+			}
+			if err := expectIdentity(id, node, addr); err != nil {
 				return err
 			}
 			matched = i
 			return nil
 		},
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			return kr.keys[matched].cert, nil
+			return creds.certs[matched], nil
 		},
 	}
 }
@@ -289,6 +295,8 @@ func refusalReason(err error) string {
 	switch {
 	case errors.Is(err, ErrUnknownKey):
 		return RefusedBadKey
+	case errors.Is(err, ErrNoIdentity):
+		return RefusedNoIdentity
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return RefusedTimeout
 	default:
@@ -373,18 +381,35 @@ func (s *StreamLayer) Addr() net.Addr {
 	return s.ln.Addr()
 }
 
-// Dial connects to a peer and completes the TLS handshake, both within
-// timeout (HandshakeTimeout if timeout is not positive).
+// SetExpect sets how Dial learns which voter it must find at an address:
+// the raft configuration's server there. Until it is set Dial refuses
+// every address.
+func (s *StreamLayer) SetExpect(f func(addr string) (node string, ok bool)) {
+	s.expect.Store(&f)
+}
+
+// Dial connects to the voter the raft configuration has at address and
+// completes the TLS handshake, both within timeout (HandshakeTimeout if
+// timeout is not positive). The peer must prove that voter's identity at
+// that address.
 func (s *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	if s.isClosed() {
 		return nil, fmt.Errorf("dial consensus peer %s: %w", address, net.ErrClosed)
+	}
+	var node string
+	ok := false
+	if f := s.expect.Load(); f != nil {
+		node, ok = (*f)(string(address))
+	}
+	if !ok {
+		return nil, fmt.Errorf("dial consensus peer %s: %w", address, ErrNotAVoter)
 	}
 	if timeout <= 0 {
 		timeout = s.opts.HandshakeTimeout
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, timeout)
 	defer cancel()
-	return dialTLS(ctx, string(address), clientConfig(s.kr))
+	return dialTLS(ctx, string(address), clientConfig(s.creds, node, string(address), nil))
 }
 
 // dialTLS dials addr and completes the TLS handshake within ctx.
@@ -413,20 +438,24 @@ func dialTLS(ctx context.Context, addr string, conf *tls.Config) (*tls.Conn, err
 }
 
 // Probe dials addr, completes the TLS handshake and closes: it proves that
-// the peer holds a key of kr (it presented a certificate derived from one,
-// and TLS 1.3 proved it holds the private key). The peer then accepts us
-// too, since we present back the key it presented. Without a deadline in
-// ctx, Probe takes at most DefaultHandshakeTimeout.
-func Probe(ctx context.Context, addr string, kr *Keyring) error {
+// the voter node answers at addr (its certificate, signed by a key of the
+// keyring, names node and addr, and TLS 1.3 proved it holds the
+// certificate's private key). The peer accepts us too, since we present a
+// certificate of the key that signed its own. It returns the identity the
+// peer proved, also when that is not node's (the error then wraps
+// ErrWrongIdentity). Without a deadline in ctx, Probe takes at most
+// DefaultHandshakeTimeout.
+func Probe(ctx context.Context, addr string, creds *Credentials, node string) (Identity, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultHandshakeTimeout)
 		defer cancel()
 	}
-	tc, err := dialTLS(ctx, addr, clientConfig(kr))
+	var proven Identity
+	tc, err := dialTLS(ctx, addr, clientConfig(creds, node, addr, &proven))
 	if err != nil {
-		return fmt.Errorf("probe: %w", err)
+		return proven, fmt.Errorf("probe: %w", err)
 	}
 	_ = tc.Close() // the proof is done; a failed close_notify changes nothing
-	return nil
+	return proven, nil
 }

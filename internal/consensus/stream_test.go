@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,15 +18,49 @@ import (
 	"github.com/hashicorp/raft"
 )
 
+// testVoters names the voter of each test layer's address, as a raft
+// configuration would: every test layer dials by it.
+var testVoters sync.Map // address -> node
+
+func testVoterAt(addr string) (string, bool) {
+	v, ok := testVoters.Load(addr)
+	if !ok {
+		return "", false
+	}
+	return v.(string), true
+}
+
+// testCreds issues credentials of kr for node at addr.
+func testCreds(t testing.TB, kr *Keyring, node, addr string) *Credentials {
+	t.Helper()
+	c, err := kr.Issue(Identity{Node: node, Addrs: []string{addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // listenLayer serves a stream layer on a fresh 127.0.0.1 port, closed at
-// the end of the test.
+// the end of the test, as voter "node-<port>".
 func listenLayer(t *testing.T, kr *Keyring, opts StreamOptions) *StreamLayer {
+	t.Helper()
+	return listenLayerAs(t, kr, "", opts)
+}
+
+// listenLayerAs is listenLayer as voter node ("": "node-<port>").
+func listenLayerAs(t *testing.T, kr *Keyring, node string, opts StreamOptions) *StreamLayer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewStreamLayer(ln, kr, nil, opts)
+	addr := ln.Addr().String()
+	if node == "" {
+		node = "node-" + addr[strings.LastIndex(addr, ":")+1:]
+	}
+	testVoters.Store(addr, node)
+	s := NewStreamLayer(ln, testCreds(t, kr, node, addr), nil, opts)
+	s.SetExpect(testVoterAt)
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
 			t.Errorf("close stream layer: %v", err)
@@ -308,7 +343,7 @@ func TestStreamClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewStreamLayer(ln, kr, &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 7373}, StreamOptions{})
+	s := NewStreamLayer(ln, testCreds(t, kr, "closing", "192.0.2.1:7373"), &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 7373}, StreamOptions{})
 	if got := s.Addr().String(); got != "192.0.2.1:7373" {
 		t.Errorf("Addr() = %s, want the advertised address", got)
 	}
@@ -351,17 +386,18 @@ func TestStreamClose(t *testing.T) {
 
 func TestProbe(t *testing.T) {
 	k1, k2, k3 := newKey(t), newKey(t), newKey(t)
-	server := listenLayer(t, mustKeyring(t, k1), StreamOptions{})
+	server := listenLayerAs(t, mustKeyring(t, k1), "db1", StreamOptions{})
 	acc := acceptAll(t, server)
 	addr := server.Addr().String()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, keys := range [][]string{{k1}, {k2, k1}} {
-		if err := Probe(ctx, addr, mustKeyring(t, keys...)); err != nil {
-			t.Errorf("probe with %d keys: %v", len(keys), err)
+		id, err := Probe(ctx, addr, testCreds(t, mustKeyring(t, keys...), "db2", "127.0.0.1:1"), "db1")
+		if err != nil || !id.Has("db1", addr) {
+			t.Errorf("probe with %d keys: %v, %v", len(keys), id, err)
 		}
 	}
-	if err := Probe(ctx, addr, mustKeyring(t, k3)); !errors.Is(err, ErrUnknownKey) {
+	if _, err := Probe(ctx, addr, testCreds(t, mustKeyring(t, k3), "db2", "127.0.0.1:1"), "db1"); !errors.Is(err, ErrUnknownKey) {
 		t.Errorf("probe with another key: %v, want ErrUnknownKey", err)
 	}
 	// A port that accepts and says nothing: Probe gives up at ctx's deadline.
@@ -372,7 +408,7 @@ func TestProbe(t *testing.T) {
 	defer func() { _ = ln.Close() }()
 	short, cancelShort := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancelShort()
-	if err := Probe(short, ln.Addr().String(), mustKeyring(t, k1)); err == nil {
+	if _, err := Probe(short, ln.Addr().String(), testCreds(t, mustKeyring(t, k1), "db2", "127.0.0.1:1"), "db1"); err == nil {
 		t.Error("probe of a silent port succeeded")
 	}
 	waitFor(t, "two probe connections", func() bool { return len(acc) == 2 })
@@ -440,7 +476,7 @@ func (n *raftNode) server() raft.Server {
 
 func startRaft(t *testing.T, id string, kr *Keyring, logs io.Writer) *raftNode {
 	t.Helper()
-	layer := listenLayer(t, kr, StreamOptions{HandshakeTimeout: 2 * time.Second})
+	layer := listenLayerAs(t, kr, id, StreamOptions{HandshakeTimeout: 2 * time.Second})
 	trans := raft.NewNetworkTransport(layer, 3, 2*time.Second, logs)
 	conf := raft.DefaultConfig()
 	conf.LocalID = raft.ServerID(id)

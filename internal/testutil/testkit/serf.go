@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"encoding/base64"
 	"io"
 	"testing"
 
@@ -15,9 +16,26 @@ import (
 // unless the test shuts it down first.
 func StartSerf(t testing.TB, name string, tags map[string]string, join string) *serf.Serf {
 	t.Helper()
+	return startSerf(t, name, tags, join, nil)
+}
+
+// StartSerfKeyed is StartSerf with gossip encryption: key is the base64
+// gossip key, as a holder of that key (and of nothing else) runs serf.
+func StartSerfKeyed(t testing.TB, name string, tags map[string]string, join, key string) *serf.Serf {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(key)
+	if err != nil {
+		t.Fatalf("gossip key: %v", err)
+	}
+	return startSerf(t, name, tags, join, raw)
+}
+
+func startSerf(t testing.TB, name string, tags map[string]string, join string, key []byte) *serf.Serf {
+	t.Helper()
 	mc := memberlist.DefaultLocalConfig()
 	mc.BindAddr, mc.BindPort, mc.AdvertisePort = "127.0.0.1", 0, 0
 	mc.LogOutput = io.Discard
+	mc.SecretKey = key
 	sc := serf.DefaultConfig()
 	sc.NodeName = name
 	sc.Tags = tags
