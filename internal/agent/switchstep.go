@@ -305,6 +305,9 @@ func (a *Agent) grantSwitch(st consensus.SwitchStep) (uint64, error) {
 	}
 	why := fmt.Sprintf("switchover from %s (term %d), run by %s", st.Old, st.From, st.By)
 	g := pool.Grant{Expect: st.From, Term: pool.Term{Cluster: st.Cluster, Number: st.From + 1, Writer: st.Target, Addr: st.Addr, Granted: a.clock.Now(), Why: why}}
+	if err := n.ProveWriter(g.Term); err != nil {
+		return 0, retryable{fmt.Errorf("%s did not prove it is the voter of that name: %w", st.Target, err)}
+	}
 	t, err := n.Grant(g, grantStepTimeout)
 	if err != nil {
 		return 0, err

@@ -124,7 +124,7 @@ func (n *Node) decide(v View) {
 		}
 	}()
 	for _, g := range pool.DecideTerms(members, v.Policy(), n.fsm.Terms(), voters, time.Now()) {
-		if err := n.writerProves(g.Term); err != nil {
+		if err := n.ProveWriter(g.Term); err != nil {
 			n.log.Warn("consensus: writer term not granted: the writer did not prove it is the voter", "cluster", g.Term.Cluster,
 				"writer", g.Term.Writer, "addr", g.Term.Addr, "error", err)
 			continue
@@ -151,14 +151,15 @@ const (
 	writerRetry        = 2 * time.Second
 )
 
-// writerProves checks, before a term is granted, that the writer's own
+// ProveWriter checks, before a term is granted, that the writer's own
 // voter answers now: the leader itself, or a voter of the configuration
 // that proves its identity at its configured raft address (a handshake),
 // on the host of the term's address. The gossip says who is writable, but
 // any holder of the gossip key can take a dead agent's name: only the
 // voter's own handshake shows that the agent of that name is alive, and
-// that the address routers will be given is its.
-func (n *Node) writerProves(t pool.Term) error {
+// that the address routers will be given is its. The loop and a
+// switchover's grant step call it.
+func (n *Node) ProveWriter(t pool.Term) error {
 	host, _, err := net.SplitHostPort(t.Addr)
 	if err != nil {
 		return fmt.Errorf("term address %q: %w", t.Addr, err)
@@ -173,6 +174,8 @@ func (n *Node) writerProves(t pool.Term) error {
 	if !ok {
 		return fmt.Errorf("%q is no voter", t.Writer)
 	}
+	n.proveMu.Lock()
+	defer n.proveMu.Unlock()
 	for w, until := range n.unprovenWriters {
 		if time.Now().After(until) {
 			delete(n.unprovenWriters, w) // bounded: only writers that failed lately stay

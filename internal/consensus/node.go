@@ -59,7 +59,8 @@ type Node struct {
 	// Reconcile does not try them again (only the loop uses it).
 	refusedPeers map[string]time.Time
 	// unprovenWriters: writers whose proof before a grant failed, and
-	// until when it is not tried again (only the loop uses it).
+	// until when it is not tried again.
+	proveMu         sync.Mutex // guards: unprovenWriters
 	unprovenWriters map[string]time.Time
 
 	closeOnce sync.Once
