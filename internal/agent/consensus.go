@@ -23,10 +23,11 @@ import (
 // consensusParts is this agent's raft voter, when it is one (a db agent
 // with a consensus key, or a witness), and the writer terms it knows.
 type consensusParts struct {
-	node     *consensus.Node // nil when this agent is no voter
-	wake     chan struct{}   // a member changed: decide now
-	port     uint16          // the raft port the voter tag advertises
-	inConfig atomic.Bool     // last published: in a raft configuration
+	node     *consensus.Node        // nil when this agent is no voter
+	wake     chan struct{}          // a member changed: decide now
+	port     uint16                 // the raft port the voter tag advertises
+	inConfig atomic.Bool            // last published: in a raft configuration
+	group    atomic.Pointer[string] // last published: the raft group's ID
 	// refusedLogged is when a refused connection was last logged (unix ns).
 	refusedLogged atomic.Int64
 	// terms are the writer terms this agent knows (terms.go): every agent
@@ -47,7 +48,11 @@ func (a *Agent) voterTag() string {
 	if a.cons.port == 0 {
 		return ""
 	}
-	return tags.FormatVoter(a.cons.port, a.cons.inConfig.Load())
+	v := tags.VoterTag{Port: a.cons.port, InConfig: a.cons.inConfig.Load(), Expect: a.cfg.Consensus.BootstrapExpect}
+	if g := a.cons.group.Load(); g != nil {
+		v.Group = *g
+	}
+	return tags.FormatVoter(v)
 }
 
 // startConsensus sets what writer terms are verified with (the consensus
@@ -144,8 +149,10 @@ func (a *Agent) runConsensus(ctx context.Context) {
 	t := a.clock.NewTicker(reconcileTagEvery)
 	defer t.Stop()
 	for {
-		if in := a.cons.node.HasState(); in != a.cons.inConfig.Load() {
+		in, g := a.cons.node.HasState(), a.cons.node.FSM().Group()
+		if old := a.cons.group.Load(); in != a.cons.inConfig.Load() || old == nil || *old != g {
 			a.cons.inConfig.Store(in)
+			a.cons.group.Store(&g)
 			a.pub.MarkDirty()
 		}
 		select {
@@ -188,8 +195,9 @@ func (v consensusView) Peers() (alive []consensus.Peer, gone map[string]bool) {
 		case serf.StatusLeft:
 			gone[m.Name] = true
 		case serf.StatusAlive:
-			if port, in, ok := tags.Voter(m.Tags); ok && m.Name != v.a.cfg.Node {
-				alive = append(alive, consensus.Peer{ID: m.Name, Addr: net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(port))), HasState: in})
+			if vt, ok := tags.Voter(m.Tags); ok && m.Name != v.a.cfg.Node {
+				alive = append(alive, consensus.Peer{ID: m.Name, Addr: net.JoinHostPort(m.Addr.String(), strconv.Itoa(int(vt.Port))),
+					HasState: vt.InConfig, Group: vt.Group, Expect: vt.Expect})
 			}
 		}
 	}
@@ -203,6 +211,11 @@ func (a *Agent) consensusInfo() *view.Consensus {
 		return nil
 	}
 	out := &view.Consensus{BootstrapExpect: cs.BootstrapExpect}
+	groups := a.raftGroups()
+	out.Group = groups.Own
+	for _, id := range slices.Sorted(maps.Keys(groups.Voters)) {
+		out.Groups = append(out.Groups, view.ConsensusGroup{ID: id, Voters: groups.Voters[id]})
+	}
 	for _, k := range a.cons.terms.verify {
 		out.TermKeys = append(out.TermKeys, consensus.EncodePublicKey(k))
 	}

@@ -29,7 +29,7 @@ func (a *Agent) Collectors() []prometheus.Collector {
 	ts := &a.cons.terms.stats
 	cs = append(cs, metrics.NewTermCollectors(metrics.TermCounts{
 		Learned: ts.Learned.Load, NotNewer: ts.Stale.Load, BadSignature: ts.BadSignature.Load, Malformed: ts.Malformed.Load,
-		Dropped: ts.Dropped.Load, Asked: ts.Asked.Load, Answered: ts.Answered.Load,
+		Dropped: ts.Dropped.Load, Asked: ts.Asked.Load, Answered: ts.Answered.Load, ForeignGroup: ts.ForeignGroup.Load,
 	})...)
 	cs = append(cs, a.fenceCollectors()...)
 	cs = append(cs, metrics.NewPublishCollectors(a.publishFailures, func() bool { return a.PublishStatus().OK })...)

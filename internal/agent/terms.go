@@ -57,7 +57,7 @@ type termParts struct {
 
 // termStats counts what the term loop saw, for /metrics.
 type termStats struct {
-	Learned, Stale, BadSignature, Malformed, Dropped, Asked, Answered, Panics atomic.Uint64
+	Learned, Stale, BadSignature, Malformed, Dropped, Asked, Answered, Panics, ForeignGroup atomic.Uint64
 }
 
 // termSafely runs f, turning a panic into a logged and counted failure:
@@ -132,7 +132,13 @@ func (a *Agent) offerTermEvent(e serf.Event) {
 // termView is what the router computes with: the known terms, merged
 // with this voter's own (its FSM holds what the quorum committed).
 func (a *Agent) termView() pool.TermView {
+	groups := a.raftGroups()
 	a.cons.terms.mu.Lock()
+	for c, t := range a.cons.terms.known {
+		if !groups.follows(t) {
+			delete(a.cons.terms.known, c) // learned before this agent knew its group
+		}
+	}
 	known := maps.Clone(a.cons.terms.known)
 	a.cons.terms.mu.Unlock()
 	if a.cons.node != nil {
@@ -142,15 +148,22 @@ func (a *Agent) termView() pool.TermView {
 			}
 		}
 	}
-	return pool.TermView{Terms: known, Unverifiable: a.cons.terms.unverifiable}
+	return pool.TermView{Terms: known, Unverifiable: a.cons.terms.unverifiable, Conflict: groups.Conflict()}
 }
 
 // learnTerm keeps t when it is newer than what this agent knows, and
 // reports whether it was.
 func (a *Agent) learnTerm(t pool.Term, from string) bool {
+	if groups := a.raftGroups(); !groups.follows(t) {
+		a.cons.terms.stats.ForeignGroup.Add(1)
+		a.log.Debug("writer term of another raft group ignored", "cluster", t.Cluster, "term", t.Number, "group", t.Group, "own_group", groups.Own, "from", from)
+		return false
+	}
 	a.cons.terms.mu.Lock()
 	cur := a.cons.terms.known[t.Cluster]
-	newer := t.Number > cur.Number
+	// While this agent knows no group, a term of another group than the
+	// one it knows for the cluster does not replace it, whatever its number.
+	newer := t.Number > cur.Number && (cur.Number == 0 || cur.Group == t.Group)
 	if newer {
 		a.cons.terms.known[t.Cluster] = t
 	}

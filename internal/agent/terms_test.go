@@ -32,7 +32,7 @@ func termKeyring(t *testing.T) *consensus.Keyring {
 
 func signedTerm(t *testing.T, kr *consensus.Keyring, n uint64, writer string) []byte {
 	t.Helper()
-	b, err := consensus.EncodeSignedTerm(kr, pool.Term{Cluster: "main", Number: n, Writer: writer, Addr: writer + ":3306", Granted: time.Now()})
+	b, err := consensus.EncodeSignedTerm(kr, pool.Term{Cluster: "main", Number: n, Writer: writer, Addr: writer + ":3306", Granted: time.Now(), Group: "0a1b2c3d"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ func consensusRows(row func(k, v string), c *client.Consensus) {
 		return
 	case !c.Voter:
 		row("consensus", "on, this agent is not a voter")
+		row("raft group", groupText(c))
 		row("term keys", termKeysText(c.TermKeys))
 		return
 	}
@@ -40,9 +41,27 @@ func consensusRows(row func(k, v string), c *client.Consensus) {
 	} else {
 		row("raft bootstrap", fmt.Sprintf("waiting for %d voters (bootstrap_expect)", c.BootstrapExpect))
 	}
+	row("raft group", groupText(c))
 	row("raft log", fmt.Sprintf("term %d, last index %d, applied %d", c.RaftTerm, c.LastIndex, c.AppliedIndex))
 	row("raft refused", refusedText(c.Refused))
 	row("term keys", termKeysText(c.TermKeys))
+}
+
+// groupText is the raft group row: the group this agent follows, or the
+// split when the voters name more than one.
+func groupText(c *client.Consensus) string {
+	if len(c.Groups) > 1 {
+		var parts []string
+		for _, g := range c.Groups {
+			parts = append(parts, g.ID+" ("+strings.Join(g.Voters, ", ")+")")
+		}
+		return "SPLIT: voters of " + fmt.Sprint(len(c.Groups)) + " raft groups: " + strings.Join(parts, "; ") +
+			"; no writes are routed where a writer term is required (docs/consensus.md, Fleet identity)"
+	}
+	if c.Group == "" {
+		return "none known yet"
+	}
+	return c.Group
 }
 
 // termKeysText is the term keys row: the public keys writer terms are

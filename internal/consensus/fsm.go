@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/tags"
 )
 
 // command is one raft log entry of shoal's: a versioned JSON object, so
@@ -21,11 +22,15 @@ type command struct {
 	V     int         `json:"v"`
 	Op    string      `json:"op"`
 	Grant *pool.Grant `json:"grant,omitempty"`
+	// Group is the raft group's ID (opGroup): set once, by the first
+	// leader, before any grant.
+	Group string `json:"group,omitempty"`
 }
 
 const (
 	commandVersion = 1
 	opGrant        = "grant"
+	opGroup        = "group"
 	// maxCommand bounds an entry the FSM decodes: a grant is a few hundred
 	// bytes.
 	maxCommand = 4096
@@ -44,16 +49,29 @@ func EncodeGrant(g pool.Grant) ([]byte, error) {
 	return json.Marshal(command{V: commandVersion, Op: opGrant, Grant: &g})
 }
 
+// EncodeGroup encodes the raft group's ID as a raft log entry.
+func EncodeGroup(group string) ([]byte, error) {
+	if !tags.ValidGroup(group) {
+		return nil, fmt.Errorf("raft group %q: want %d lowercase hex digits", group, tags.GroupLen)
+	}
+	return json.Marshal(command{V: commandVersion, Op: opGroup, Group: group})
+}
+
+// ErrNoGroup is what Apply returns for a grant before the raft group has
+// an ID: every term names the group that granted it.
+var ErrNoGroup = errors.New("the raft group has no ID yet")
+
 // ErrStale is what Apply returns for a grant whose expected term is no
 // longer the cluster's: another grant came first.
 var ErrStale = errors.New("the cluster's term changed since the grant was decided")
 
-// FSM is the replicated state: each cluster's current writer term. Every
-// voter applies the same log in the same order, so every voter holds the
-// same terms. Safe for concurrent use.
+// FSM is the replicated state: the raft group's ID and each cluster's
+// current writer term. Every voter applies the same log in the same
+// order, so every voter holds the same terms. Safe for concurrent use.
 type FSM struct {
-	mu    sync.RWMutex // guards terms
+	mu    sync.RWMutex // guards terms, group
 	terms map[string]pool.Term
+	group string
 	// onApply, when set, is called (outside the lock) with each term that
 	// an applied grant made current.
 	onApply func(pool.Term)
@@ -64,9 +82,9 @@ func NewFSM(onApply func(pool.Term)) *FSM {
 	return &FSM{terms: map[string]pool.Term{}, onApply: onApply}
 }
 
-// Apply applies one log entry. It returns nil, the granted pool.Term, or
-// an error (ErrStale, or what is wrong with the entry); a bad entry
-// changes nothing.
+// Apply applies one log entry. It returns nil, the granted pool.Term, the
+// group's ID (a string) or an error (ErrStale, ErrNoGroup, or what is
+// wrong with the entry); a bad entry changes nothing.
 func (f *FSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
@@ -77,6 +95,13 @@ func (f *FSM) Apply(l *raft.Log) any {
 	}
 	if err := json.Unmarshal(l.Data, &c); err != nil {
 		return fmt.Errorf("log entry %d: %w", l.Index, err)
+	}
+	if c.V == commandVersion && c.Op == opGroup {
+		g, err := f.setGroup(c.Group)
+		if err != nil {
+			return fmt.Errorf("log entry %d: %w", l.Index, err)
+		}
+		return g
 	}
 	if c.V != commandVersion || c.Op != opGrant || c.Grant == nil {
 		return fmt.Errorf("log entry %d: unknown command v%d %q", l.Index, c.V, c.Op)
@@ -91,14 +116,32 @@ func (f *FSM) Apply(l *raft.Log) any {
 	return t
 }
 
+// setGroup sets the group's ID once: a second entry changes nothing and
+// returns the ID the group has.
+func (f *FSM) setGroup(g string) (string, error) {
+	if !tags.ValidGroup(g) {
+		return "", fmt.Errorf("raft group %q: want %d lowercase hex digits", g, tags.GroupLen)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.group == "" {
+		f.group = g
+	}
+	return f.group, nil
+}
+
+// grant makes a grant's term current, stamped with the group's ID.
 func (f *FSM) grant(g pool.Grant) (pool.Term, error) {
 	if err := pool.CheckTerm(g.Term); err != nil {
 		return pool.Term{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	g.Term.Group = f.group
 	cur := f.terms[g.Term.Cluster]
 	switch {
+	case f.group == "":
+		return pool.Term{}, fmt.Errorf("grant of term %d in %q: %w", g.Term.Number, g.Term.Cluster, ErrNoGroup)
 	case cur.Number != g.Expect:
 		return pool.Term{}, fmt.Errorf("grant of term %d to %s in %q: %w (it is %d)", g.Term.Number, g.Term.Writer, g.Term.Cluster, ErrStale, cur.Number)
 	case g.Term.Number != g.Expect+1:
@@ -117,6 +160,13 @@ func (f *FSM) Term(cluster string) pool.Term {
 	return f.terms[cluster]
 }
 
+// Group returns the raft group's ID, "" before the first leader set it.
+func (f *FSM) Group() string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.group
+}
+
 // Terms returns a copy of every cluster's current term.
 func (f *FSM) Terms() map[string]pool.Term {
 	f.mu.RLock()
@@ -127,13 +177,14 @@ func (f *FSM) Terms() map[string]pool.Term {
 // snapshotFormat is a snapshot's content.
 type snapshotFormat struct {
 	V     int         `json:"v"`
+	Group string      `json:"group,omitempty"`
 	Terms []pool.Term `json:"terms"`
 }
 
 // Snapshot captures the terms.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	terms := f.Terms()
-	s := snapshotFormat{V: commandVersion}
+	s := snapshotFormat{V: commandVersion, Group: f.Group()}
 	for _, c := range slices.Sorted(maps.Keys(terms)) {
 		s.Terms = append(s.Terms, terms[c])
 	}
@@ -151,6 +202,9 @@ func (f *FSM) Restore(r io.ReadCloser) error {
 	if s.V != commandVersion {
 		return fmt.Errorf("restore terms: snapshot version %d, this release reads %d", s.V, commandVersion)
 	}
+	if s.Group != "" && !tags.ValidGroup(s.Group) {
+		return fmt.Errorf("restore terms: raft group %q: want %d lowercase hex digits", s.Group, tags.GroupLen)
+	}
 	terms := map[string]pool.Term{}
 	for _, t := range s.Terms {
 		if err := pool.CheckTerm(t); err != nil {
@@ -159,7 +213,7 @@ func (f *FSM) Restore(r io.ReadCloser) error {
 		terms[t.Cluster] = t
 	}
 	f.mu.Lock()
-	f.terms = terms
+	f.terms, f.group = terms, s.Group
 	f.mu.Unlock()
 	return nil
 }

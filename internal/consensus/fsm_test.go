@@ -18,6 +18,23 @@ func grantOf(cluster, writer string, n uint64) pool.Grant {
 		Granted: time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC), Why: "test"}}
 }
 
+// newGroupFSM is an FSM whose group has its ID, as after a first leader.
+func newGroupFSM(t *testing.T, onApply func(pool.Term)) *FSM {
+	t.Helper()
+	f := NewFSM(onApply)
+	applyGroup(t, f, "0a1b2c3d", 1)
+	return f
+}
+
+func applyGroup(t *testing.T, f *FSM, g string, index uint64) any {
+	t.Helper()
+	b, err := EncodeGroup(g)
+	if err != nil {
+		t.Fatalf("EncodeGroup: %v", err)
+	}
+	return f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: b})
+}
+
 func applyGrant(t *testing.T, f *FSM, g pool.Grant, index uint64) any {
 	t.Helper()
 	b, err := EncodeGrant(g)
@@ -30,7 +47,16 @@ func applyGrant(t *testing.T, f *FSM, g pool.Grant, index uint64) any {
 func TestFSMGrantIsCompareAndSet(t *testing.T) {
 	var applied []pool.Term
 	f := NewFSM(func(t pool.Term) { applied = append(applied, t) })
-	if r := applyGrant(t, f, grantOf("c", "dbp", 1), 1); r.(pool.Term).Writer != "dbp" {
+	// No grant before the group has its ID.
+	if r := applyGrant(t, f, grantOf("c", "dbp", 1), 1); !errors.Is(r.(error), ErrNoGroup) {
+		t.Fatalf("grant before the group ID = %v, want ErrNoGroup", r)
+	}
+	applyGroup(t, f, "0a1b2c3d", 1)
+	// The ID is set once: a second entry changes nothing.
+	if r := applyGroup(t, f, "99999999", 1); r != "0a1b2c3d" || f.Group() != "0a1b2c3d" {
+		t.Fatalf("second group entry = %v, group %q", r, f.Group())
+	}
+	if r := applyGrant(t, f, grantOf("c", "dbp", 1), 1); r.(pool.Term).Writer != "dbp" || r.(pool.Term).Group != "0a1b2c3d" {
 		t.Fatalf("first grant: %v", r)
 	}
 	// Two leaders' decisions on the same old term: only the first applies.
@@ -62,6 +88,7 @@ func TestFSMRefusesBadEntries(t *testing.T) {
 		"empty writer":   []byte(`{"v":1,"op":"grant","grant":{"expect":0,"term":{"cluster":"c","term":1,"writer":"","addr":"a:1"}}}`),
 		"skips a number": []byte(`{"v":1,"op":"grant","grant":{"expect":0,"term":{"cluster":"c","term":5,"writer":"w","addr":"a:1"}}}`),
 		"too large":      bytes.Repeat([]byte(" "), maxCommand+1),
+		"bad group":      []byte(`{"v":1,"op":"group","group":"ZZ"}`),
 	}
 	for name, data := range bad {
 		r := f.Apply(&raft.Log{Index: 7, Type: raft.LogCommand, Data: data})
@@ -87,7 +114,7 @@ func (s *memSink) Cancel() error { s.cancelled = true; return nil }
 func (s *memSink) Close() error  { return nil }
 
 func TestFSMSnapshotRestore(t *testing.T) {
-	f := NewFSM(nil)
+	f := newGroupFSM(t, nil)
 	applyGrant(t, f, grantOf("a", "a1", 1), 1)
 	applyGrant(t, f, grantOf("b", "b1", 1), 2)
 	applyGrant(t, f, grantOf("b", "b2", 2), 3)
@@ -100,12 +127,16 @@ func TestFSMSnapshotRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := NewFSM(nil)
+	applyGroup(t, g, "99999999", 1)               // replaced by the restore
 	applyGrant(t, g, grantOf("stale", "x", 1), 1) // replaced by the restore
 	if err := g.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
 		t.Fatal(err)
 	}
-	if got := g.Terms(); len(got) != 2 || got["b"].Number != 2 || got["b"].Writer != "b2" || got["a"].Writer != "a1" {
+	if got := g.Terms(); len(got) != 2 || got["b"].Number != 2 || got["b"].Writer != "b2" || got["a"].Writer != "a1" || got["a"].Group != "0a1b2c3d" {
 		t.Fatalf("restored terms = %+v", got)
+	}
+	if g.Group() != "0a1b2c3d" {
+		t.Fatalf("restored group = %q", g.Group())
 	}
 	// A snapshot with a bad term is refused whole; the terms stay.
 	badSnap := `{"v":1,"terms":[{"cluster":"a","term":1,"writer":"a1","addr":"a1:1"},{"cluster":"b","term":0,"writer":"","addr":""}]}`

@@ -2,6 +2,8 @@ package consensus
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/tags"
 )
 
 // View is what the loop reads of the agent: the gossip's voters and the
@@ -104,6 +107,10 @@ func (n *Node) membership(ctx context.Context, v View) {
 // partial member list, just after a start) could take a second writable
 // server for the only one.
 func (n *Node) decide(v View) {
+	if n.fsm.Group() == "" {
+		n.setGroup()
+		return
+	}
 	members := v.Members()
 	voters := map[string]bool{}
 	known := map[string]bool{}
@@ -196,4 +203,27 @@ func (n *Node) ProveWriter(t pool.Term) error {
 	}
 	delete(n.unprovenWriters, t.Writer)
 	return nil
+}
+
+// setGroup gives the raft group its ID, once, before the first grant: a
+// random GroupLen hex digits. Every term names it, so that agents follow
+// only the terms of their own fleet's group (a copied consensus key makes
+// another fleet's signatures valid here too).
+func (n *Node) setGroup() {
+	var raw [tags.GroupLen / 2]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		n.log.Error("consensus: raft group ID", "error", err)
+		return
+	}
+	b, err := EncodeGroup(hex.EncodeToString(raw[:]))
+	if err != nil {
+		n.log.Error("consensus: raft group ID", "error", err)
+		return
+	}
+	f := n.raft.Apply(b, grantTimeout)
+	if err := f.Error(); err != nil {
+		n.log.Warn("consensus: raft group ID not applied", "error", err)
+		return
+	}
+	n.log.Info("consensus: raft group ID set", "group", f.Response())
 }

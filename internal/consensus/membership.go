@@ -2,6 +2,7 @@ package consensus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -16,8 +17,13 @@ import (
 type Peer struct {
 	ID   string // its node name
 	Addr string // its raft address, host:port
-	// HasState: its tags say it is in a raft configuration already.
+	// HasState: its tags say it is in a raft configuration already, of
+	// the raft group Group ("" when not said).
 	HasState bool
+	Group    string
+	// Expect is the bootstrap_expect its tags say it was given, before it
+	// is in a configuration (0: not said).
+	Expect int
 }
 
 // probeTimeout bounds one admission handshake.
@@ -40,6 +46,13 @@ func (n *Node) MaybeBootstrap(ctx context.Context, alive []Peer) (bool, error) {
 		if p.HasState && p.ID != n.cfg.ID {
 			n.bootSet = ""
 			return false, nil // a quorum exists: its leader adds this node
+		}
+		if p.Expect != 0 && p.Expect != n.cfg.BootstrapExpect {
+			// Voters given different numbers would each bootstrap a raft
+			// group of their own: two groups, two writers for one cluster.
+			n.bootSet = ""
+			return false, fmt.Errorf("%w: voter %s was given bootstrap_expect %d, this one %d: give every voter the same",
+				ErrExpectMismatch, p.ID, p.Expect, n.cfg.BootstrapExpect)
 		}
 		set[p.ID] = p.Addr
 	}
@@ -72,6 +85,10 @@ func (n *Node) MaybeBootstrap(ctx context.Context, alive []Peer) (bool, error) {
 	n.log.Info("consensus bootstrapped", "voters", ids)
 	return true, nil
 }
+
+// ErrExpectMismatch: a voter seen before the bootstrap was given another
+// bootstrap_expect; MaybeBootstrap waits until every voter agrees.
+var ErrExpectMismatch = errors.New("voters disagree on bootstrap_expect")
 
 // probe checks that the voter id answers at addr: it holds a consensus
 // key and proves id's identity at addr.
@@ -109,6 +126,16 @@ func (n *Node) Reconcile(ctx context.Context, alive []Peer, gone map[string]bool
 			break
 		}
 		if addr, ok := cur[p.ID]; ok && addr == p.Addr {
+			continue
+		}
+		if p.HasState && p.Group != "" && p.Group != n.fsm.Group() {
+			// A voter of another raft group (bootstrapped apart): adding it
+			// would mix two logs in its FSM. An operator wipes its raft data.
+			if until, ok := n.refusedPeers[p.ID]; !ok || now.After(until) {
+				n.refusedPeers[p.ID] = now.Add(probeBackoff)
+				n.log.Error("consensus: not admitting a voter of another raft group: stop it, delete its consensus.data_dir and start it again to join this group",
+					"node", p.ID, "addr", p.Addr, "its_group", p.Group, "group", n.fsm.Group())
+			}
 			continue
 		}
 		if until, ok := n.refusedPeers[p.ID]; ok && now.Before(until) {

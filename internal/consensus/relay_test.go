@@ -229,3 +229,28 @@ func TestIssueRefusesBadIdentities(t *testing.T) {
 		t.Fatalf("identity read back: %v, %v", got, err)
 	}
 }
+
+// TestBootstrapRefusesMismatchedExpect (issue 36, finding 3): a voter that
+// sees another voter announce a different bootstrap_expect does not
+// bootstrap: voters given different numbers would each form a raft group
+// of their own.
+func TestBootstrapRefusesMismatchedExpect(t *testing.T) {
+	key := newKey(t)
+	addrs := map[string]string{"a": freeAddr(t), "b": freeAddr(t), "c": freeAddr(t)}
+	cfg := nodeConfig(t, "a", addrs["a"], key)
+	n, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	peers := []Peer{{ID: "b", Addr: addrs["b"], Expect: 3}, {ID: "c", Addr: addrs["c"], Expect: 1}}
+	for range 3 { // the same set seen twice is what bootstraps
+		ok, err := n.MaybeBootstrap(context.Background(), peers)
+		if ok || !errors.Is(err, ErrExpectMismatch) {
+			t.Fatalf("MaybeBootstrap with a voter of bootstrap_expect 1: %v, %v; want no bootstrap, ErrExpectMismatch", ok, err)
+		}
+	}
+	if n.HasState() {
+		t.Fatal("bootstrapped")
+	}
+}

@@ -41,10 +41,12 @@ const (
 func IsInternalEvent(name string) bool { return strings.HasPrefix(name, InternalPrefix) }
 
 // Wire format of a signed term: one version byte, the term as JSON, and
-// the ed25519 signature of termDomain followed by that JSON.
+// the ed25519 signature of termDomain followed by that JSON. Version 2
+// added the raft group; a version 1 term (no group) is refused, so that a
+// term captured before cannot be replayed into a fleet of this release.
 const (
-	signedTermV1 = 1
-	termDomain   = "shoal writer term v1\x00"
+	signedTermV2 = 2
+	termDomain   = "shoal writer term v2\x00"
 	// MaxSignedTerm bounds a signed term on the wire: it fits the user
 	// event and query response limits the agent gives serf.
 	MaxSignedTerm = 800
@@ -58,6 +60,7 @@ type signedFields struct {
 	Addr    string    `json:"addr"`
 	Granted time.Time `json:"granted"`
 	Why     string    `json:"why,omitempty"`
+	Group   string    `json:"group"`
 }
 
 // EncodeSignedTerm signs t with the keyring's primary term key. Why is
@@ -67,7 +70,10 @@ func EncodeSignedTerm(kr *Keyring, t pool.Term) ([]byte, error) {
 	if err := pool.CheckTerm(t); err != nil {
 		return nil, fmt.Errorf("sign term: %w", err)
 	}
-	f := signedFields{Cluster: t.Cluster, Number: t.Number, Writer: t.Writer, Addr: t.Addr, Granted: t.Granted.UTC(), Why: t.Why}
+	if t.Group == "" {
+		return nil, fmt.Errorf("sign term of %q: no raft group", t.Cluster)
+	}
+	f := signedFields{Cluster: t.Cluster, Number: t.Number, Writer: t.Writer, Addr: t.Addr, Granted: t.Granted.UTC(), Why: t.Why, Group: t.Group}
 	for {
 		msg, err := json.Marshal(f)
 		if err != nil {
@@ -81,7 +87,7 @@ func EncodeSignedTerm(kr *Keyring, t pool.Term) ([]byte, error) {
 			continue
 		}
 		out := make([]byte, 0, 1+len(msg)+ed25519.SignatureSize)
-		out = append(out, signedTermV1)
+		out = append(out, signedTermV2)
 		out = append(out, msg...)
 		return append(out, kr.SignTerm(append([]byte(termDomain), msg...))...), nil
 	}
@@ -110,7 +116,7 @@ func DecodeSignedTerm(b []byte, pubs []ed25519.PublicKey) (pool.Term, error) {
 	if len(b) > MaxSignedTerm || len(b) < 1+2+ed25519.SignatureSize {
 		return pool.Term{}, fmt.Errorf("%w: %d bytes", ErrTermMalformed, len(b))
 	}
-	if b[0] != signedTermV1 {
+	if b[0] != signedTermV2 {
 		return pool.Term{}, fmt.Errorf("%w: version %d", ErrTermMalformed, b[0])
 	}
 	msg, sig := b[1:len(b)-ed25519.SignatureSize], b[len(b)-ed25519.SignatureSize:]
@@ -122,21 +128,27 @@ func DecodeSignedTerm(b []byte, pubs []ed25519.PublicKey) (pool.Term, error) {
 	if err := dec.Decode(&f); err != nil {
 		return pool.Term{}, fmt.Errorf("%w: %w", ErrTermMalformed, err)
 	}
-	t := pool.Term{Cluster: f.Cluster, Number: f.Number, Writer: f.Writer, Addr: f.Addr, Granted: f.Granted, Why: f.Why}
+	t := pool.Term{Cluster: f.Cluster, Number: f.Number, Writer: f.Writer, Addr: f.Addr, Granted: f.Granted, Why: f.Why, Group: f.Group}
+	if t.Group == "" {
+		return pool.Term{}, fmt.Errorf("%w: no raft group", ErrTermMalformed)
+	}
 	if err := pool.CheckTerm(t); err != nil {
 		return pool.Term{}, fmt.Errorf("%w: %w", ErrTermMalformed, err)
 	}
 	return t, nil
 }
 
+// termQueryV1 is the version byte of a term query.
+const termQueryV1 = 1
+
 // EncodeTermQuery is a TermQuery payload asking for cluster's term.
 func EncodeTermQuery(cluster string) []byte {
-	return append([]byte{signedTermV1}, cluster...)
+	return append([]byte{termQueryV1}, cluster...)
 }
 
 // DecodeTermQuery returns the cluster a TermQuery payload asks for.
 func DecodeTermQuery(b []byte) (string, error) {
-	if len(b) < 2 || b[0] != signedTermV1 || !tags.ValidCluster(string(b[1:])) {
+	if len(b) < 2 || b[0] != termQueryV1 || !tags.ValidCluster(string(b[1:])) {
 		return "", fmt.Errorf("%w: term query of %d bytes", ErrTermMalformed, len(b))
 	}
 	return string(b[1:]), nil

@@ -11,7 +11,7 @@ import (
 
 func sampleTerm() pool.Term {
 	return pool.Term{Cluster: "main", Number: 7, Writer: "db2", Addr: "10.0.0.2:3306",
-		Granted: time.Date(2026, 11, 27, 6, 1, 2, 345e6, time.UTC), Why: "db1 was the writer (term 6) and is read-only"}
+		Granted: time.Date(2026, 11, 27, 6, 1, 2, 345e6, time.UTC), Why: "db1 was the writer (term 6) and is read-only", Group: "0a1b2c3d"}
 }
 
 func TestSignedTermRoundTrip(t *testing.T) {
@@ -58,7 +58,7 @@ func TestSignedTermRefusesForgeries(t *testing.T) {
 		{"number raised", higher, ErrTermSignature},
 		{"truncated", good[:len(good)-1], ErrTermSignature},
 		{"empty", nil, ErrTermMalformed},
-		{"version 2", append([]byte{2}, good[1:]...), ErrTermMalformed},
+		{"version 1 (no group: a term of an older release)", append([]byte{1}, good[1:]...), ErrTermMalformed},
 		{"too long", make([]byte, MaxSignedTerm+1), ErrTermMalformed},
 	}
 	for _, tc := range cases {
@@ -74,10 +74,21 @@ func TestSignedTermRefusesForgeries(t *testing.T) {
 // A signed but invalid term (a bug or a stolen key) is still refused.
 func TestSignedTermChecksTheTerm(t *testing.T) {
 	kr := mustKeyring(t, newKey(t))
-	msg := []byte(`{"cluster":"main","term":0,"writer":"db1","addr":"x:1","granted":"2026-11-27T06:00:00Z"}`)
-	b := append(append([]byte{signedTermV1}, msg...), kr.SignTerm(append([]byte(termDomain), msg...))...)
+	for name, msg := range map[string]string{
+		"term 0":    `{"cluster":"main","term":0,"writer":"db1","addr":"x:1","granted":"2026-11-27T06:00:00Z","group":"0a1b2c3d"}`,
+		"no group":  `{"cluster":"main","term":1,"writer":"db1","addr":"x:1","granted":"2026-11-27T06:00:00Z"}`,
+		"bad group": `{"cluster":"main","term":1,"writer":"db1","addr":"x:1","granted":"2026-11-27T06:00:00Z","group":"0A1B2C3D"}`,
+	} {
+		b := append(append([]byte{signedTermV2}, msg...), kr.SignTerm(append([]byte(termDomain), msg...))...)
+		if _, err := DecodeSignedTerm(b, kr.TermPublicKeys()); !errors.Is(err, ErrTermMalformed) {
+			t.Errorf("%s: err = %v, want %v", name, err, ErrTermMalformed)
+		}
+	}
+	// A term signed with the same key in the format before groups.
+	msg := `{"cluster":"main","term":9,"writer":"y1","addr":"x:1","granted":"2026-11-27T06:00:00Z"}`
+	b := append(append([]byte{1}, msg...), kr.SignTerm(append([]byte("shoal writer term v1\x00"), msg...))...)
 	if _, err := DecodeSignedTerm(b, kr.TermPublicKeys()); !errors.Is(err, ErrTermMalformed) {
-		t.Fatalf("term 0: err = %v, want %v", err, ErrTermMalformed)
+		t.Errorf("version 1 term: err = %v, want %v", err, ErrTermMalformed)
 	}
 }
 

@@ -17,8 +17,8 @@ type ConsensusCollector struct {
 	view func() *view.Consensus
 	now  func() time.Time
 
-	voter, leader, leaderKnown, bootstrapped, voters, failing *prometheus.Desc
-	raftTerm, applied, lastContact, refused, writerTerm       *prometheus.Desc
+	voter, leader, leaderKnown, bootstrapped, voters, failing   *prometheus.Desc
+	raftTerm, applied, lastContact, refused, writerTerm, groups *prometheus.Desc
 }
 
 // NewConsensusCollector reads view when scraped; now is the agent's clock,
@@ -40,13 +40,14 @@ func NewConsensusCollector(view func() *view.Consensus, now func() time.Time) *C
 		lastContact:  d("last_contact_seconds", "Seconds since this follower last heard from the leader (absent on the leader and before any contact)."),
 		refused:      d("refused_total", "Raft connections this voter refused, by reason: bad-key (a peer without a consensus key), handshake, timeout, overload, callback-panic.", "reason"),
 		writerTerm:   d("writer_term", "The writer term of each cluster this agent knows: its number, which grows with each writer the voters grant.", "cluster"),
+		groups:       d("raft_groups", "Raft groups the alive voters' tags name (this voter's own included): 1 in a healthy fleet; more than 1 means voters bootstrapped apart, and no writes are routed where a writer term is required."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *ConsensusCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.voter, c.leader, c.leaderKnown, c.bootstrapped, c.voters, c.failing,
-		c.raftTerm, c.applied, c.lastContact, c.refused, c.writerTerm} {
+		c.raftTerm, c.applied, c.lastContact, c.refused, c.writerTerm, c.groups} {
 		ch <- d
 	}
 }
@@ -61,6 +62,7 @@ func (c *ConsensusCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, val, safeLabels(labels)...)
 	}
 	gauge(c.voter, b2f(v.Voter))
+	gauge(c.groups, float64(len(v.Groups)))
 	// Cluster names come from gossip: two that show as the same label
 	// are reported once (the first, in the view's order).
 	seen := map[string]bool{}

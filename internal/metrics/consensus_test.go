@@ -24,6 +24,7 @@ func TestConsensusCollector(t *testing.T) {
 		Voters:  []view.ConsensusVoter{{ID: "db1"}, {ID: "db2", Leader: true}, {ID: "db3"}},
 		Refused: map[string]uint64{"bad-key": 3, "timeout": 1},
 		Terms:   consensusTerms(),
+		Groups:  []view.ConsensusGroup{{ID: "0a1b2c3d", Voters: []string{"db1", "db2", "db3"}}},
 	}
 	// The leader's state as raft spells it.
 	leader := &view.Consensus{
@@ -31,6 +32,7 @@ func TestConsensusCollector(t *testing.T) {
 		RaftTerm: 5, AppliedIndex: 60,
 		Voters:  []view.ConsensusVoter{{ID: "db1", Leader: true}, {ID: "db2"}, {ID: "db3", Failing: true, LastContact: consensusNow.Add(-time.Minute)}},
 		Refused: map[string]uint64{},
+		Groups:  []view.ConsensusGroup{{ID: "0a1b2c3d", Voters: []string{"db1", "db2", "db3"}}, {ID: "9f8e7d6c", Voters: []string{"db4"}}},
 	}
 	waiting := &view.Consensus{Voter: true, ID: "db1", State: "follower", BootstrapExpect: 3}
 	for _, tc := range []struct {
@@ -40,6 +42,7 @@ func TestConsensusCollector(t *testing.T) {
 	}{
 		{"no consensus key", nil, ""},
 		{"not a voter", &view.Consensus{BootstrapExpect: 3, Terms: consensusTerms()[:1]}, `
+shoal_consensus_raft_groups 0
 shoal_consensus_voter 0
 shoal_consensus_writer_term{cluster="main"} 5
 `},
@@ -49,6 +52,7 @@ shoal_consensus_bootstrapped 1
 shoal_consensus_last_contact_seconds 1.5
 shoal_consensus_leader 0
 shoal_consensus_leader_known 1
+shoal_consensus_raft_groups 1
 shoal_consensus_raft_term 4
 shoal_consensus_refused_total{reason="bad-key"} 3
 shoal_consensus_refused_total{reason="timeout"} 1
@@ -62,6 +66,7 @@ shoal_consensus_applied_index 60
 shoal_consensus_bootstrapped 1
 shoal_consensus_leader 1
 shoal_consensus_leader_known 1
+shoal_consensus_raft_groups 2
 shoal_consensus_raft_term 5
 shoal_consensus_voter 1
 shoal_consensus_voters 3
@@ -72,6 +77,7 @@ shoal_consensus_applied_index 0
 shoal_consensus_bootstrapped 0
 shoal_consensus_leader 0
 shoal_consensus_leader_known 0
+shoal_consensus_raft_groups 0
 shoal_consensus_raft_term 0
 shoal_consensus_voter 1
 shoal_consensus_voters 0

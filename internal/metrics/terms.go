@@ -5,7 +5,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // TermCounts reads the counters of the agent's writer-term loop
 // (internal/agent/terms.go).
 type TermCounts struct {
-	Learned, NotNewer, BadSignature, Malformed, Dropped, Asked, Answered func() uint64
+	Learned, NotNewer, BadSignature, Malformed, Dropped, Asked, Answered, ForeignGroup func() uint64
 }
 
 // NewTermCollectors returns the writer-term counters.
@@ -18,5 +18,6 @@ func NewTermCollectors(t TermCounts) []prometheus.Collector {
 		counter{"terms_dropped_total", "Writer term events and queries dropped because the term loop's queue was full.", nil, t.Dropped},
 		counter{"terms_queries_total", "Queries this agent sent to ask the voters for a cluster's term (its pool said a newer term may exist).", nil, t.Asked},
 		counter{"terms_answers_total", "Term queries this voter answered with a signed term.", nil, t.Answered},
+		counter{"terms_foreign_group_total", "Verified writer terms ignored because another raft group granted them (another fleet with the same consensus key, or voters bootstrapped apart).", nil, t.ForeignGroup},
 	)
 }

@@ -70,7 +70,7 @@ func buildCluster(name string, evals []eval, policy Policy, prevWriter string, f
 	var writer, holder *eval
 	if requiresTerm(evals) {
 		writer = c.pickTermWriter(slices.Concat(writers, softWriters), evals, tv)
-		if writer == nil && tv.Unverifiable == "" {
+		if writer == nil && tv.blocked() == "" {
 			holder = readOnlyHolder(*c.Term, slices.Concat(readers, softReaders))
 		}
 	} else {

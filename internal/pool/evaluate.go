@@ -53,7 +53,7 @@ func evaluate(m Member, p Policy) eval {
 	if m.Bad != ReasonNone {
 		return out(m.Bad, m.BadDetail)
 	}
-	_, _, e.voter = tags.Voter(m.Tags)
+	_, e.voter = tags.Voter(m.Tags)
 	if reason, ok := tags.Maint(m.Tags); ok {
 		return out(ReasonMaintenance, reason)
 	}

@@ -12,6 +12,18 @@ type TermView struct {
 	// (no consensus key or term key configured). Clusters that require a
 	// term then have no writer, and the detail of their writable nodes says this.
 	Unverifiable string
+	// Conflict, when not "", says why no writes are routed in a cluster
+	// that follows terms: voters of more than one raft group are in the
+	// gossip (two groups could each grant a writer).
+	Conflict string
+}
+
+// blocked says why no term can be followed now, "" when terms can.
+func (tv TermView) blocked() string {
+	if tv.Unverifiable != "" {
+		return tv.Unverifiable
+	}
+	return tv.Conflict
 }
 
 // requiresTerm reports whether a cluster's writer follows the writer term:
@@ -47,7 +59,7 @@ func (c *Cluster) pickTermWriter(cands, evals []eval, tv TermView) *eval {
 	c.Term = &t
 	sortEvals(cands)
 	var holder *eval
-	if tv.Unverifiable == "" && t.Number != 0 {
+	if tv.blocked() == "" && t.Number != 0 {
 		for i := range cands {
 			if cands[i].node.Name == t.Writer && cands[i].node.Addr == t.Addr {
 				holder = &cands[i]
@@ -77,7 +89,7 @@ func (c *Cluster) pickTermWriter(cands, evals []eval, tv TermView) *eval {
 			c.Out = append(c.Out, Node{Name: e.node.Name, Addr: e.node.Addr, Reason: ReasonNoTerm, Detail: noTermDetail(t, evals, tv)})
 		}
 	}
-	c.AskTerm = tv.Unverifiable == "" && (t.Number == 0 || holder == nil && len(cands) > 0)
+	c.AskTerm = tv.blocked() == "" && (t.Number == 0 || holder == nil && len(cands) > 0)
 	return holder
 }
 
@@ -85,8 +97,8 @@ func (c *Cluster) pickTermWriter(cands, evals []eval, tv TermView) *eval {
 // cluster has no writer by the term t.
 func noTermDetail(t Term, evals []eval, tv TermView) string {
 	switch {
-	case tv.Unverifiable != "":
-		return tv.Unverifiable
+	case tv.blocked() != "":
+		return tv.blocked()
 	case t.Number == 0:
 		return "no writer term known yet"
 	}

@@ -24,6 +24,9 @@ type Term struct {
 	Granted time.Time `json:"granted"`
 	// Why says what the grant followed, for history and `shoal info`.
 	Why string `json:"why"`
+	// Group is the raft group that granted the term (tags.ValidGroup): an
+	// agent follows only the terms of its own fleet's group.
+	Group string `json:"group,omitempty"`
 }
 
 // Grant is a decision to grant a new term: Term.Number is Expect+1, and
@@ -56,6 +59,8 @@ func CheckTerm(t Term) error {
 		return fmt.Errorf("why of %q: longer than %d bytes", t.Cluster, maxTermWhy)
 	case t.Number == 0:
 		return fmt.Errorf("term of %q: number 0", t.Cluster)
+	case t.Group != "" && !tags.ValidGroup(t.Group):
+		return fmt.Errorf("group %q of %q: must be %d lowercase hex digits", t.Group, t.Cluster, tags.GroupLen)
 	}
 	return nil
 }

@@ -156,31 +156,82 @@ func isAlnum(b byte) bool {
 	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
 }
 
-// MaxVoterLen is the longest voter tag value: a port and "+".
-const MaxVoterLen = 6
+// MaxVoterLen is the longest voter tag value: a port, "+" and a raft group
+// (GroupLen), or a port, "e" and a bootstrap_expect of one digit.
+const MaxVoterLen = 5 + 1 + GroupLen
 
-// Voter reads a member's voter tag: the raft port it serves on its gossip
-// address, and whether it is in a raft configuration already. ok is false
-// without the tag or when it is not a port in 1-65535 with an optional
-// "+" (a value from another machine: never trusted further).
-func Voter(t map[string]string) (port uint16, inConfig, ok bool) {
-	v, present := t[KeyVoter]
-	if !present || len(v) > MaxVoterLen {
-		return 0, false, false
-	}
-	v, inConfig = strings.CutSuffix(v, "+")
-	n, err := strconv.ParseUint(v, 10, 16)
-	if err != nil || n == 0 || v[0] == '0' {
-		return 0, false, false
-	}
-	return uint16(n), inConfig, true
+// GroupLen is the length of a raft group ID: lowercase hex digits.
+const GroupLen = 8
+
+// VoterTag is what a voter's tag says: the raft port it serves on its
+// gossip address; whether it is in a raft configuration, and then of which
+// raft group (Group, "" while its group is not yet set); before, the
+// bootstrap_expect it was given (Expect, 0 when not said).
+type VoterTag struct {
+	Port     uint16
+	InConfig bool
+	Group    string
+	Expect   int
 }
 
-// FormatVoter is the voter tag's value for Voter.
-func FormatVoter(port uint16, inConfig bool) string {
-	s := strconv.Itoa(int(port))
-	if inConfig {
-		s += "+"
+// Voter reads a member's voter tag: "PORT", "PORTeN" (not in a
+// configuration, bootstrap_expect N), "PORT+" or "PORT+GROUP" (in a
+// configuration of raft group GROUP). ok is false without the tag or when
+// it is none of these, with a port in 1-65535 (a value from another
+// machine: never trusted further).
+func Voter(t map[string]string) (v VoterTag, ok bool) {
+	s, present := t[KeyVoter]
+	if !present || len(s) > MaxVoterLen {
+		return VoterTag{}, false
+	}
+	i := strings.IndexAny(s, "+e")
+	port := s
+	if i >= 0 {
+		port = s[:i]
+		switch rest := s[i+1:]; s[i] {
+		case '+':
+			if rest != "" && !ValidGroup(rest) {
+				return VoterTag{}, false
+			}
+			v.InConfig, v.Group = true, rest
+		case 'e':
+			if len(rest) != 1 || rest[0] < '1' || rest[0] > '9' {
+				return VoterTag{}, false
+			}
+			v.Expect = int(rest[0] - '0')
+		}
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || n == 0 || port[0] == '0' || port[0] == '+' {
+		return VoterTag{}, false
+	}
+	v.Port = uint16(n)
+	return v, true
+}
+
+// ValidGroup reports whether g is a raft group ID: GroupLen lowercase hex
+// digits.
+func ValidGroup(g string) bool {
+	if len(g) != GroupLen {
+		return false
+	}
+	for i := 0; i < len(g); i++ {
+		if !(g[i] >= '0' && g[i] <= '9' || g[i] >= 'a' && g[i] <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// FormatVoter is the voter tag's value for Voter: the group when in a
+// configuration, else the expect (when 1-9).
+func FormatVoter(v VoterTag) string {
+	s := strconv.Itoa(int(v.Port))
+	switch {
+	case v.InConfig:
+		s += "+" + v.Group
+	case v.Expect >= 1 && v.Expect <= 9:
+		s += "e" + strconv.Itoa(v.Expect)
 	}
 	return s
 }

@@ -78,8 +78,8 @@ func Merge(user map[string]string, role, cluster string, h *Health, maint, voter
 		out[KeyHealth] = Encode(*h)
 	}
 	if voter != "" {
-		if _, _, ok := Voter(map[string]string{KeyVoter: voter}); !ok {
-			return nil, fmt.Errorf("merge tags: voter tag %q: want a port, with + when in a raft configuration", voter)
+		if _, ok := Voter(map[string]string{KeyVoter: voter}); !ok {
+			return nil, fmt.Errorf("merge tags: voter tag %q: want a port, with +GROUP when in a raft configuration or eN before", voter)
 		}
 		out[KeyVoter] = voter
 	}

@@ -38,7 +38,7 @@ func TestWorstCaseFits(t *testing.T) {
 				t.Fatalf("test user tags take %d bytes, want exactly the budget %d", got, UserTagBudget)
 			}
 			h := worstHealth
-			tags, err := Merge(user, RoleDB, cluster, &h, maint, "65535+")
+			tags, err := Merge(user, RoleDB, cluster, &h, maint, "65535+0123abcd")
 			if err != nil {
 				t.Fatalf("worst case does not fit: %v", err)
 			}

@@ -142,6 +142,19 @@ type Consensus struct {
 	// (base64): its consensus keyring's and consensus.term_key. None: it
 	// cannot verify terms, and routes no writes where one is required.
 	TermKeys []string
+	// Group is the raft group this agent follows ("" when none is known:
+	// no voter in a configuration seen, or more than one group).
+	Group string
+	// Groups lists every raft group the alive voters' tags name, with
+	// those voters: more than one is a split (docs/consensus.md, "Fleet
+	// identity") and no writes are routed where a term is required.
+	Groups []ConsensusGroup
+}
+
+// ConsensusGroup is one raft group as the gossip shows it.
+type ConsensusGroup struct {
+	ID     string
+	Voters []string // escaped names
 }
 
 // ConsensusVoter is one voter of the raft configuration.

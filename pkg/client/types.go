@@ -155,12 +155,24 @@ type Consensus struct {
 	// without the consensus key, a handshake that timed out, overload);
 	// never null.
 	Refused map[string]uint64 `json:"refused"`
+	// Group is the raft group this agent follows ("" when none is known).
+	Group string `json:"group"`
+	// Groups lists every raft group the alive voters' tags name, with
+	// those voters; never null. More than one: no writes are routed where
+	// a writer term is required, until one group is left.
+	Groups []ConsensusGroup `json:"groups"`
 	// Terms are the writer terms this agent knows, by cluster; never null.
 	Terms []Term `json:"terms"`
 	// TermKeys are the public keys this agent verifies writer terms with
 	// (base64; public, not secret); never null. Empty: it cannot verify
 	// terms, so it routes no writes to a cluster that requires one.
 	TermKeys []string `json:"term_keys"`
+}
+
+// ConsensusGroup is one raft group as the gossip shows it.
+type ConsensusGroup struct {
+	ID     string   `json:"id"`
+	Voters []string `json:"voters"`
 }
 
 // ConsensusVoter is one voter of the raft configuration.

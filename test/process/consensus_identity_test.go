@@ -129,7 +129,7 @@ func TestConsensusIdentityWithRealAgents(t *testing.T) {
 	port, _ := strconv.ParseUint(relayPort, 10, 16)
 	writable := tags.Encode(tags.Health{State: tags.Passing, Port: 13306})
 	evil := testkit.StartSerfKeyed(t, "evil1", map[string]string{tags.KeyRole: tags.RoleDB, tags.KeyCluster: "main",
-		tags.KeyHealth: writable, tags.KeyVoter: tags.FormatVoter(uint16(port), false)}, agents["db1"].bind, gkey)
+		tags.KeyHealth: writable, tags.KeyVoter: tags.FormatVoter(tags.VoterTag{Port: uint16(port)})}, agents["db1"].bind, gkey)
 	testkit.WaitFor(t, 20*time.Second, "the leader tries to admit evil1", func() bool {
 		return strings.Contains(leaderLog(), `node=evil1`)
 	})
@@ -154,7 +154,7 @@ func TestConsensusIdentityWithRealAgents(t *testing.T) {
 	})
 	time.Sleep(3 * time.Second) // past dead_node_reclaim_time
 	reclaim := testkit.StartSerfKeyed(t, "db1", map[string]string{tags.KeyRole: tags.RoleDB, tags.KeyCluster: "main",
-		tags.KeyHealth: writable, tags.KeyVoter: tags.FormatVoter(uint16(port), true)}, agents["db2"].bind, gkey)
+		tags.KeyHealth: writable, tags.KeyVoter: tags.FormatVoter(tags.VoterTag{Port: uint16(port), InConfig: true})}, agents["db2"].bind, gkey)
 	defer func() { _ = reclaim.Shutdown() }()
 	testkit.WaitFor(t, 20*time.Second, "the attacker holds the name db1", func() bool {
 		m := members(t, agents["db2"].http)
