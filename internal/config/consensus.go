@@ -66,7 +66,7 @@ func (c *Config) checkConsensusFiles() (keys []string, warning string, err error
 		keys = []string{c.Consensus.Key}
 	}
 	if c.ConsensusVoter() {
-		err = errors.Join(err, checkDataDir(c.Consensus.DataDirPath()))
+		err = errors.Join(err, c.checkDataDir(c.Consensus.DataDirPath()))
 	}
 	return keys, warning, err
 }
@@ -138,15 +138,21 @@ func sameKey(key string, gossipKeys []setKey) (from string, ok bool) {
 }
 
 // checkDataDir checks the raft data directory: a directory when it
-// exists, else one that can be created (its nearest existing ancestor is a
-// directory).
-func checkDataDir(dir string) error {
+// exists, and not another node's (consensus.CheckDataDirOwner), else one
+// that can be created (its nearest existing ancestor is a directory).
+func (c *Config) checkDataDir(dir string) error {
 	if dir == "" {
 		return nil // a voter without keyring_file: CheckHost reports it
 	}
 	for d := dir; ; d = filepath.Dir(d) {
 		st, err := os.Stat(d)
 		switch {
+		case err == nil && st.IsDir() && d == dir:
+			var de *consensus.DataDirError
+			if err := consensus.CheckDataDirOwner(dir, c.Node); errors.As(err, &de) {
+				return fieldErr("consensus.data_dir", dir, "%s", de.Msg)
+			}
+			return nil
 		case err == nil && st.IsDir():
 			return nil
 		case err == nil && d == dir:

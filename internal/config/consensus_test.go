@@ -219,6 +219,11 @@ func TestConsensusKeyringFileChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(dir, "missing")
+	otherNode := filepath.Join(dir, "raft-db9")
+	if err := os.Mkdir(otherNode, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WriteFile(t, otherNode, "shoal-owner.json", `{"node":"db9","pid":1}`, 0o600)
 	for _, tc := range []struct {
 		name string
 		s    consensus.Settings
@@ -234,6 +239,8 @@ func TestConsensusKeyringFileChecks(t *testing.T) {
 			`consensus.keyring_file (--consensus-keyring-file) "` + missing + `/ring.json": cannot be created from consensus.key: directory ` + missing},
 		{"data dir not a directory", consensus.Settings{Key: consKey, KeyringFile: filepath.Join(dir, "new.json"), DataDir: ring16},
 			`consensus.data_dir (--consensus-data-dir) "` + ring16 + `": is not a directory`},
+		{"data dir of another node", consensus.Settings{Key: consKey, KeyringFile: filepath.Join(dir, "new.json"), DataDir: otherNode},
+			`consensus.data_dir (--consensus-data-dir) "` + otherNode + `": holds the raft data of node db9 (last opened by pid 1), and a data directory belongs to one raft server ID: give each agent its own consensus.data_dir`},
 		{"keyring file a directory", consensus.Settings{KeyringFile: notFile},
 			`consensus.keyring_file (--consensus-keyring-file) "` + notFile + `": ` + notFile + ` is not a regular file`},
 	} {

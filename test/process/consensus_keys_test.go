@@ -2,9 +2,14 @@ package process
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/testutil/ports"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
 )
 
 // TestConsensusKeyEqualToGossipKeyRefused: an agent given the gossip key
@@ -48,4 +53,47 @@ func TestConsensusKeyEqualToGossipKeyRefused(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRaftDataDirNotShared: two voters on one host whose consensus keyring
+// files sit in one directory get the same default data directory (raft
+// next to the keyring file). The second agent exits 2 within seconds,
+// naming the directory, the node and the PID holding it; before, it hung
+// for ever on the raft store's file lock. Once the first is gone (kill -9),
+// the directory still holds its raft data: the second is refused again,
+// and the first starts on it as before.
+func TestRaftDataDirNotShared(t *testing.T) {
+	key, consKey := newKey(t), newKey(t)
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "raft")
+	voter := func(name string) *proc {
+		ring := writeConfig(t, dir, name+".json", `["`+consKey+`"]`, 0o600)
+		return startAgent(t, name, key, "--consensus-voter", "--consensus-keyring-file", ring,
+			"--consensus-bind", ports.Free(t), "--consensus-bootstrap-expect", "1")
+	}
+	a := voter("dd1")
+	testkit.WaitFor(t, 20*time.Second, "dd1's raft voter", func() bool { return strings.Contains(a.log.String(), "consensus voter started") })
+
+	b := voter("dd2")
+	start := time.Now()
+	want := fmt.Sprintf(`consensus.data_dir (--consensus-data-dir) %q: in use by node dd1 (pid %d): give each agent its own consensus.data_dir`, dataDir, a.cmd.Process.Pid)
+	if code := exitCode(t, b, 15*time.Second); code != 2 || !strings.Contains(b.log.String(), want) {
+		t.Fatalf("second agent on the data dir: exit %d after %s, want 2 with %q; log:\n%s", code, time.Since(start), want, b.log.String())
+	}
+	t.Logf("the second agent exited 2 after %s", time.Since(start).Round(time.Millisecond))
+	if !strings.Contains(members(t, a.http)["dd1"].Status, "alive") {
+		t.Fatal("the first agent no longer answers")
+	}
+
+	if err := a.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-a.done
+	b = voter("dd2")
+	want = fmt.Sprintf(`consensus.data_dir (--consensus-data-dir) %q: holds the raft data of node dd1 (last opened by pid %d), and a data directory belongs to one raft server ID: give each agent its own consensus.data_dir`, dataDir, a.cmd.Process.Pid)
+	if code := exitCode(t, b, 15*time.Second); code != 2 || !strings.Contains(b.log.String(), want) {
+		t.Fatalf("another node on a stopped voter's data dir: exit %d, want 2 with %q; log:\n%s", code, want, b.log.String())
+	}
+	a = voter("dd1")
+	testkit.WaitFor(t, 20*time.Second, "dd1 again on its data dir", func() bool { return strings.Contains(a.log.String(), "consensus voter started") })
 }
