@@ -99,8 +99,11 @@ func (c *Config) checkSeparateKeys(fileKeys, consKeys []string) error {
 	}
 	var errs []error
 	// consKeys are the file's when it exists (checkConsensusFiles read it).
-	_, statErr := os.Stat(c.Consensus.KeyringFile)
-	fromFile := c.Consensus.KeyringFile != "" && statErr == nil
+	fromFile := false
+	if c.Consensus.KeyringFile != "" {
+		_, err := os.Stat(c.Consensus.KeyringFile)
+		fromFile = err == nil
+	}
 	for i, k := range consKeys {
 		g, ok := sameKey(k, gossipKeys)
 		switch {
