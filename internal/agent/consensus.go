@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -89,6 +90,10 @@ func (a *Agent) startConsensus(context.Context, *startup) error {
 		HeartbeatTimeout: cs.HeartbeatTimeout, ElectionTimeout: cs.ElectionTimeout, LeaderLeaseTimeout: cs.LeaderLeaseTimeout,
 		Log: a.logs.Logger, OnRefused: a.consensusRefused, OnApply: a.appliedTerm,
 	})
+	var dirErr *consensus.DataDirError
+	if errors.As(err, &dirErr) { // another agent's data directory: exit 2, not a restart loop
+		return config.Invalid(&config.FieldError{Key: "consensus.data_dir", Value: dirErr.Dir, Msg: dirErr.Msg})
+	}
 	if err != nil {
 		return err
 	}

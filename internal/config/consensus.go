@@ -1,6 +1,8 @@
 package config
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/shoaldb/shoal/internal/consensus"
@@ -63,21 +66,96 @@ func (c *Config) checkConsensusFiles() (keys []string, warning string, err error
 		keys = []string{c.Consensus.Key}
 	}
 	if c.ConsensusVoter() {
-		err = errors.Join(err, checkDataDir(c.Consensus.DataDirPath()))
+		err = errors.Join(err, c.checkDataDir(c.Consensus.DataDirPath()))
 	}
 	return keys, warning, err
 }
 
+// setKey is a key and the setting it comes from, as a message names it:
+// "encrypt", or "keyring_file PATH, key N".
+type setKey struct{ from, key string }
+
+// hiddenKey stands for a key in a message: a FieldError shows its value,
+// and a key is never shown, not even its first characters.
+const hiddenKey = "[not shown]"
+
+// checkSeparateKeys refuses a consensus key that is also a gossip key: the
+// gossip key holder would then hold the consensus key too, and the two-key
+// model (a gossip key alone does not make a voter) would be gone. Every key
+// of both keyrings is compared by its decoded bytes: fileKeys are
+// keyring_file's keys (nil when it does not exist yet), consKeys the
+// consensus keyring's (checkConsensusFiles); encrypt and consensus.key are
+// compared too, also when the keyring files win over them.
+func (c *Config) checkSeparateKeys(fileKeys, consKeys []string) error {
+	if len(consKeys) == 0 {
+		return nil // consensus is off, or its keyring has an error of its own
+	}
+	var gossipKeys []setKey
+	if c.Encrypt != "" {
+		gossipKeys = append(gossipKeys, setKey{"encrypt", c.Encrypt})
+	}
+	for i, k := range fileKeys {
+		gossipKeys = append(gossipKeys, setKey{fmt.Sprintf("keyring_file %s, key %d", c.KeyringFile, i+1), k})
+	}
+	var errs []error
+	// consKeys are the file's when it exists (checkConsensusFiles read it).
+	fromFile := false
+	if c.Consensus.KeyringFile != "" {
+		_, err := os.Stat(c.Consensus.KeyringFile)
+		fromFile = err == nil
+	}
+	for i, k := range consKeys {
+		g, ok := sameKey(k, gossipKeys)
+		switch {
+		case !ok:
+		case fromFile:
+			errs = append(errs, fieldErr("consensus.keyring_file", c.Consensus.KeyringFile, "key %d is the same key as the gossip key (%s): %s", i+1, g, separateKeyHint))
+		default:
+			errs = append(errs, fieldErr("consensus.key", hiddenKey, "the same key as the gossip key (%s): %s", g, separateKeyHint))
+		}
+	}
+	if c.Consensus.Key != "" && !slices.Contains(consKeys, c.Consensus.Key) {
+		if g, ok := sameKey(c.Consensus.Key, gossipKeys); ok {
+			errs = append(errs, fieldErr("consensus.key", hiddenKey, "the same key as the gossip key (%s): %s", g, separateKeyHint))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// separateKeyHint says what to do about a consensus key that is a gossip key.
+const separateKeyHint = "the consensus key must be a separate secret; generate one with shoal keygen"
+
+// sameKey returns where the gossip key whose decoded bytes are key's comes
+// from. Keys that do not decode have errors of their own.
+func sameKey(key string, gossipKeys []setKey) (from string, ok bool) {
+	raw, err := base64.StdEncoding.DecodeString(key)
+	if err != nil {
+		return "", false
+	}
+	for _, g := range gossipKeys {
+		if b, err := base64.StdEncoding.DecodeString(g.key); err == nil && bytes.Equal(b, raw) {
+			return g.from, true
+		}
+	}
+	return "", false
+}
+
 // checkDataDir checks the raft data directory: a directory when it
-// exists, else one that can be created (its nearest existing ancestor is a
-// directory).
-func checkDataDir(dir string) error {
+// exists, and not another node's (consensus.CheckDataDirOwner), else one
+// that can be created (its nearest existing ancestor is a directory).
+func (c *Config) checkDataDir(dir string) error {
 	if dir == "" {
 		return nil // a voter without keyring_file: CheckHost reports it
 	}
 	for d := dir; ; d = filepath.Dir(d) {
 		st, err := os.Stat(d)
 		switch {
+		case err == nil && st.IsDir() && d == dir:
+			var de *consensus.DataDirError
+			if err := consensus.CheckDataDirOwner(dir, c.Node); errors.As(err, &de) {
+				return fieldErr("consensus.data_dir", dir, "%s", de.Msg)
+			}
+			return nil
 		case err == nil && st.IsDir():
 			return nil
 		case err == nil && d == dir:

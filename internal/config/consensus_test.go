@@ -219,6 +219,11 @@ func TestConsensusKeyringFileChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(dir, "missing")
+	otherNode := filepath.Join(dir, "raft-db9")
+	if err := os.Mkdir(otherNode, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WriteFile(t, otherNode, "shoal-owner.json", `{"node":"db9","pid":1}`, 0o600)
 	for _, tc := range []struct {
 		name string
 		s    consensus.Settings
@@ -234,6 +239,8 @@ func TestConsensusKeyringFileChecks(t *testing.T) {
 			`consensus.keyring_file (--consensus-keyring-file) "` + missing + `/ring.json": cannot be created from consensus.key: directory ` + missing},
 		{"data dir not a directory", consensus.Settings{Key: consKey, KeyringFile: filepath.Join(dir, "new.json"), DataDir: ring16},
 			`consensus.data_dir (--consensus-data-dir) "` + ring16 + `": is not a directory`},
+		{"data dir of another node", consensus.Settings{Key: consKey, KeyringFile: filepath.Join(dir, "new.json"), DataDir: otherNode},
+			`consensus.data_dir (--consensus-data-dir) "` + otherNode + `": holds the raft data of node db9 (last opened by pid 1), and a data directory belongs to one raft server ID: give each agent its own consensus.data_dir`},
 		{"keyring file a directory", consensus.Settings{KeyringFile: notFile},
 			`consensus.keyring_file (--consensus-keyring-file) "` + notFile + `": ` + notFile + ` is not a regular file`},
 	} {
@@ -274,5 +281,66 @@ func TestConsensusKeySecret(t *testing.T) {
 	_, err := load(t, []string{"--config", p}, nil)
 	if err == nil || !strings.Contains(err.Error(), "holds the secret key consensus.key (line 4) and has mode 0644") {
 		t.Fatalf("world-readable config file with consensus.key: %v", err)
+	}
+}
+
+// TestConsensusKeyNotGossipKey: a consensus key that is also a gossip key
+// (encrypt or a key of keyring_file, against consensus.key or a key of
+// consensus.keyring_file) collapses the two-key model: CheckFiles refuses
+// it, naming both settings and never the key. Keys are compared by their
+// decoded bytes, so another base64 spelling of the same bytes is caught.
+func TestConsensusKeyNotGossipKey(t *testing.T) {
+	dir := t.TempDir()
+	const (
+		gossip16   = testKey                                        // 16 bytes
+		consKeyAlt = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWb=" // consKey's bytes, other spare bits
+	)
+	gossipRing := testkit.WriteFile(t, dir, "gossip.json", `["`+gossip16+`", "`+consKey+`"]`, 0o600)
+	consRing := testkit.WriteFile(t, dir, "consensus.json", `["`+consKey2+`", "`+consKey+`"]`, 0o600)
+	consRing1 := testkit.WriteFile(t, dir, "consensus1.json", `["`+consKey+`"]`, 0o600)
+	const separate = "the consensus key must be a separate secret; generate one with shoal keygen"
+	for _, tc := range []struct {
+		name            string
+		encrypt, ring   string
+		consKey, consRF string
+		want            string // "" for accepted
+	}{
+		{name: "separate keys", encrypt: consKey2, consKey: consKey},
+		{name: "a 16-byte gossip key", encrypt: gossip16, consRF: consRing},
+		{name: "encrypt is consensus.key", encrypt: consKey, consKey: consKey,
+			want: `consensus.key (--consensus-key) "[not shown]": the same key as the gossip key (encrypt): ` + separate},
+		{name: "the same bytes spelt otherwise", encrypt: consKeyAlt, consKey: consKey,
+			want: `consensus.key (--consensus-key) "[not shown]": the same key as the gossip key (encrypt): ` + separate},
+		{name: "a key of keyring_file is consensus.key", ring: gossipRing, consKey: consKey,
+			want: `consensus.key (--consensus-key) "[not shown]": the same key as the gossip key (keyring_file ` + gossipRing + `, key 2): ` + separate},
+		{name: "encrypt is in consensus.keyring_file", encrypt: consKey, consRF: consRing,
+			want: `consensus.keyring_file (--consensus-keyring-file) "` + consRing + `": key 2 is the same key as the gossip key (encrypt): ` + separate},
+		{name: "the consensus keyring file holds it, and consensus.key", encrypt: consKey, consKey: consKey, consRF: consRing1,
+			want: `consensus.keyring_file (--consensus-keyring-file) "` + consRing1 + `": key 1 is the same key as the gossip key (encrypt): ` + separate},
+		{name: "keyring files share a key", ring: gossipRing, consRF: consRing,
+			want: `consensus.keyring_file (--consensus-keyring-file) "` + consRing + `": key 2 is the same key as the gossip key (keyring_file ` + gossipRing + `, key 2): ` + separate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validBase()
+			c.InsecureNoEncryption = false
+			c.Encrypt, c.KeyringFile = tc.encrypt, tc.ring
+			c.Consensus.Key, c.Consensus.KeyringFile = tc.consKey, tc.consRF
+			c.APITokenFile = filepath.Join(dir, "api-token")
+			_, err := c.CheckFiles(checkEnv, os.Geteuid())
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("CheckFiles: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("CheckFiles: %v\nwant %q", err, tc.want)
+			}
+			for _, k := range []string{consKey, consKeyAlt, gossip16} {
+				if strings.Contains(err.Error(), k) || strings.Contains(err.Error(), k[:4]) {
+					t.Fatalf("the error shows a key: %v", err)
+				}
+			}
+		})
 	}
 }

@@ -1,9 +1,15 @@
 package config
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/shoaldb/shoal/internal/consensus"
 )
 
 // TestFenceSettings: fencing is on by default exactly when consensus is
@@ -63,8 +69,30 @@ func TestFenceSettingErrors(t *testing.T) {
 	}
 }
 
+// TestLeaseFlagHelp: the default --consensus-lease states is the one
+// LeaseDuration computes (it said 2 × heartbeat + election, without the 3).
+func TestLeaseFlagHelp(t *testing.T) {
+	fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	BindFlags(fs)
+	usage := fs.Lookup("consensus-lease").Usage
+	m := regexp.MustCompile(`default: (\d+) x heartbeat timeout \+ (?:(\d+) x )?election timeout`).FindStringSubmatch(usage)
+	if m == nil {
+		t.Fatalf("--consensus-lease help states no default: %q", usage)
+	}
+	hb, el := 2*time.Second, 3*time.Second
+	h, _ := strconv.Atoi(m[1])
+	e := 1
+	if m[2] != "" {
+		e, _ = strconv.Atoi(m[2])
+	}
+	s := consensus.Settings{HeartbeatTimeout: hb, ElectionTimeout: el}
+	if stated := time.Duration(h)*hb + time.Duration(e)*el; stated != s.LeaseDuration() {
+		t.Errorf("--consensus-lease help says %q: %s for heartbeat %s and election %s, LeaseDuration is %s", m[0], stated, hb, el, s.LeaseDuration())
+	}
+}
+
 // TestLeaseSetting: the writer's lease defaults to 2 × heartbeat_timeout +
-// election_timeout, follows them, and is at least twice the heartbeat
+// 3 × election_timeout, follows them, and is at least twice the heartbeat
 // timeout.
 func TestLeaseSetting(t *testing.T) {
 	base := "node: n1\ninsecure_no_encryption: true\n" + dbYAML

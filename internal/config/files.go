@@ -73,6 +73,7 @@ func (c *Config) CheckFiles(getenv func(string) string, euid int) (*Files, error
 	f.ConsensusKeys, warn, err = c.checkConsensusFiles()
 	f.ConsensusKeyringFile = c.Consensus.KeyringFile
 	add(err)
+	add(c.checkSeparateKeys(f.Keys, f.ConsensusKeys))
 	if warn != "" {
 		f.Warnings = append(f.Warnings, warn)
 	}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -97,8 +96,8 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("consensus data directory: %w", err)
 	}
 	hl := newHCLog(log)
-	if n.store, err = raftboltdb.NewBoltStore(filepath.Join(cfg.DataDir, "raft.db")); err != nil {
-		return nil, fmt.Errorf("consensus store %s: %w", filepath.Join(cfg.DataDir, "raft.db"), err)
+	if n.store, err = openStore(cfg.DataDir, cfg.ID, storeLockTimeout); err != nil {
+		return nil, err
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hl)
 	if err != nil {

@@ -22,8 +22,8 @@ const (
 	// maxThrottleKinds bounds the kinds tracked; lines of further kinds
 	// share one.
 	maxThrottleKinds = 64
-	maxKindLen       = 80
-	otherKind        = "memberlist: lines of other kinds"
+	maxComponentLen  = 24 // logging.ParseStdLine's longest component
+	otherKind        = "memberlist: " + otherLines
 )
 
 // LogThrottle is an io.Writer in front of serf's and memberlist's log
@@ -31,8 +31,8 @@ const (
 // others sent: memberlist logs an ERROR for every packet or stream it
 // cannot read, with the sender's address ("from=..."), and 20,000 garbage
 // datagrams made 9,404 ERROR lines in 2 s. Lines at WARN or above with a
-// "from=" address are grouped by kind (the message without the address,
-// its error detail and its numbers): Burst of a kind pass each Window,
+// "from=" address are grouped by kind (the fixed start of the line's
+// format, throttleKindOf): Burst of a kind pass each Window,
 // the rest are counted in shoal_memberlist_log_suppressed_total and
 // summed up in one WARN line when the window ends. Every other line
 // passes as it is.
@@ -125,34 +125,80 @@ func (w *LogThrottle) flush(kind string) {
 	_, _ = w.next.Write([]byte(line))
 }
 
-// throttleKindOf is the kind of a log line to throttle: "component:
-// message" with the sender's address, the error detail after the first
-// ": " and the digits dropped. ok is false for a line not to throttle:
-// below WARN, or not about something a sender sent.
+// throttleKinds are the kinds of the lines to throttle: the fixed text of
+// the format of each memberlist line at WARN or above that names a sender
+// (memberlist v0.7.0, and the transport's own), up to its first verb (%).
+// The rest of a line (an error, a packet label, a node name, numbers) is
+// chosen by whoever sent the packet: it never makes a kind of its own, or
+// a flood of random labels would pass a burst per label.
+var throttleKinds = []string{
+	"Compound request had %d truncated messages",
+	"Decrypt packet failed",
+	"Failed push/pull merge",
+	"Failed to decode ack response",
+	"Failed to decode alive message",
+	"Failed to decode compound request",
+	"Failed to decode dead message",
+	"Failed to decode indirect ping request",
+	"Failed to decode nack response",
+	"Failed to decode ping request",
+	"Failed to decode ping",
+	"Failed to decode suspect message",
+	"Failed to decompress payload",
+	"Failed to forward ack",
+	"Failed to push local state",
+	"Failed to read remote state",
+	"Failed to receive user message",
+	"Failed to send ack",
+	"Failed to send error",
+	"Failed to send indirect ping",
+	"Failed to send nack",
+	"Got ping for unexpected node",
+	"Message type (%d) not supported",
+	"Received invalid msgType (%d)",
+	"cannot decode label; packet has been truncated",
+	"discarding packet with unacceptable label",
+	"discarding stream with unacceptable label",
+	"failed to receive and remove the stream label header",
+	"failed to receive",
+	"handler queue full, dropping message (%d)",
+	"inbound stream rejected (%s)",
+	"label header cannot be empty when present",
+	"missing message type byte",
+	"msg type (%d) not supported",
+	"unexpected double packet label header",
+	"unexpected double stream label header",
+}
+
+// otherLines is the kind of the lines to throttle that start with none of
+// throttleKinds (a memberlist release's new line, an error's text first).
+const otherLines = "lines of other kinds"
+
+// throttleKindOf is the kind of a log line to throttle: "component: " and
+// the longest of throttleKinds whose fixed start (up to its first verb)
+// starts the message, else otherLines. Nothing a sender chose is in a
+// kind, so there are at most len(throttleKinds)+1 kinds per component. ok
+// is false for a line not to throttle: below WARN, or not about something
+// a sender sent ("from=").
 func throttleKindOf(line string) (string, bool) {
 	// Most lines name no sender: they are not parsed here (StdWriter
 	// parses every line anyway).
 	if !strings.Contains(line, "from=") {
 		return "", false
 	}
-	line = strings.TrimRight(line, "\n")
-	lv, component, msg := logging.ParseStdLine(line)
+	lv, component, msg := logging.ParseStdLine(strings.TrimRight(line, "\n"))
 	if lv < slog.LevelWarn || !strings.Contains(msg, "from=") {
 		return "", false
 	}
-	msg, _, _ = strings.Cut(msg, " from=")
-	msg, _, _ = strings.Cut(msg, ": ")
-	var b strings.Builder
-	b.WriteString(component)
-	b.WriteString(": ")
-	for _, r := range msg {
-		if b.Len() >= maxKindLen {
-			break
+	kind, fixed := otherLines, 0
+	for _, k := range throttleKinds {
+		prefix, _, _ := strings.Cut(k, "%")
+		if len(prefix) > fixed && strings.HasPrefix(msg, prefix) {
+			kind, fixed = k, len(prefix)
 		}
-		if r >= '0' && r <= '9' {
-			r = '#'
-		}
-		b.WriteRune(r)
 	}
-	return b.String(), true
+	if len(component) > maxComponentLen {
+		component = component[:maxComponentLen]
+	}
+	return component + ": " + kind, true
 }
