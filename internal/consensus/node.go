@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -51,6 +53,9 @@ type Node struct {
 	// refusedPeers: peers whose admission handshake failed, and until when
 	// Reconcile does not try them again (only the loop uses it).
 	refusedPeers map[string]time.Time
+	// gossipIPs are the IPs of the voters the gossip showed at the loop's
+	// last membership round (trusted).
+	gossipIPs atomic.Pointer[map[netip.Addr]bool]
 
 	closeOnce sync.Once
 	closeErr  error
@@ -92,6 +97,7 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("consensus: start raft: %w", err)
 	}
 	n.raft.RegisterObserver(raft.NewObserver(n.peers.ch, false, nil))
+	n.stream.SetTrusted(n.trusted)
 	go n.peers.run()
 	return n, nil
 }
@@ -129,6 +135,47 @@ func (n *Node) raftConfig(hl hclogger) *raft.Config {
 	rc.SnapshotThreshold = 1024
 	rc.TrailingLogs = 1024
 	return rc
+}
+
+// trusted reports whether ip is a known voter's: a server of the current
+// raft configuration, or a voter the gossip showed at the last membership
+// round. Its connections may take the stream layer's reserved slots.
+// Addresses that are not IP literals never match (no lookup here).
+func (n *Node) trusted(ip netip.Addr) bool {
+	if m := n.gossipIPs.Load(); m != nil && (*m)[ip] {
+		return true
+	}
+	f := n.raft.GetConfiguration() // non-blocking: the latest configuration
+	if f.Error() != nil {
+		return false
+	}
+	for _, s := range f.Configuration().Servers {
+		if hostIP(string(s.Address)) == ip {
+			return true
+		}
+	}
+	return false
+}
+
+// setGossipPeers records the IPs of the voters the gossip shows.
+func (n *Node) setGossipPeers(alive []Peer) {
+	m := make(map[netip.Addr]bool, len(alive))
+	for _, p := range alive {
+		if ip := hostIP(p.Addr); ip.IsValid() {
+			m[ip] = true
+		}
+	}
+	n.gossipIPs.Store(&m)
+}
+
+// hostIP is the IP of a host:port address, the zero Addr if its host is
+// no IP literal.
+func hostIP(addr string) netip.Addr {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
 }
 
 // FSM returns the replicated terms.
