@@ -44,7 +44,7 @@ func TestConsensusGolden(t *testing.T) {
 			Voters: []client.ConsensusVoter{}, Refused: map[string]uint64{"bad-key": 2}, Terms: []client.Term{}}},
 		{"consensus.follower", &client.Consensus{Voter: true, ID: "db1", Addr: "10.0.0.11:7950", BootstrapExpect: 3, State: "follower",
 			Leader: "db2", LeaderAddr: "10.0.0.12:7950", Bootstrapped: true, RaftTerm: 4, LastIndex: 57, AppliedIndex: 57,
-			LastContact: consensusContact, Voters: voters, Refused: map[string]uint64{"timeout": 1, "bad-key": 3}, Terms: sampleTerms(),
+			LastContact: consensusContact, Voters: voters, Refused: map[string]uint64{"timeout": 1, "bad-key": 3, "per-ip": 12}, Terms: sampleTerms(),
 			Group: "0a1b2c3d", Groups: []client.ConsensusGroup{{ID: "0a1b2c3d", Voters: []string{"db1", "db2", "db3"}}},
 			TermKeys: []string{"uNq8cvGMNm1DwQ0rNBe8P9ZCKnSqz9FYiY1g7Z0Q2gA="}}},
 		{"consensus.leader", &client.Consensus{Voter: true, ID: "db1", Addr: "10.0.0.11:7950", BootstrapExpect: 3, State: "leader",

@@ -91,6 +91,7 @@ func (n *Node) safely(what string, f func()) {
 
 func (n *Node) membership(ctx context.Context, v View) {
 	alive, gone := v.Peers()
+	n.setGossipPeers(alive)
 	if !n.HasState() {
 		if _, err := n.MaybeBootstrap(ctx, alive); err != nil {
 			n.log.Warn("consensus: not bootstrapping yet", "error", err)

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -61,6 +63,9 @@ type Node struct {
 	// until when it is not tried again.
 	proveMu         sync.Mutex // guards: unprovenWriters
 	unprovenWriters map[string]time.Time
+	// gossipIPs are the IPs of the voters the gossip showed at the loop's
+	// last membership round (trusted).
+	gossipIPs atomic.Pointer[map[netip.Addr]bool]
 
 	closeOnce sync.Once
 	closeErr  error
@@ -112,6 +117,7 @@ func Open(cfg Config) (n *Node, err error) {
 	}
 	n.stream.SetExpect(n.voterAt)
 	n.raft.RegisterObserver(raft.NewObserver(n.peers.ch, false, nil))
+	n.stream.SetTrusted(n.trusted)
 	go n.peers.run()
 	return n, nil
 }
@@ -168,6 +174,49 @@ func (n *Node) voterAt(addr string) (string, bool) {
 
 // Identity is what this voter proves in raft handshakes.
 func (n *Node) Identity() Identity { return n.creds.Identity() }
+// trusted reports whether ip is a known voter's: a server of the current
+// raft configuration, or, while this node is in none (before the
+// bootstrap), a voter the gossip showed at the last membership round: any
+// holder of the gossip key can advertise the voter tag, so once a
+// configuration exists only its servers are trusted. Their connections may
+// take the stream layer's reserved slots. Addresses that are not IP
+// literals never match (no lookup here).
+func (n *Node) trusted(ip netip.Addr) bool {
+	f := n.raft.GetConfiguration() // non-blocking: the latest configuration
+	if f.Error() != nil {
+		return false
+	}
+	if m := n.gossipIPs.Load(); m != nil && (*m)[ip] && len(f.Configuration().Servers) == 0 {
+		return true
+	}
+	for _, s := range f.Configuration().Servers {
+		if hostIP(string(s.Address)) == ip {
+			return true
+		}
+	}
+	return false
+}
+
+// setGossipPeers records the IPs of the voters the gossip shows.
+func (n *Node) setGossipPeers(alive []Peer) {
+	m := make(map[netip.Addr]bool, len(alive))
+	for _, p := range alive {
+		if ip := hostIP(p.Addr); ip.IsValid() {
+			m[ip] = true
+		}
+	}
+	n.gossipIPs.Store(&m)
+}
+
+// hostIP is the IP of a host:port address, the zero Addr if its host is
+// no IP literal.
+func hostIP(addr string) netip.Addr {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
+}
 
 // FSM returns the replicated terms.
 func (n *Node) FSM() *FSM { return n.fsm }

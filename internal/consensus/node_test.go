@@ -4,11 +4,14 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/tags"
@@ -321,4 +324,52 @@ type tWriter struct{ t *testing.T }
 func (w tWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// TestNodeTrustsVoters: the stream layer's reserved slots go to the IPs of
+// the raft configuration's servers and of the voters the gossip shows,
+// and to no other.
+func TestNodeTrustsVoters(t *testing.T) {
+	addr := freeAddr(t)
+	n, err := Open(nodeConfig(t, "db1", addr, newKey(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+	ip := netip.MustParseAddr
+	if n.stream.isTrusted(ip("127.0.0.7")) {
+		t.Fatal("an IP is trusted before any configuration or gossip")
+	}
+	// Before any configuration: the voters the gossip shows.
+	n.setGossipPeers([]Peer{{ID: "db4", Addr: "127.0.0.8:7950"}, {ID: "db5", Addr: "db5.example:7950"}})
+	if !n.stream.isTrusted(ip("127.0.0.8")) {
+		t.Error("before the bootstrap, a voter of the gossip is not trusted")
+	}
+	cfg := raft.Configuration{Servers: []raft.Server{
+		{ID: "db1", Address: raft.ServerAddress(addr), Suffrage: raft.Voter},
+		{ID: "db2", Address: "127.0.0.7:7950", Suffrage: raft.Voter},
+		{ID: "db3", Address: "db3.example:7950", Suffrage: raft.Voter}, // no IP: never matches
+	}}
+	if err := n.raft.BootstrapCluster(cfg).Error(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the configuration", 5*time.Second, n.HasState)
+	// Once configured, only its servers: any gossip-key holder can
+	// advertise a voter tag.
+	for _, c := range []struct {
+		ip   string
+		want bool
+	}{{"127.0.0.7", true}, {"127.0.0.8", false}, {"127.0.0.1", true}, {"127.0.0.9", false}} {
+		if got := n.stream.isTrusted(ip(c.ip)); got != c.want {
+			t.Errorf("trusted(%s) = %v, want %v", c.ip, got, c.want)
+		}
+	}
+	// The gossip's voters are those of the last round only.
+	n.setGossipPeers(nil)
+	if n.stream.isTrusted(ip("127.0.0.8")) {
+		t.Error("a voter gone from the gossip is still trusted")
+	}
+	if !n.stream.isTrusted(ip("127.0.0.7")) {
+		t.Error("a server of the configuration is no longer trusted")
+	}
 }

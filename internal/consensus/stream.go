@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -25,19 +26,35 @@ const (
 	// RefusedNoIdentity: the peer's certificate is signed by a key of the
 	// keyring but names no voter (a shoal from before voter identities).
 	RefusedNoIdentity = "no-identity"
-	// RefusedTimeout: the handshake did not finish within HandshakeTimeout.
+	// RefusedTimeout: the ClientHello did not arrive within HelloTimeout,
+	// or the handshake did not finish within HandshakeTimeout.
 	RefusedTimeout = "timeout"
-	// RefusedOverload: MaxPending handshakes were already in flight; the
-	// connection was closed at once.
+	// RefusedPerIP: MaxPendingPerIP handshakes from the same source IP were
+	// already in flight; the connection was closed at once.
+	RefusedPerIP = "per-ip"
+	// RefusedOverload: MaxPending handshakes were already in flight (and,
+	// for a trusted source, the Reserved ones too); the connection was
+	// closed at once.
 	RefusedOverload = "overload"
-	// RefusedCallbackPanic counts panics of OnRefused, which are recovered.
+	// RefusedCallbackPanic counts panics of OnRefused and Trusted, which
+	// are recovered (a panicking Trusted counts as "not trusted").
 	RefusedCallbackPanic = "callback-panic"
 )
 
-// Defaults of StreamOptions.
+// Defaults of StreamOptions. Raft's heartbeat and election timeouts are
+// 1 s by default and a TLS 1.3 handshake on a LAN takes milliseconds: the
+// deadlines are short so that a stranger's idle connections give their
+// slots back long before a voter's RequestVote would time out, and
+// generous for a real peer. A pending handshake costs about 8 KiB while
+// its peer is silent (a goroutine's stack, the socket, tls.Conn) and about
+// 24 KiB while a 16 KiB ClientHello record is half sent (measured with 500
+// connections), so MaxPending+Reserved bound it to about 4 MiB.
 const (
-	DefaultHandshakeTimeout = 5 * time.Second
-	DefaultMaxPending       = 64
+	DefaultHelloTimeout     = time.Second
+	DefaultHandshakeTimeout = 2 * time.Second
+	DefaultMaxPending       = 128
+	DefaultMaxPendingPerIP  = 8
+	DefaultReserved         = 32
 )
 
 // ErrUnknownKey is wrapped by handshake errors when the peer's certificate
@@ -51,13 +68,35 @@ var ErrNotAVoter = errors.New("no voter at this address in the raft configuratio
 
 // StreamOptions tunes a StreamLayer. Zero values take the defaults.
 type StreamOptions struct {
-	// HandshakeTimeout bounds each incoming TLS handshake (and an outgoing
-	// one when raft dials without a timeout). Default 5 s.
+	// HelloTimeout bounds the wait for an incoming connection's TLS
+	// ClientHello; once it arrived, the rest of the handshake has
+	// HandshakeTimeout-HelloTimeout. Default 1 s, at most HandshakeTimeout.
+	HelloTimeout time.Duration
+	// HandshakeTimeout bounds each incoming TLS handshake, ClientHello
+	// included (and an outgoing one when raft dials without a timeout).
+	// Default 2 s.
 	HandshakeTimeout time.Duration
 	// MaxPending bounds the incoming handshakes in flight (including those
-	// done and waiting for Accept); beyond it new connections are closed at
-	// once and counted as RefusedOverload. Default 64.
+	// done and waiting for Accept) that any source may take; beyond it new
+	// connections are closed at once and counted as RefusedOverload, but
+	// for those from a Trusted address, which may take a Reserved slot.
+	// Default 128.
 	MaxPending int
+	// MaxPendingPerIP bounds the incoming handshakes in flight from one
+	// source IP, trusted or not (a voter needs a few at most: raft pools
+	// its connections and a handshake takes milliseconds); beyond it new
+	// connections from that IP are closed at once and counted as
+	// RefusedPerIP. Default 8.
+	MaxPendingPerIP int
+	// Reserved is the number of handshakes in flight, beyond MaxPending,
+	// kept for connections from Trusted addresses. Default 32.
+	Reserved int
+	// Trusted, if set, tells whether a source IP is a known voter's (the
+	// addresses of the raft configuration and of the voters the gossip
+	// shows): only those take Reserved slots. It is asked from the
+	// accept loop, only while the MaxPending slots are all taken: it must
+	// be fast and must not block. SetTrusted replaces it.
+	Trusted func(ip netip.Addr) bool
 	// OnRefused, if set, is called for every refused incoming connection,
 	// from the layer's goroutines: it must not block.
 	OnRefused func(remote net.Addr, reason string, err error)
@@ -74,8 +113,9 @@ type StreamOptions struct {
 // back its certificate of the key that signed the server's. So two voters
 // whose keyrings share a key connect, whatever their primaries. Accept
 // returns only connections whose handshake completed; each incoming
-// handshake runs in its own goroutine under HandshakeTimeout, at most
-// MaxPending at a time.
+// handshake runs in its own goroutine under HelloTimeout and
+// HandshakeTimeout, at most MaxPending at a time (plus Reserved ones for
+// Trusted sources), at most MaxPendingPerIP from one IP.
 type StreamLayer struct {
 	ln        net.Listener
 	advertise net.Addr
@@ -85,9 +125,9 @@ type StreamLayer struct {
 	// expect names the voter the raft configuration has at an address
 	// (SetExpect); nil: Dial refuses every address.
 	expect atomic.Pointer[func(addr string) (node string, ok bool)]
+	trusted   atomic.Pointer[func(netip.Addr) bool]
 
 	accepted chan net.Conn
-	slots    chan struct{} // one per handshake in flight
 	closed   chan struct{}
 	ctx      context.Context // cancelled by Close
 	cancel   context.CancelFunc
@@ -100,6 +140,11 @@ type StreamLayer struct {
 
 	mu      sync.Mutex
 	refused map[string]uint64
+
+	slotMu   sync.Mutex
+	general  int                // handshakes in flight in MaxPending slots
+	reserved int                // in Reserved slots
+	perIP    map[netip.Addr]int // in flight by source IP (no zero entries)
 }
 
 var _ raft.StreamLayer = (*StreamLayer)(nil)
@@ -111,8 +156,18 @@ func NewStreamLayer(ln net.Listener, creds *Credentials, advertise net.Addr, opt
 	if opts.HandshakeTimeout <= 0 {
 		opts.HandshakeTimeout = DefaultHandshakeTimeout
 	}
+	if opts.HelloTimeout <= 0 {
+		opts.HelloTimeout = DefaultHelloTimeout
+	}
+	opts.HelloTimeout = min(opts.HelloTimeout, opts.HandshakeTimeout)
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = DefaultMaxPending
+	}
+	if opts.MaxPendingPerIP <= 0 {
+		opts.MaxPendingPerIP = DefaultMaxPendingPerIP
+	}
+	if opts.Reserved <= 0 {
+		opts.Reserved = DefaultReserved
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &StreamLayer{
@@ -120,14 +175,17 @@ func NewStreamLayer(ln net.Listener, creds *Credentials, advertise net.Addr, opt
 		advertise: advertise,
 		opts:      opts,
 		creds:     creds,
-		server:    serverConfig(creds),
+		server:    serverConfig(creds, opts.HandshakeTimeout-opts.HelloTimeout),
 		accepted:  make(chan net.Conn),
-		slots:     make(chan struct{}, opts.MaxPending),
 		closed:    make(chan struct{}),
 		ctx:       ctx,
 		cancel:    cancel,
 		loopDone:  make(chan struct{}),
 		refused:   make(map[string]uint64),
+		perIP:     make(map[netip.Addr]int),
+	}
+	if opts.Trusted != nil {
+		s.SetTrusted(opts.Trusted)
 	}
 	s.wg.Add(1)
 	go s.acceptLoop()
@@ -138,8 +196,9 @@ func NewStreamLayer(ln net.Listener, creds *Credentials, advertise net.Addr, opt
 // keyring (primary first) that the client announces holding in its ALPN
 // names, or else of the primary (without ALPN, so that such a client learns
 // the server's key fingerprint from its own refusal), and accepts a client
-// certificate of any voter signed by any key of the keyring.
-func serverConfig(creds *Credentials) *tls.Config {
+// certificate of any voter signed by any key of the keyring. Once the
+// ClientHello is in, the handshake has rest more (when rest is positive).
+func serverConfig(creds *Credentials, rest time.Duration) *tls.Config {
 	kr := creds.kr
 	base := &tls.Config{
 		ClientAuth:             tls.RequireAnyClientCert,
@@ -162,6 +221,11 @@ func serverConfig(creds *Credentials) *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS13,
 		GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			if rest > 0 && hello.Conn != nil {
+				if err := hello.Conn.SetDeadline(time.Now().Add(rest)); err != nil {
+					return nil, fmt.Errorf("set handshake deadline: %w", err)
+				}
+			}
 			if i := kr.offeredIndex(hello.SupportedProtos); i >= 0 {
 				return byKey[i], nil
 			}
@@ -206,8 +270,8 @@ func clientConfig(creds *Credentials, node, addr string, proven *Identity) *tls.
 	}
 }
 
-// acceptLoop accepts TCP connections and starts a handshake for each, or
-// closes it at once when MaxPending handshakes are in flight.
+// acceptLoop accepts TCP connections and starts a handshake for each that
+// gets a slot (acquire), or closes it at once.
 func (s *StreamLayer) acceptLoop() {
 	defer s.wg.Done()
 	defer close(s.loopDone)
@@ -231,17 +295,129 @@ func (s *StreamLayer) acceptLoop() {
 			continue
 		}
 		delay = 0
-		select {
-		case s.slots <- struct{}{}:
-		default:
+		ip := sourceIP(c.RemoteAddr())
+		sl, reason := s.acquire(ip)
+		if reason != "" {
 			_ = c.Close()
-			s.refuse(c.RemoteAddr(), RefusedOverload,
-				fmt.Errorf("%d consensus handshakes in flight", s.opts.MaxPending))
+			s.refuse(c.RemoteAddr(), reason, s.refusal(reason, ip))
 			continue
 		}
 		s.wg.Add(1)
-		go s.serve(c)
+		go s.serve(c, ip, sl)
 	}
+}
+
+// slot is the kind of slot a handshake in flight holds.
+type slot int
+
+const (
+	generalSlot slot = iota
+	reservedSlot
+)
+
+// acquire takes a slot for a handshake from ip, or returns the reason it
+// is refused: RefusedPerIP when ip has MaxPendingPerIP in flight, else a
+// general slot if one is free, else a reserved one if ip is trusted and
+// one is free, else RefusedOverload. Trusted is asked outside the lock,
+// and only when the general slots are all taken.
+func (s *StreamLayer) acquire(ip netip.Addr) (slot, string) {
+	s.slotMu.Lock()
+	if s.perIP[ip] >= s.opts.MaxPendingPerIP {
+		s.slotMu.Unlock()
+		return 0, RefusedPerIP
+	}
+	if s.general < s.opts.MaxPending {
+		s.general++
+		s.perIP[ip]++
+		s.slotMu.Unlock()
+		return generalSlot, ""
+	}
+	s.slotMu.Unlock()
+	if !s.isTrusted(ip) {
+		return 0, RefusedOverload
+	}
+	s.slotMu.Lock()
+	defer s.slotMu.Unlock()
+	switch {
+	case s.perIP[ip] >= s.opts.MaxPendingPerIP:
+		return 0, RefusedPerIP
+	case s.general < s.opts.MaxPending: // one was freed meanwhile
+		s.general++
+		s.perIP[ip]++
+		return generalSlot, ""
+	case s.reserved < s.opts.Reserved:
+		s.reserved++
+		s.perIP[ip]++
+		return reservedSlot, ""
+	}
+	return 0, RefusedOverload
+}
+
+// release gives back a slot acquire returned.
+func (s *StreamLayer) release(ip netip.Addr, sl slot) {
+	s.slotMu.Lock()
+	defer s.slotMu.Unlock()
+	if sl == reservedSlot {
+		s.reserved--
+	} else {
+		s.general--
+	}
+	if s.perIP[ip] <= 1 {
+		delete(s.perIP, ip)
+	} else {
+		s.perIP[ip]--
+	}
+}
+
+// refusal is the error a refusal by acquire reports.
+func (s *StreamLayer) refusal(reason string, ip netip.Addr) error {
+	if reason == RefusedPerIP {
+		return fmt.Errorf("%d consensus handshakes in flight from %s", s.opts.MaxPendingPerIP, ip)
+	}
+	return fmt.Errorf("%d consensus handshakes in flight (%d more kept for voters' addresses)", s.opts.MaxPending, s.opts.Reserved)
+}
+
+// sourceIP is the IP of a remote address (IPv4-mapped IPv6 unmapped); the
+// zero Addr if it has none.
+func sourceIP(a net.Addr) netip.Addr {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.AddrPort().Addr().Unmap()
+	}
+	if a == nil {
+		return netip.Addr{}
+	}
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
+}
+
+// SetTrusted sets (nil: clears) the function that tells whether a source
+// IP may take a Reserved slot; see StreamOptions.Trusted. Safe to call at
+// any time, from any goroutine.
+func (s *StreamLayer) SetTrusted(f func(ip netip.Addr) bool) {
+	if f == nil {
+		s.trusted.Store(nil)
+		return
+	}
+	s.trusted.Store(&f)
+}
+
+// isTrusted asks Trusted about ip; a panic is recovered, counted, and
+// means no.
+func (s *StreamLayer) isTrusted(ip netip.Addr) (ok bool) {
+	f := s.trusted.Load()
+	if f == nil || !ip.IsValid() {
+		return false
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s.count(RefusedCallbackPanic)
+			ok = false
+		}
+	}()
+	return (*f)(ip)
 }
 
 // sleep waits d, or until Close; it reports false on Close.
@@ -257,19 +433,19 @@ func (s *StreamLayer) sleep(d time.Duration) bool {
 }
 
 // serve runs the handshake of one incoming connection and hands it to
-// Accept. It holds a slot until the connection is handed over or refused.
-func (s *StreamLayer) serve(c net.Conn) {
+// Accept. It holds its slot until the connection is handed over or refused.
+func (s *StreamLayer) serve(c net.Conn, ip netip.Addr, sl slot) {
 	defer s.wg.Done()
 	tc, err := s.handshake(c)
 	if err != nil {
 		_ = c.Close()
-		<-s.slots
+		s.release(ip, sl)
 		if !s.isClosed() {
 			s.refuse(c.RemoteAddr(), refusalReason(err), err)
 		}
 		return
 	}
-	defer func() { <-s.slots }()
+	defer s.release(ip, sl)
 	select {
 	case s.accepted <- tc:
 	case <-s.closed:
@@ -277,8 +453,11 @@ func (s *StreamLayer) serve(c net.Conn) {
 	}
 }
 
+// handshake runs the server side of the TLS handshake: HelloTimeout for
+// the ClientHello, then the rest of HandshakeTimeout (serverConfig moves
+// the deadline when the ClientHello is in).
 func (s *StreamLayer) handshake(c net.Conn) (*tls.Conn, error) {
-	if err := c.SetDeadline(time.Now().Add(s.opts.HandshakeTimeout)); err != nil {
+	if err := c.SetDeadline(time.Now().Add(s.opts.HelloTimeout)); err != nil {
 		return nil, fmt.Errorf("set handshake deadline for %s: %w", c.RemoteAddr(), err)
 	}
 	tc := tls.Server(c, s.server)

@@ -38,7 +38,7 @@ func NewConsensusCollector(view func() *view.Consensus, now func() time.Time) *C
 		raftTerm:     d("raft_term", "This voter's current raft term."),
 		applied:      d("applied_index", "The last raft log index this voter applied to its writer terms."),
 		lastContact:  d("last_contact_seconds", "Seconds since this follower last heard from the leader (absent on the leader and before any contact)."),
-		refused:      d("refused_total", "Raft connections this voter refused, by reason: bad-key (a peer without a consensus key), handshake, timeout, overload, callback-panic.", "reason"),
+		refused:      d("refused_total", "Raft connections this voter refused, by reason: bad-key (a peer without a consensus key), handshake, timeout, per-ip (too many handshakes in flight from one address), overload, callback-panic.", "reason"),
 		writerTerm:   d("writer_term", "The writer term of each cluster this agent knows: its number, which grows with each writer the voters grant.", "cluster"),
 		groups:       d("raft_groups", "Raft groups the alive voters' tags name (this voter's own included): 1 in a healthy fleet; more than 1 means voters bootstrapped apart, and no writes are routed where a writer term is required."),
 	}

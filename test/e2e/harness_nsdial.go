@@ -101,13 +101,19 @@ func (d *NSDialer) do(f func()) error {
 
 // DialContext connects to addr from inside the namespace.
 func (d *NSDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return d.DialFromContext(ctx, nil, network, addr)
+}
+
+// DialFromContext connects to addr from inside the namespace, from the
+// local address local (nil: the kernel's choice).
+func (d *NSDialer) DialFromContext(ctx context.Context, local net.Addr, network, addr string) (net.Conn, error) {
 	type result struct {
 		conn net.Conn
 		err  error
 	}
 	resp := make(chan result, 1)
 	job := func() {
-		var nd net.Dialer
+		nd := net.Dialer{LocalAddr: local}
 		c, err := nd.DialContext(ctx, network, addr)
 		resp <- result{c, err}
 	}
