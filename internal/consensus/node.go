@@ -174,6 +174,7 @@ func (n *Node) voterAt(addr string) (string, bool) {
 
 // Identity is what this voter proves in raft handshakes.
 func (n *Node) Identity() Identity { return n.creds.Identity() }
+
 // trusted reports whether ip is a known voter's: a server of the current
 // raft configuration, or, while this node is in none (before the
 // bootstrap), a voter the gossip showed at the last membership round: any

@@ -124,8 +124,8 @@ type StreamLayer struct {
 	server    *tls.Config
 	// expect names the voter the raft configuration has at an address
 	// (SetExpect); nil: Dial refuses every address.
-	expect atomic.Pointer[func(addr string) (node string, ok bool)]
-	trusted   atomic.Pointer[func(netip.Addr) bool]
+	expect  atomic.Pointer[func(addr string) (node string, ok bool)]
+	trusted atomic.Pointer[func(netip.Addr) bool]
 
 	accepted chan net.Conn
 	closed   chan struct{}
