@@ -38,6 +38,7 @@ type switchPlan struct {
 	from         uint64
 	old, target  string
 	addr, leader string
+	group        string // the raft group the steps name
 	// others are the cluster's other db members (the old writer first),
 	// which replicate from the target afterwards.
 	others []string
@@ -130,7 +131,11 @@ func (a *Agent) planSwitchover(req view.SwitchoverRequest) (switchPlan, error) {
 	if leader == "" {
 		return switchPlan{}, refuse("there is no raft leader (no quorum): no term can be granted")
 	}
-	plan := switchPlan{id: newSwitchID(), cluster: c.Name, from: t.Number, old: t.Writer, target: req.To, addr: target.Addr, leader: leader}
+	group := n.FSM().Group()
+	if group == "" {
+		return switchPlan{}, refuse("the raft group has no ID yet (its first leader sets it): try again in a second")
+	}
+	plan := switchPlan{id: newSwitchID(), cluster: c.Name, from: t.Number, old: t.Writer, target: req.To, addr: target.Addr, leader: leader, group: group}
 	seen := map[string]bool{req.To: true, t.Writer: true}
 	plan.others = []string{t.Writer}
 	for _, l := range [][]pool.Node{c.Readers, c.Out} {
@@ -201,7 +206,7 @@ func (a *Agent) runSwitchover(ctx context.Context, plan switchPlan, req view.Swi
 	defer func() { res.Took = time.Since(start) }()
 	step := func(op, node string) consensus.SwitchStep {
 		return consensus.SwitchStep{ID: plan.id, Op: op, Node: node, By: a.cfg.Node, Cluster: plan.cluster, From: plan.from,
-			Old: plan.old, Target: plan.target, Addr: plan.addr}
+			Old: plan.old, Target: plan.target, Addr: plan.addr, Group: plan.group}
 	}
 	record := func(name, node string, took time.Duration, err error, detail string) bool {
 		s := view.SwitchStep{Name: name, Node: node, OK: err == nil, Took: took, Detail: detail}

@@ -138,6 +138,12 @@ func (a *Agent) answerSwitch(ctx context.Context, q *serf.Query) {
 		respond(consensus.SwitchAnswer{ID: st.ID, Op: st.Op, Node: a.cfg.Node, Error: err.Error()})
 		return
 	}
+	if own := a.raftGroups().Own; own == "" || st.Group != own {
+		sw.refused.Add(1)
+		respond(consensus.SwitchAnswer{ID: st.ID, Op: st.Op, Node: a.cfg.Node,
+			Error: fmt.Sprintf("the step is of raft group %s; this agent follows %q", st.Group, own)})
+		return
+	}
 	if !sw.busy.CompareAndSwap(false, true) {
 		respond(consensus.SwitchAnswer{ID: st.ID, Op: st.Op, Node: a.cfg.Node, Error: errBusy, Retry: true})
 		return

@@ -46,7 +46,7 @@ func TestSwitchStepForgeriesRefused(t *testing.T) {
 	a := &Agent{cfg: &config.Config{Node: "db1"}, log: slog.New(slog.DiscardHandler), cons: consensusParts{terms: newTermParts(), sw: newSwitchParts()}}
 	a.cons.terms.verify = fleet.TermPublicKeys()
 	step := consensus.SwitchStep{ID: "0123456789abcdef", Op: consensus.OpDemote, Node: "db1", By: "db3", Cluster: "main", From: 1,
-		Old: "db1", Target: "db2", Addr: "10.0.0.2:3306", Expires: time.Now().Add(time.Minute)}
+		Old: "db1", Target: "db2", Addr: "10.0.0.2:3306", Expires: time.Now().Add(time.Minute), Group: "0a1b2c3d"}
 	forged, err := consensus.EncodeSwitchStep(stranger, step)
 	if err != nil {
 		t.Fatal(err)

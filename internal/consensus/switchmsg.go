@@ -62,6 +62,9 @@ type SwitchStep struct {
 	GTID    string    `json:"gtid,omitempty"`
 	WaitMS  int64     `json:"wait_ms,omitempty"` // catchup: how long to wait for GTID
 	Expires time.Time `json:"expires"`
+	// Group is the raft group of the voter that runs the switchover: an
+	// agent takes only its own group's steps.
+	Group string `json:"group"`
 }
 
 // Check validates a step's fields (not its expiry: CheckFresh).
@@ -79,6 +82,8 @@ func (s SwitchStep) Check() error {
 		return fmt.Errorf("switchover GTID position of %d bytes, more than %d", len(s.GTID), maxGTID)
 	case s.WaitMS < 0 || s.WaitMS > MaxStepLife.Milliseconds():
 		return fmt.Errorf("switchover wait %d ms: out of range", s.WaitMS)
+	case !tags.ValidGroup(s.Group):
+		return fmt.Errorf("switchover raft group %.40q: want %d lowercase hex digits", s.Group, tags.GroupLen)
 	}
 	for _, n := range []struct{ what, name string }{{"node", s.Node}, {"by", s.By}, {"old writer", s.Old}, {"target", s.Target}} {
 		if d := member.CheckName(n.name); d != "" {

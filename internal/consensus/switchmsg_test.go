@@ -9,7 +9,7 @@ import (
 
 func sampleStep(now time.Time) SwitchStep {
 	return SwitchStep{ID: "0123456789abcdef", Op: OpDemote, Node: "db1", By: "db3", Cluster: "main", From: 7,
-		Old: "db1", Target: "db2", Addr: "10.0.0.2:3306", GTID: "0-1-1234,1-2-99", WaitMS: 5000, Expires: now.Add(time.Minute).UTC()}
+		Old: "db1", Target: "db2", Addr: "10.0.0.2:3306", GTID: "0-1-1234,1-2-99", WaitMS: 5000, Expires: now.Add(time.Minute).UTC(), Group: "0a1b2c3d"}
 }
 
 func TestSwitchStepRoundTripAndForgeries(t *testing.T) {
@@ -58,6 +58,8 @@ func TestSwitchStepCheck(t *testing.T) {
 	now := time.Now()
 	for name, mod := range map[string]func(*SwitchStep){
 		"bad id":        func(s *SwitchStep) { s.ID = "xyz" },
+		"no group":      func(s *SwitchStep) { s.Group = "" },
+		"bad group":     func(s *SwitchStep) { s.Group = "0A1B2C3D" },
 		"unknown op":    func(s *SwitchStep) { s.Op = "drop" },
 		"bad cluster":   func(s *SwitchStep) { s.Cluster = "a b" },
 		"no term":       func(s *SwitchStep) { s.From = 0 },
