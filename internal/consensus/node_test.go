@@ -157,31 +157,8 @@ func leaderOf(nodes []*testNode) *testNode {
 // server, move it on an outside promotion, and keep it across a new
 // leader; a fourth agent with another key is never admitted.
 func TestQuorumBootstrapsAndGrants(t *testing.T) {
-	key := newKey(t)
 	ids := []string{"db1", "db2", "db3"}
-	addrs := map[string]string{}
-	view := &fakeView{gone: map[string]bool{}}
-	for _, id := range ids {
-		addrs[id] = freeAddr(t)
-		view.peers = append(view.peers, Peer{ID: id, Addr: addrs[id]})
-	}
-	view.members = []pool.Member{dbMember("db1", true), dbMember("db2", false), dbMember("db3", false)}
-	var nodes []*testNode
-	for _, id := range ids {
-		nodes = append(nodes, startNode(t, nodeConfig(t, id, addrs[id], key), view))
-	}
-	waitUntil(t, "a leader with 3 voters", 15*time.Second, func() bool {
-		l := leaderOf(nodes)
-		return l != nil && len(l.Voters()) == 3
-	})
-	waitUntil(t, "term 1 to db1 on every voter", 10*time.Second, func() bool {
-		for _, n := range nodes {
-			if tm := n.FSM().Term("default"); tm.Number != 1 || tm.Writer != "db1" {
-				return false
-			}
-		}
-		return true
-	})
+	nodes, view, _ := startQuorum(t, "db1")
 	waitUntil(t, "term 1 published by the leader", 5*time.Second, func() bool { return view.publishedTerm("default", 1, "db1") })
 
 	// A stranger with another key advertises itself as a voter.

@@ -83,7 +83,7 @@ func metricOf(p *proc, name string) float64 {
 //     admit Y's voters, and writes come back to db1 once Y has left.
 func TestFleetIdentityWithRealAgents(t *testing.T) {
 	mariadbtest.Require(t)
-	gkey, ckey := keygen(t), keygen(t)
+	gkey, ckey := newKey(t), newKey(t)
 	t.Setenv("SHOAL_MYSQL_PASSWORD", "pw-fleet")
 	db1, _ := fleetDB(t, "db1", gkey, ckey, 3, false, "")
 	db2, _ := fleetDB(t, "db2", gkey, ckey, 3, true, db1.bind)

@@ -18,17 +18,6 @@ import (
 	"github.com/shoaldb/shoal/pkg/client"
 )
 
-// keygen is a fresh key from the real binary.
-func keygen(t *testing.T) string {
-	t.Helper()
-	out, _, code := shoal(t, "keygen")
-	if code != 0 {
-		t.Fatalf("shoal keygen: exit %d", code)
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
-}
-
 // consensusOf reads an agent's consensus state (nil when it has none or
 // does not answer).
 func consensusOf(p *proc) *client.Consensus {
@@ -75,7 +64,7 @@ func voterIDs(c *client.Consensus) []string {
 // the next term at its address within milliseconds. Now neither happens.
 func TestConsensusIdentityWithRealAgents(t *testing.T) {
 	mariadbtest.Require(t)
-	gkey, ckey := keygen(t), keygen(t)
+	gkey, ckey := newKey(t), newKey(t)
 	t.Setenv("SHOAL_MYSQL_PASSWORD", "pw-identity")
 	names := []string{"db1", "db2", "db3"}
 	agents := map[string]*proc{}
