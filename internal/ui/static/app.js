@@ -242,6 +242,11 @@
       }
     });
     const cons = (d.self || {}).consensus;
+    if (cons && (cons.groups || []).length > 1) {
+      out.push(banner('bad', 'Raft groups split:', 'voters of ' + cons.groups.length + ' raft groups are in the gossip (' +
+        cons.groups.map(function (g) { return g.id + ': ' + (g.voters || []).join(', '); }).join('; ') +
+        '); no writes are routed where a writer term is required until one group is left.'));
+    }
     if (cons && cons.voter && cons.bootstrapped && !hasLeader(cons)) {
       out.push(banner('bad', 'No raft leader:', 'this voter knows no leader; no writer term can be granted until a quorum of the voters is back.'));
     }
@@ -510,6 +515,7 @@
       ['state', [chip(c.state || '—', toneOf(c.state)), ' ', el('span', 'node', c.id), ' ', el('span', 'mono muted', c.addr)]],
       ['leader', [leader, contact ? el('span', 'muted', ' · last contact ' + clock(contact) + ' (' + ago(contact) + ')') : null]],
       ['bootstrap', c.bootstrapped ? 'bootstrapped (bootstrap_expect ' + c.bootstrap_expect + ')' : chip('waiting for ' + c.bootstrap_expect + ' voters', 'warn')],
+      ['raft group', c.group || muted('none known yet')],
       ['raft', 'term ' + c.raft_term + ' · last index ' + c.last_index + ' · applied ' + c.applied_index],
       ['refused', Object.keys(refused).sort().map(function (k) { return k + ' ' + refused[k]; }).join(' · ') || '—'],
     ];
