@@ -62,6 +62,9 @@ func (a *Agent) voterTag() string {
 // key has no raft server.
 func (a *Agent) startConsensus(context.Context, *startup) error {
 	cs := a.cfg.Consensus
+	if w := a.cfg.NoTermWarning(); w != "" {
+		a.log.Warn(w)
+	}
 	var kr *consensus.Keyring
 	if cs.Enabled() {
 		keys, warn, err := a.cfg.ConsensusKeyring()

@@ -12,13 +12,15 @@ import (
 )
 
 // GET /v1/pool's clusters are the pool schema, plus until on damped nodes,
-// lag on replicas and the whole writer term (cluster, addr, granted, why):
+// lag on replicas, the whole writer term (cluster, addr, granted, why) and unsafe:
 // the agent's view, as the API converts and serves it.
 func TestPoolViewClustersAreTheSchema(t *testing.T) {
 	lags := pool.Lags{Nodes: map[string]map[string]pool.Lag{"main": {
 		"db2": {Source: pool.LagGTID, Known: true, Seconds: 12.5, Transactions: 40},
 	}}}
-	b, err := json.Marshal(api.ToPool(view.Pool{Clusters: clusterPools(pooltest.Fixture(), lags, "")}))
+	p := pooltest.Fixture()
+	p.Clusters[1].Unsafe = pool.UnsafeNoTerm // a cluster without voters
+	b, err := json.Marshal(api.ToPool(view.Pool{Clusters: clusterPools(p, lags, "")}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +30,10 @@ func TestPoolViewClustersAreTheSchema(t *testing.T) {
 	if err := json.Unmarshal(b, &resp); err != nil {
 		t.Fatal(err)
 	}
-	pooltest.RequireSuperset(t, resp.Clusters, "until", "lag", "cluster", "addr", "granted", "why")
+	pooltest.RequireSuperset(t, resp.Clusters, "until", "lag", "cluster", "addr", "granted", "why", "unsafe")
+	if strings.Count(string(b), `"unsafe":"no writer term"`) != 1 || !strings.Contains(string(b), `"conflict":["db4","db5"],"unsafe":"no writer term"`) {
+		t.Errorf("want other, and only other, marked unsafe: %s", b)
+	}
 	if !strings.Contains(string(b), `"term":{"cluster":"main","term":3,"writer":"db1","addr":"10.0.0.11:3306","granted":"2026-11-27T06:01:02Z","why":"first term: the only writable server"}`) {
 		t.Errorf("main without its term: %s", b)
 	}

@@ -55,7 +55,7 @@ func clusterPools(p *pool.Pool, lags pool.Lags, cluster string) []view.ClusterPo
 		l := lags.Nodes[c.Name]
 		out = append(out, view.ClusterPool{
 			Name: c.Name, Writers: poolNodes(c.Writers, l), Readers: poolNodes(c.Readers, l), Out: poolNodes(c.Out, l),
-			Conflict: c.Schema().Conflict, Term: viewTerm(c.Term),
+			Conflict: c.Schema().Conflict, Term: viewTerm(c.Term), Unsafe: c.Unsafe,
 		})
 	}
 	return out

@@ -128,7 +128,7 @@ func toPoolNode(n view.PoolNode) client.PoolNode {
 func toClusterPool(c view.ClusterPool) client.ClusterPool {
 	return client.ClusterPool{
 		Name: c.Name, Writers: each(c.Writers, toPoolNode), Readers: each(c.Readers, toPoolNode),
-		Out: each(c.Out, toPoolNode), Conflict: c.Conflict, Term: toTerm(c.Term),
+		Out: each(c.Out, toPoolNode), Conflict: c.Conflict, Term: toTerm(c.Term), Unsafe: c.Unsafe,
 	}
 }
 

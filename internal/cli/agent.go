@@ -79,6 +79,9 @@ func configCheck(g *globals, cfg *config.Config, flags *config.Flags) error {
 	for _, w := range files.Warnings {
 		fmt.Fprintf(g.stderr, "warning: %s\n", w)
 	}
+	if w := cfg.NoTermWarning(); w != "" {
+		fmt.Fprintf(g.stderr, "warning: %s\n", w)
+	}
 	fmt.Fprintf(g.stdout, "configuration %s is valid\n", flags.Check)
 	return nil
 }

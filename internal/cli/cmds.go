@@ -332,19 +332,45 @@ func writeInfo(w io.Writer, in *client.Info) error {
 }
 
 func newKeygenCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "keygen",
-		Short: "Generate a new gossip encryption key",
-		Args:  exactArgs(0, "no arguments"),
+	var fleet string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "keygen [--fleet DIR [--force]]",
+		Short: "Generate a new key, or with --fleet every key a new fleet needs",
+		Long: `Print a new random 32-byte key, base64: a gossip key (encrypt), or a
+consensus key (consensus.key), which must be another key than the gossip key.
+
+` + fleetKeygenHelp,
+		Args: exactArgs(0, "no arguments (the directory is --fleet DIR)"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			k, err := agent.GenerateKey()
+			if !cmd.Flags().Changed("fleet") {
+				if force {
+					return usagef("keygen: --force only goes with --fleet DIR")
+				}
+				k, err := agent.GenerateKey()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(g.stdout, k)
+				return nil
+			}
+			if err := fleetDir(fleet); err != nil {
+				return err
+			}
+			k, err := newFleetKeys()
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(g.stdout, k)
+			if err := writeFleet(fleet, k, force); err != nil {
+				return err
+			}
+			writeFleetGuide(g.stdout, fleet, k.termKey)
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&fleet, "fleet", "", "create a new fleet's gossip keyring, consensus keyring and term key in this directory (mode 0700)")
+	cmd.Flags().BoolVar(&force, "force", false, "with --fleet: replace the files if they exist")
+	return cmd
 }
 
 func newKeysCmd(g *globals) *cobra.Command {

@@ -221,6 +221,7 @@ func samplePool() *client.PoolResponse {
 			},
 			{
 				Name:    "shard2",
+				Unsafe:  "no writer term",
 				Writers: []client.PoolNode{{Name: "s2a", Addr: "10.0.2.1:3306"}},
 				Readers: []client.PoolNode{},
 				Out: []client.PoolNode{{Name: "s2b", Addr: "10.0.2.2:3306", Reason: "damped", Detail: "flapping: penalty 2685, re-entry below 1000",
@@ -245,9 +246,12 @@ func TestPoolGolden(t *testing.T) {
 		p    *client.PoolResponse
 	}{
 		{"pool.table", samplePool()},
+		// A cluster that needs no writer term (Galera): no term, not unsafe.
 		{"pool.plain", &client.PoolResponse{Clusters: []client.ClusterPool{{Name: "main",
 			Writers: []client.PoolNode{{Name: "db1", Addr: "10.0.0.11:3306"}},
 			Readers: []client.PoolNode{{Name: "db2", Addr: "10.0.0.12:3306"}}}}}},
+		// A replication cluster whose db agents do not vote.
+		{"pool.unsafe", unsafePool()},
 		{"pool.empty", &client.PoolResponse{Clusters: []client.ClusterPool{}}},
 		{"pool.no-term", &client.PoolResponse{Clusters: []client.ClusterPool{{Name: "main",
 			Readers: []client.PoolNode{{Name: "db2", Addr: "10.0.0.12:3306"}},
@@ -259,6 +263,38 @@ func TestPoolGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		golden(t, tc.file, b.Bytes())
+	}
+}
+
+// unsafePool is a replication cluster whose db agents have no consensus
+// key: the old rule's writer, marked unsafe.
+func unsafePool() *client.PoolResponse {
+	return &client.PoolResponse{Clusters: []client.ClusterPool{{Name: "main", Unsafe: "no writer term",
+		Writers:  []client.PoolNode{{Name: "db1", Addr: "10.0.0.11:3306"}},
+		Readers:  []client.PoolNode{{Name: "db2", Addr: "10.0.0.12:3306"}},
+		Out:      []client.PoolNode{},
+		Conflict: []string{}}},
+		Writers: []client.PoolNode{{Cluster: "main", Name: "db1", Addr: "10.0.0.11:3306"}},
+		Readers: []client.PoolNode{{Cluster: "main", Name: "db2", Addr: "10.0.0.12:3306"}},
+		Out:     []client.PoolNode{}, Sinks: []client.SinkStatus{}, Generation: 1}
+}
+
+// TestPoolUnsafeJSON: --format json says unsafe per cluster, and nothing
+// for a cluster that is not.
+func TestPoolUnsafeJSON(t *testing.T) {
+	var b bytes.Buffer
+	if err := writeJSONOut(&b, unsafePool()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "pool.unsafe.json", b.Bytes())
+	b.Reset()
+	p := unsafePool()
+	p.Clusters[0].Unsafe = ""
+	if err := writeJSONOut(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "unsafe") {
+		t.Fatalf("a cluster that is not unsafe: %s", b.String())
 	}
 }
 

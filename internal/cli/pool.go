@@ -60,6 +60,9 @@ func writePool(w io.Writer, p *client.PoolResponse) error {
 		if c.Term != nil {
 			fmt.Fprintln(w, termLine(*c.Term))
 		}
+		if c.Unsafe != "" {
+			fmt.Fprintf(w, "unsafe: %s (%s)\n", sanitize(c.Unsafe), unsafeWhy(c.Unsafe))
+		}
 		if len(c.Conflict) > 0 {
 			fmt.Fprintf(w, "!! WRITER CONFLICT: %s are all writable; writes go to at most one\n", sanitize(strings.Join(c.Conflict, ", ")))
 		}
@@ -92,6 +95,14 @@ func writePool(w io.Writer, p *client.PoolResponse) error {
 		}
 	}
 	return writeSinks(w, p.Sinks, p.Generation)
+}
+
+// unsafeWhy says what a cluster's unsafe mark means, and what to do.
+func unsafeWhy(unsafe string) string {
+	if unsafe == "no writer term" {
+		return "no db agent votes: writes go to any single writable server; turn consensus on: docs/consensus.md"
+	}
+	return "see docs/consensus.md"
 }
 
 // termLine is the writer term a cluster's writer rule followed, for a

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shoaldb/shoal/internal/consensus"
 	"github.com/shoaldb/shoal/internal/fsutil"
+	"github.com/shoaldb/shoal/internal/tags"
 )
 
 // ConsensusHost is what the rest of the configuration tells the consensus
@@ -41,6 +42,20 @@ func withPort(addr string) string {
 // ConsensusVoter reports whether this agent is a raft voter: consensus.voter
 // when given, else a db agent with consensus on.
 func (c *Config) ConsensusVoter() bool { return c.Consensus.IsVoter(c.EffectiveRole()) }
+
+// NoTermWarning is what a db agent without writer terms warns at start,
+// and --config-check with it: its cluster's writes follow the old rule.
+// "" for an app agent, with consensus on, with consensus.disabled, and
+// with --dev.
+func (c *Config) NoTermWarning() string {
+	if c.EffectiveRole() != tags.RoleDB || c.Consensus.Enabled() || c.Consensus.Disabled || c.Dev {
+		return ""
+	}
+	return "no writer term: this db agent has no consensus key, so its cluster's writes follow the old rule " +
+		"(any single writable server: a replica made writable, or a slow primary's, can take them) and `shoal pool` " +
+		"marks the cluster unsafe; turn writer terms on with `shoal keygen --fleet DIR` and consensus.keyring_file " +
+		"on every db agent (docs/consensus.md), or set consensus.disabled: true (--consensus-disabled) to run without them"
+}
 
 // checkConsensusHost checks the consensus settings that depend on the rest
 // of the configuration (consensus.Settings.CheckHost).

@@ -72,6 +72,8 @@ func TestConsensusErrors(t *testing.T) {
 			`line 4: consensus.key (--consensus-key) "not ...": not valid base64`},
 		{"key of 16 bytes", "consensus:\n  key: MDEyMzQ1Njc4OWFiY2RlZg==\n",
 			`line 4: consensus.key (--consensus-key) "MDEy...": key is 16 bytes; must be 32 bytes (use shoal keygen)`},
+		{"disabled with a key", "consensus:\n  key: " + consKey + "\n  disabled: true\n",
+			`line 5: consensus.disabled (--consensus-disabled) "true": consensus is on (key or keyring_file is given)`},
 		{"voter without key", "consensus:\n  voter: true\n",
 			`line 4: consensus.voter (--consensus-voter) "true": a voter needs the consensus key`},
 		{"bad bind", "consensus:\n  key: " + consKey + "\n  bind: db1:7950\n",
@@ -339,6 +341,50 @@ func TestConsensusKeyNotGossipKey(t *testing.T) {
 			for _, k := range []string{consKey, consKeyAlt, gossip16} {
 				if strings.Contains(err.Error(), k) || strings.Contains(err.Error(), k[:4]) {
 					t.Fatalf("the error shows a key: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// TestNoTermWarning: a db agent without a consensus key warns that its
+// cluster's writes follow the old rule, naming how to turn writer terms on
+// and how to opt out; an app agent, a db agent with consensus on, one
+// with consensus.disabled (file, environment or flag) and --dev do not.
+func TestNoTermWarning(t *testing.T) {
+	ring := filepath.Join(t.TempDir(), "consensus.json")
+	for _, tc := range []struct {
+		name, yaml string
+		env        map[string]string
+		args       []string
+		warn       bool
+	}{
+		{"db without consensus", dbYAML, nil, nil, true},
+		{"app without consensus", "", nil, nil, false},
+		{"db with a keyring file", dbYAML + "consensus: {keyring_file: " + ring + "}\n", nil, nil, false},
+		{"db with a key in the environment, no voter", dbYAML, map[string]string{"SHOAL_CONSENSUS_KEY": consKey, "SHOAL_CONSENSUS_VOTER": "false"}, nil, false},
+		{"db, disabled in the file", dbYAML + "consensus: {disabled: true}\n", nil, nil, false},
+		{"db, disabled in the environment", dbYAML, map[string]string{"SHOAL_CONSENSUS_DISABLED": "true"}, nil, false},
+		{"db, disabled by flag", dbYAML, nil, []string{"--consensus-disabled"}, false},
+		{"db, --dev", dbYAML, nil, []string{"--dev"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeFile(t, "node: n1\ninsecure_no_encryption: true\n"+tc.yaml)
+			c, err := load(t, append([]string{"--config", p}, tc.args...), tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := c.NoTermWarning()
+			if !tc.warn {
+				if w != "" {
+					t.Fatalf("warning %q, want none", w)
+				}
+				return
+			}
+			for _, want := range []string{"no writer term", "any single writable server", "shoal keygen --fleet DIR",
+				"consensus.keyring_file", "consensus.disabled: true"} {
+				if !strings.Contains(w, want) {
+					t.Errorf("warning %q lacks %q", w, want)
 				}
 			}
 		})

@@ -92,6 +92,12 @@ type Settings struct {
 	// server writable first, the old one read-only a moment later) is not
 	// fought.
 	FenceAfter time.Duration `yaml:"fence_after"`
+	// Disabled says, on a db agent, that it runs without writer terms on
+	// purpose (a Galera cluster, a single server, a fleet not ready yet):
+	// it then does not warn at start that its cluster's writes follow the
+	// old rule. It does not turn consensus off: without a key or keyring
+	// file it is off; with either, Disabled is refused.
+	Disabled bool `yaml:"disabled"`
 	// Lease is how long a voter that holds a writer term may go without
 	// contact with a raft leader (or, leading, with a quorum) before it
 	// fences its own server; 0 means the default (LeaseDuration).
@@ -234,6 +240,9 @@ func (s Settings) Check() error {
 		if err := CheckKey(s.Key); err != nil {
 			errs.Addf("key", redact(s.Key), "%v", err)
 		}
+	}
+	if s.Disabled && s.Enabled() {
+		errs.Addf("disabled", true, "consensus is on (key or keyring_file is given): drop disabled, or the key and the keyring file")
 	}
 	if s.Voter != nil && *s.Voter && !s.Enabled() {
 		errs.Addf("voter", true, "a voter needs the consensus key: give keyring_file (created from key at the first start), or key")

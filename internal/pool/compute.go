@@ -74,6 +74,9 @@ func buildCluster(name string, evals []eval, policy Policy, prevWriter string, f
 			holder = readOnlyHolder(*c.Term, slices.Concat(readers, softReaders))
 		}
 	} else {
+		if noWriterTerm(evals) {
+			c.Unsafe = UnsafeNoTerm
+		}
 		// Writer, with the writer floor when no passing candidate exists.
 		floored := false
 		if len(writers) == 0 {

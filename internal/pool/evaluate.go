@@ -36,6 +36,9 @@ type eval struct {
 	// voter: the member advertises a valid voter tag (tags.Voter), so its
 	// cluster's writer follows the writer term (requiresTerm).
 	voter bool
+	// wsrep: the member's health says Galera (wsrep_on), synced or not
+	// (noWriterTerm).
+	wsrep bool
 }
 
 // wsrepReason is the probe's reason code (probe.ReasonWsrep) for a Galera
@@ -73,6 +76,7 @@ func evaluate(m Member, p Policy) eval {
 		return out(ReasonNoHealth, "")
 	}
 	h := *m.Health
+	e.wsrep = h.Galera
 	// A Galera node whose probe read wsrep status saying not synced (Galera
 	// set, GaleraSynced clear: the facts of a check that failed any other
 	// way carry no Galera status), or still critical from such checks while

@@ -42,6 +42,25 @@ func requiresTerm(evals []eval) bool {
 	return voter
 }
 
+// UnsafeNoTerm is Cluster.Unsafe for a replication cluster whose db
+// members do not vote (noWriterTerm).
+const UnsafeNoTerm = "no writer term"
+
+// noWriterTerm reports whether a cluster's writer follows the old rule
+// for want of consensus: none of its db members advertises a voter tag,
+// and none is a Galera node (synced or not: Galera's writer rule needs no
+// term). Any single writable server is then its writer (pickWriter), so a
+// replica made writable, or promoted while the primary is only slow, takes
+// the writes.
+func noWriterTerm(evals []eval) bool {
+	for _, e := range evals {
+		if e.voter || e.wsrep {
+			return false
+		}
+	}
+	return true
+}
+
 // pickTermWriter sets c's writer by the writer term tv knows for c: the
 // holder (the writable server with the term's name and address) is the
 // writer, by the floor when it is in warning, whatever else is writable;

@@ -262,3 +262,47 @@ func checkTermInvariants(t testing.TB, p *Pool, tv TermView) {
 		}
 	}
 }
+
+// TestComputeMarksClustersWithoutTerms: a replication cluster none of
+// whose db members votes is marked unsafe (its writer follows the old
+// rule: any single writable server), whatever its members' state; a
+// single voter, or a Galera node (synced or not), clears the mark.
+func TestComputeMarksClustersWithoutTerms(t *testing.T) {
+	galera := func(name string, synced bool, opts ...opt) Member {
+		return dbh(name, tags.Health{State: tags.Passing, Galera: true, GaleraSynced: synced}, opts...)
+	}
+	for _, tc := range []struct {
+		name    string
+		members []Member
+		unsafe  map[string]string // by cluster
+	}{
+		{"no voter", []Member{writer("a"), replica("b", 0)}, map[string]string{"default": UnsafeNoTerm}},
+		{"no voter, writer failed", []Member{writer("a", status(StatusFailed)), replica("b", 0)}, map[string]string{"default": UnsafeNoTerm}},
+		{"two writable, no voter", []Member{writer("a"), writer("b")}, map[string]string{"default": UnsafeNoTerm}},
+		{"one voter", []Member{writer("a"), replica("b", 0, rv)}, map[string]string{"default": ""}},
+		{"a failed voter", []Member{writer("a"), replica("b", 0, rv, status(StatusFailed))}, map[string]string{"default": ""}},
+		{"voters on an app agent only", []Member{writer("a"), member("w", tags.RoleApp, rv)}, map[string]string{"default": UnsafeNoTerm}},
+		{"galera synced", []Member{galera("g1", true), galera("g2", true)}, map[string]string{"default": ""}},
+		{"galera, none synced", []Member{galera("g1", false), galera("g2", false)}, map[string]string{"default": ""}},
+		{"per cluster", []Member{writer("a", cluster("x")), writer("b", cluster("y"), rv)},
+			map[string]string{"x": UnsafeNoTerm, "y": ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _ := ComputeFresh(tc.members, Policy{}, nil, Freshness{}, TermView{})
+			if len(p.Clusters) != len(tc.unsafe) {
+				t.Fatalf("clusters %s, want %d", termSummary(p), len(tc.unsafe))
+			}
+			for _, c := range p.Clusters {
+				if want := tc.unsafe[c.Name]; c.Unsafe != want {
+					t.Errorf("%s: unsafe %q, want %q (%s)", c.Name, c.Unsafe, want, termSummary(p))
+				}
+				if c.Unsafe != "" && c.Term != nil {
+					t.Errorf("%s: unsafe and follows term %+v", c.Name, *c.Term)
+				}
+			}
+			if q := p.Clone(); !reflect.DeepEqual(q, p) {
+				t.Errorf("Clone lost unsafe: %+v, want %+v", q, p)
+			}
+		})
+	}
+}

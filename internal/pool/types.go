@@ -204,6 +204,10 @@ type Cluster struct {
 	// writable server other than the holder while the holder is not writable):
 	// the agent asks the voters for it.
 	AskTerm bool
+	// Unsafe, when not "", says why the cluster's writes are not
+	// protected: UnsafeNoTerm when none of its db members votes (no
+	// consensus key), so any single writable server is its writer.
+	Unsafe string
 }
 
 // Node is a member's place in the pool.
@@ -254,6 +258,7 @@ func (p *Pool) Clone() *Pool {
 			Conflict: append([]string(nil), c.Conflict...),
 			Term:     cloneTerm(c.Term),
 			AskTerm:  c.AskTerm,
+			Unsafe:   c.Unsafe,
 		}
 	}
 	return q

@@ -256,7 +256,7 @@ func samePool(a, b *pool.Pool) bool {
 		x, y := a.Clusters[i], b.Clusters[i]
 		if x.Name != y.Name || !slices.Equal(x.Writers, y.Writers) || !slices.Equal(x.Readers, y.Readers) ||
 			!slices.Equal(x.Out, y.Out) || !slices.Equal(x.Conflict, y.Conflict) ||
-			!sameTerm(x.Term, y.Term) || x.AskTerm != y.AskTerm {
+			!sameTerm(x.Term, y.Term) || x.AskTerm != y.AskTerm || x.Unsafe != y.Unsafe {
 			return false
 		}
 	}

@@ -260,6 +260,9 @@ type ClusterPool struct {
 	// Term is the writer term the cluster's writer rule followed: nil
 	// when the cluster requires none; Number 0 when none is known.
 	Term *Term
+	// Unsafe says why the cluster's writes are not protected by a writer
+	// term (pool.UnsafeNoTerm), "" when they are or need none (Galera).
+	Unsafe string
 }
 
 // Pool is the routing pool as this agent computed it, with its sinks.

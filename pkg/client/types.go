@@ -365,9 +365,9 @@ type Lag struct {
 }
 
 // ClusterPool is the pool of one cluster: in JSON, the pool schema's
-// cluster (package poolschema, version 1), with until on damped nodes and
+// cluster (package poolschema, version 1), with until on damped nodes,
 // the whole writer term (cluster, addr, granted and why besides the
-// schema's term and writer).
+// schema's term and writer) and unsafe.
 type ClusterPool struct {
 	Name     string     `json:"name"`
 	Writers  []PoolNode `json:"writers"`
@@ -379,6 +379,12 @@ type ClusterPool struct {
 	// none; term 0 when the agent knows none yet (then there is no
 	// writer, and the writable nodes are out with reason no-term).
 	Term *Term `json:"term,omitempty"`
+	// Unsafe, when present, says why the cluster's writes are not
+	// protected by a writer term: "no writer term" when none of its db
+	// agents votes (they have no consensus key), so writes go to any
+	// single writable server (docs/consensus.md). Absent for a cluster
+	// that follows terms, and for Galera, which needs none.
+	Unsafe string `json:"unsafe,omitempty"`
 }
 
 // PoolResponse is GET /v1/pool: one entry in Clusters per cluster shown,

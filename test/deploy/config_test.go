@@ -41,9 +41,41 @@ func relocate(t *testing.T, text, tmp string) string {
 	return text
 }
 
+// fleetKeys runs `shoal keygen --fleet` in tmp/keys, as the deploy README
+// has the operator do once, and returns the directory and the term key
+// (its last line).
+func fleetKeys(t *testing.T, bin, tmp string) (dir, termKey string) {
+	t.Helper()
+	dir = filepath.Join(tmp, "keys")
+	out, err := run(t, tmp, bin, "keygen", "--fleet", dir)
+	if err != nil {
+		t.Fatalf("shoal keygen --fleet: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return dir, lines[len(lines)-1]
+}
+
+// install copies files of src into dir with mode 0600, as `install -m 0600`.
+func install(t *testing.T, src, dir string, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(src, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, n), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestExampleConfigsCheck runs `shoal agent --config-check` on every example
 // with its host paths moved to a temporary directory, and without any SHOAL_
-// variable of the test's environment.
+// variable of the test's environment but those the deploy README sets: the
+// keys are the files of `shoal keygen --fleet` (both keyrings on a db host,
+// the gossip keyring and SHOAL_CONSENSUS_TERM_KEY on an app host). None of
+// them draws the warning of a db agent without writer terms: db-host.yaml
+// has them on, dev.yaml opts out.
 func TestExampleConfigsCheck(t *testing.T) {
 	bin := shoalBin(t)
 	for _, rel := range exampleConfigs {
@@ -54,23 +86,28 @@ func TestExampleConfigsCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			// What the deploy README has the operator create: the probe's
-			// option file (mode 0600), and SHOAL_ENCRYPT in shoal.env, from
-			// which the first start creates the keyring file.
-			// --config-check checks both, as the agent's start does.
+			// option file (mode 0600), and the keyring files.
+			// --config-check checks them, as the agent's start does.
 			cnf := filepath.Join(tmp, "etc/shoal/my.cnf")
 			if err := os.WriteFile(cnf, []byte("[client]\nuser = shoal_probe\npassword = secret\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			key, err := run(t, tmp, bin, "keygen")
-			if err != nil {
-				t.Fatalf("shoal keygen: %v\n%s", err, key)
+			keys, termKey := fleetKeys(t, bin, tmp)
+			state := filepath.Join(tmp, "var/lib/shoal")
+			var env []string
+			switch filepath.Base(rel) {
+			case "db-host.yaml":
+				install(t, keys, state, "keyring.json", "consensus-keyring.json")
+			case "app-host.yaml":
+				install(t, keys, state, "keyring.json")
+				env = append(env, "SHOAL_CONSENSUS_TERM_KEY="+termKey)
 			}
 			cmd := exec.CommandContext(t.Context(), bin, "agent", "--config-check", path)
 			cmd.Dir = tmp
-			cmd.Env = append(cleanEnv(), "SHOAL_ENCRYPT="+strings.TrimSpace(key))
+			cmd.Env = cleanEnv(env...)
 			outb, err := cmd.CombinedOutput()
-			if out := string(outb); err != nil || !strings.Contains(out, "is valid") {
-				t.Fatalf("shoal agent --config-check %s: %v\n%s", rel, err, out)
+			if out := string(outb); err != nil || !strings.Contains(out, "is valid") || strings.Contains(out, "no writer term") {
+				t.Fatalf("shoal agent --config-check %s: %v, want valid without the no-writer-term warning\n%s", rel, err, out)
 			}
 		})
 	}
@@ -118,10 +155,26 @@ func TestExampleConfigsContent(t *testing.T) {
 	if hs, _ := db["event_handlers"].([]any); len(hs) == 0 {
 		t.Error("db-host.yaml: no event_handlers")
 	}
+	// Writer terms on, from the consensus keyring of shoal keygen --fleet,
+	// never a key in the file.
+	if p := str(dig(db, "consensus", "keyring_file")); !strings.HasPrefix(p, "/var/lib/shoal/") {
+		t.Errorf("db-host.yaml: consensus.keyring_file = %q, want a file in /var/lib/shoal (writer terms on)", p)
+	}
+	for _, rel := range exampleConfigs {
+		if k := dig(yamlMap(t, rel), "consensus", "key"); k != nil {
+			t.Errorf("%s: consensus.key in the file: the key is a secret, give the keyring file", rel)
+		}
+	}
 
 	app := yamlMap(t, "deploy/config/app-host.yaml")
 	if dig(app, "mysql") != nil {
 		t.Error("app-host.yaml: an app agent has no mysql section")
+	}
+	if dig(app, "consensus", "keyring_file") != nil {
+		t.Error("app-host.yaml: an app agent is never given the consensus keyring (the term key only)")
+	}
+	if !strings.Contains(readFile(t, "deploy/config/app-host.yaml"), "SHOAL_CONSENSUS_TERM_KEY") {
+		t.Error("app-host.yaml: does not say where the term key comes from (SHOAL_CONSENSUS_TERM_KEY)")
 	}
 	if p := str(dig(app, "sinks", "file", "path")); !strings.HasPrefix(p, "/var/lib/shoal/") {
 		t.Errorf("app-host.yaml: sinks.file.path = %q, want a file in /var/lib/shoal", p)
@@ -139,6 +192,9 @@ func TestExampleConfigsContent(t *testing.T) {
 	dev := yamlMap(t, "deploy/config/dev.yaml")
 	if dig(dev, "insecure_no_encryption") != true {
 		t.Error("dev.yaml: want insecure_no_encryption: true")
+	}
+	if dig(dev, "consensus", "disabled") != true {
+		t.Error("dev.yaml: want consensus.disabled: true (a lone server on a workstation needs no writer term)")
 	}
 
 	// Hook scripts named by the examples are the ones deploy/hooks ships

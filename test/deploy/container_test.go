@@ -197,6 +197,20 @@ func TestCompose(t *testing.T) {
 			t.Errorf("service shoal-%s: environment %v: want SHOAL_NODE %s probing 127.0.0.1:3306", db, side.Environment, db)
 		}
 	}
+	// Writer terms: the db sidecars vote with the consensus key, from the
+	// environment, keyring on their volume; app1 gets the term key only.
+	for _, db := range []string{"db1", "db2", "db3"} {
+		env := c.Services["shoal-"+db].Environment
+		if !strings.HasPrefix(str(env["SHOAL_CONSENSUS_KEY"]), "${SHOAL_CONSENSUS_KEY:?") ||
+			!strings.HasPrefix(str(env["SHOAL_CONSENSUS_KEYRING_FILE"]), "/var/lib/shoal/") {
+			t.Errorf("service shoal-%s: SHOAL_CONSENSUS_KEY %q, SHOAL_CONSENSUS_KEYRING_FILE %q: want the key from the environment and the keyring on the state volume",
+				db, env["SHOAL_CONSENSUS_KEY"], env["SHOAL_CONSENSUS_KEYRING_FILE"])
+		}
+	}
+	app := c.Services["app1"].Environment
+	if app["SHOAL_CONSENSUS_KEY"] != nil || app["SHOAL_CONSENSUS_KEYRING_FILE"] != nil || !strings.HasPrefix(str(app["SHOAL_CONSENSUS_TERM_KEY"]), "${SHOAL_CONSENSUS_TERM_KEY:?") {
+		t.Errorf("service app1: environment %v: want SHOAL_CONSENSUS_TERM_KEY and never the consensus key", app)
+	}
 	for _, db := range []string{"db2", "db3"} {
 		if c.Services[db].Environment["REPLICATE_FROM"] != "db1" || !slices.Contains(c.Services[db].Command, "--read-only=ON") {
 			t.Errorf("service %s: want a read-only replica of db1", db)
@@ -241,9 +255,13 @@ func TestKubernetes(t *testing.T) {
 			ContainerPort int    `yaml:"containerPort"`
 			Protocol      string `yaml:"protocol"`
 		} `yaml:"ports"`
-		Env            []envVar `yaml:"env"`
-		ReadinessProbe *probe   `yaml:"readinessProbe"`
-		LivenessProbe  *probe   `yaml:"livenessProbe"`
+		Env          []envVar `yaml:"env"`
+		VolumeMounts []struct {
+			Name      string `yaml:"name"`
+			MountPath string `yaml:"mountPath"`
+		} `yaml:"volumeMounts"`
+		ReadinessProbe *probe `yaml:"readinessProbe"`
+		LivenessProbe  *probe `yaml:"livenessProbe"`
 	}
 	type doc struct {
 		Kind     string `yaml:"kind"`
@@ -259,9 +277,14 @@ func TestKubernetes(t *testing.T) {
 				Port     int    `yaml:"port"`
 				Protocol string `yaml:"protocol"`
 			} `yaml:"ports"`
-			ServiceName string `yaml:"serviceName"`
-			Replicas    int    `yaml:"replicas"`
-			Template    struct {
+			ServiceName          string `yaml:"serviceName"`
+			VolumeClaimTemplates []struct {
+				Metadata struct {
+					Name string `yaml:"name"`
+				} `yaml:"metadata"`
+			} `yaml:"volumeClaimTemplates"`
+			Replicas int `yaml:"replicas"`
+			Template struct {
 				Spec struct {
 					Containers []container `yaml:"containers"`
 				} `yaml:"spec"`
@@ -314,13 +337,29 @@ func TestKubernetes(t *testing.T) {
 	for _, e := range shoal.Env {
 		env[e.Name] = e
 	}
-	for _, name := range []string{"SHOAL_ENCRYPT", "SHOAL_MYSQL_PASSWORD"} {
+	for _, name := range []string{"SHOAL_ENCRYPT", "SHOAL_CONSENSUS_KEY", "SHOAL_MYSQL_PASSWORD"} {
 		ref := env[name].ValueFrom.SecretKeyRef
 		if ref.Name != secret.Metadata.Name {
 			t.Errorf("shoal env %s: from Secret %q, want the Secret %q of this file", name, ref.Name, secret.Metadata.Name)
 		} else if _, ok := secret.StringData[ref.Key]; !ok {
 			t.Errorf("shoal env %s: Secret %q has no key %q", name, ref.Name, ref.Key)
 		}
+	}
+	if ref := env["SHOAL_CONSENSUS_KEY"].ValueFrom.SecretKeyRef; ref.Key == env["SHOAL_ENCRYPT"].ValueFrom.SecretKeyRef.Key {
+		t.Errorf("shoal env SHOAL_CONSENSUS_KEY: the Secret's %q, the gossip key's: want a key of its own", ref.Key)
+	}
+	// Writer terms: the consensus keyring (and the raft data next to it)
+	// on a volume claim, which outlives the pod, not on the emptyDir.
+	claims := map[string]bool{}
+	for _, c := range sts.Spec.VolumeClaimTemplates {
+		claims[c.Metadata.Name] = true
+	}
+	ring, onClaim := env["SHOAL_CONSENSUS_KEYRING_FILE"].Value, false
+	for _, m := range shoal.VolumeMounts {
+		onClaim = onClaim || claims[m.Name] && strings.HasPrefix(ring, m.MountPath+"/")
+	}
+	if !onClaim {
+		t.Errorf("shoal env SHOAL_CONSENSUS_KEYRING_FILE %q: want it on a mounted volume claim (the keyring and the raft data outlive the pod)", ring)
 	}
 	var wantJoin []string
 	for i := range sts.Spec.Replicas {

@@ -153,12 +153,17 @@ func TestSystemdUnit(t *testing.T) {
 }
 
 // TestSystemdEnvFile checks the EnvironmentFile example: KEY=VALUE lines
-// systemd can read, both secrets, and the mode advice.
+// systemd can read; the probe password and the app hosts' term key set
+// there, the key variables the keyring files of `shoal keygen --fleet`
+// replace offered commented out; the fleet command and the mode advice.
 func TestSystemdEnvFile(t *testing.T) {
 	text := readFile(t, envFile)
-	keys := map[string]bool{}
+	keys, commented := map[string]bool{}, map[string]bool{}
 	for i, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
+		if k, _, ok := strings.Cut(strings.TrimPrefix(line, "#"), "="); ok && strings.HasPrefix(line, "#SHOAL_") {
+			commented[k] = true
+		}
 		if line == "" || line[0] == '#' {
 			continue
 		}
@@ -168,13 +173,20 @@ func TestSystemdEnvFile(t *testing.T) {
 		}
 		keys[key] = true
 	}
-	for _, k := range []string{"SHOAL_ENCRYPT", "SHOAL_MYSQL_PASSWORD"} {
+	for _, k := range []string{"SHOAL_MYSQL_PASSWORD", "SHOAL_CONSENSUS_TERM_KEY"} {
 		if !keys[k] {
 			t.Errorf("%s: %s= missing", envFile, k)
 		}
 	}
-	if !strings.Contains(text, "0600") {
-		t.Errorf("%s: does not say to install it with mode 0600", envFile)
+	for _, k := range []string{"SHOAL_ENCRYPT", "SHOAL_CONSENSUS_KEY"} {
+		if !keys[k] && !commented[k] {
+			t.Errorf("%s: %s= missing, even commented out", envFile, k)
+		}
+	}
+	for _, want := range []string{"0600", "shoal keygen --fleet"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("%s: does not say %q", envFile, want)
+		}
 	}
 }
 

@@ -20,8 +20,8 @@ docker_process_sql <<SQL
 SET SESSION sql_log_bin = 0;
 CREATE USER 'shoal'@'127.0.0.1' IDENTIFIED BY '${shoal_probe_pw}' WITH MAX_USER_CONNECTIONS 2;
 GRANT SLAVE MONITOR ON *.* TO 'shoal'@'127.0.0.1';
--- With consensus on, fencing (docs/consensus.md) also needs:
--- GRANT READ_ONLY ADMIN, CONNECTION ADMIN, PROCESS ON *.* TO 'shoal'@'127.0.0.1';
+-- Fencing, with writer terms (docs/consensus.md):
+GRANT READ_ONLY ADMIN, CONNECTION ADMIN, PROCESS ON *.* TO 'shoal'@'127.0.0.1';
 -- and shoal switchover (re-point, RESET REPLICA ALL): GRANT REPLICATION SLAVE ADMIN, RELOAD ON *.* TO 'shoal'@'127.0.0.1';
 CREATE USER 'repl'@'%' IDENTIFIED BY '${shoal_repl_pw}';
 GRANT REPLICATION SLAVE ON *.* TO 'repl'@'%';
