@@ -11,13 +11,16 @@ import (
 )
 
 // The shape of issue 36's finding 6: 160 held streams declaring ~4 MB from
-// 4 IPs plus ~620 connects a second against the writer's gossip port.
+// 4 IPs plus ~620 connects a second against the writer's gossip port. Half
+// the streams send their 4 MB as fast as the writer reads; the other half
+// send 1 KiB, then trickle.
 const (
 	gossipFloodIPs      = 4
-	gossipFloodStreams  = 160
-	gossipFloodDeclared = 4_000_000 // under the 4 MiB per-stream limit
+	gossipFloodStreams  = 80                  // of each kind
+	gossipFloodDeclared = 4_000_000           // under the 4 MiB per-stream limit
 	gossipFloodBurst    = gossipFloodDeclared // sent as fast as the writer reads it
-	gossipFloodTrickle  = 512       // then this much
+	gossipFloodSlow     = 1 << 10             // what a trickling stream sends at once
+	gossipFloodTrickle  = 512                 // then this much
 	gossipFloodEvery    = 200 * time.Millisecond
 	gossipFloodRate     = 620 // connect-and-close a second
 	gossipFloodDuration = 40 * time.Second
@@ -77,11 +80,16 @@ func TestGossipFloodWriter(t *testing.T) {
 
 	f := &StreamFlood{Streams: gossipFloodStreams, Declared: gossipFloodDeclared, Burst: gossipFloodBurst,
 		Trickle: gossipFloodTrickle, Every: gossipFloodEvery, ConnectRate: gossipFloodRate}
+	slow := &StreamFlood{Streams: gossipFloodStreams, Declared: gossipFloodDeclared, Burst: gossipFloodSlow,
+		Trickle: gossipFloodTrickle, Every: gossipFloodEvery}
 	from := time.Now()
 	f.Start(stranger, ips, w.Agent.GossipAddr(), gossipFloodDuration)
+	slow.Start(stranger, ips, w.Agent.GossipAddr(), gossipFloodDuration)
 	stopped := false
+	var slowStats StreamFloodStats
 	stop := func() StreamFloodStats {
 		st := f.Stop()
+		slowStats = slow.Stop()
 		if !stopped {
 			stopped = true
 			close(rssStop)
@@ -93,7 +101,7 @@ func TestGossipFloodWriter(t *testing.T) {
 
 	// A new member joins through the writer alone, during the flood.
 	time.Sleep(10 * time.Second)
-	t.Logf("flood: %d streams held after 10s", f.Held())
+	t.Logf("flood: %d fast and %d trickling streams held after 10s", f.Held(), slow.Held())
 	late := c.AddAgent(t, c.AddHost(t), AgentSpec{Name: "late", Role: "app", Key: c.Key, Join: []string{w.Host.IP}})
 	joinAt := time.Now()
 	c.Obs.Watch(late)
@@ -109,7 +117,7 @@ func TestGossipFloodWriter(t *testing.T) {
 	end := time.Now()
 
 	rssMu.Lock()
-	t.Logf("flood from %d IPs for %s: %s", len(ips), to.Sub(from).Round(time.Second), st)
+	t.Logf("flood from %d IPs for %s: fast: %s; trickling: %s", len(ips), to.Sub(from).Round(time.Second), st, slowStats)
 	t.Logf("writer %s: RSS %d MB before, peak %d MB during the flood (%d samples), %d MB over",
 		writer, base>>20, peak>>20, samples, (peak-base)>>20)
 	rssMu.Unlock()
