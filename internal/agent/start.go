@@ -251,6 +251,9 @@ func (a *Agent) startGossip(_ context.Context, st *startup) error {
 	if err := sa.Start(); err != nil {
 		return fmt.Errorf("start gossip on %s: %w", a.cfg.Bind, err)
 	}
+	// From now on, streams from addresses that are no member's get the
+	// strangers' limits (docs/security.md, "Streams").
+	tr.SetMembers(gossip.SerfMemberIPs(sa.Serf()))
 	a.join.conflicts.Attach(sa.Serf())
 	return nil
 }

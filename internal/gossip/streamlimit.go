@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	metrics "github.com/hashicorp/go-metrics"
 )
@@ -34,10 +35,36 @@ import (
 // 100 bytes of memberlist state plus its metadata (at most 512 bytes) and
 // serf's few bytes, plus serf's recent user events, and memberlist
 // compresses it: a 1,000-member cluster with full metadata sends under
-// 1 MiB. maxStreamBytes is four times that; the memory strangers can make
-// the agent hold is bounded by streamBudget (memberlist's buffer may
-// double it). Every stream cut off or refused is counted in
-// shoal_memberlist_stream_rejected_total{reason}.
+// 1 MiB. maxStreamBytes is four times that. Every stream cut off or
+// refused is counted in shoal_memberlist_stream_rejected_total{reason}.
+//
+// Those bounds are for the addresses of members (serf's members, failed
+// and left ones included: see Transport.SetMembers). Streams from any
+// other address, a stranger's or a new member's first join, have their
+// own, much smaller share (issue 36, finding 6: 160 streams from 4
+// addresses that each sent 4 MB, with 620 more connections a second,
+// kept the writer reading junk into memberlist's buffers as fast as the
+// per-address budgets let it (over 10,000 streams cut at the budget in
+// 40 s): its RSS went to 200 MB and its CPU starved its own MySQL
+// probe and memberlist's probes, so every agent saw it failed or out of
+// the pool 5 times in 40 s):
+//
+//   - maxStrangerStreams at once, maxStrangerStreamsPerIP from one
+//     address (more are closed at once), apart from the members'
+//     maxStreams: strangers cannot take a slot a member's push-pull or
+//     TCP ping needs. When all maxStrangerStreams are taken, a new one
+//     cuts the oldest, so a new member's join (a few milliseconds) gets
+//     through streams that trickle;
+//   - at most strangerAcceptRate new ones a second in all and
+//     strangerAcceptRatePerIP from one address (token buckets): one over
+//     is closed at once, before anything is allocated for it;
+//   - maxStrangerStreamBytes per stream (a new member's join carries
+//     its own state, a few KiB), so strangers can make the agent read at
+//     most strangerAcceptRate × maxStrangerStreamBytes a second and hold
+//     maxStrangerStreams × maxStrangerStreamBytes;
+//   - strangerStreamTime from the accept to the stream's end, whatever
+//     deadline memberlist sets (its TCPTimeout, 10 s): a stream that
+//     trickles frees its slot within that.
 const (
 	maxStreams        = 128 // memberlist's own bound on concurrent push-pulls
 	maxStreamsPerIP   = 32
@@ -49,8 +76,14 @@ const (
 	// header (type, length, up to 255 bytes) and the encryptMsg header.
 	maxStreamHeader = 2 + 255 + 5
 
-	memberlistHasLabelMsg = 244 // memberlist's hasLabelMsg
-	memberlistEncryptMsg  = 10  // memberlist's encryptMsg
+	maxStrangerStreams      = 16
+	maxStrangerStreamsPerIP = 4
+	maxStrangerStreamBytes  = 256 << 10
+	strangerAcceptRate      = 64 // a second; bursts of twice as many
+	strangerAcceptRatePerIP = 8
+	strangerStreamTime      = 2 * time.Second
+	memberlistHasLabelMsg   = 244 // memberlist's hasLabelMsg
+	memberlistEncryptMsg    = 10  // memberlist's encryptMsg
 )
 
 // Reasons a stream is rejected (the reason label).
@@ -60,6 +93,8 @@ const (
 	rejectTooLarge  = "too_large"  // declared or sent more than maxStreamBytes
 	rejectBudget    = "budget"     // streamBudget or streamBudgetPerIP used up
 	rejectBadHeader = "bad_header" // an empty label
+	rejectRate      = "rate"       // a stranger's accept rate (in all or from its address) exceeded
+	rejectEvicted   = "evicted"    // a stranger's oldest stream, cut for a new one
 )
 
 // streamLimits are the bounds above, as numbers a test can lower.
@@ -67,21 +102,45 @@ type streamLimits struct {
 	streams, perIP      int
 	bytes               int64
 	budget, budgetPerIP int64
+	stranger            strangerLimits
+}
+
+// strangerLimits bound the streams from addresses that are no member's.
+type strangerLimits struct {
+	streams, perIP  int
+	bytes           int64
+	rate, ratePerIP float64 // accepts a second; bursts of twice as many
+	time            time.Duration
 }
 
 var defaultStreamLimits = streamLimits{streams: maxStreams, perIP: maxStreamsPerIP, bytes: maxStreamBytes,
-	budget: streamBudget, budgetPerIP: streamBudgetPerIP}
+	budget: streamBudget, budgetPerIP: streamBudgetPerIP,
+	stranger: strangerLimits{streams: maxStrangerStreams, perIP: maxStrangerStreamsPerIP, bytes: maxStrangerStreamBytes,
+		rate: strangerAcceptRate, ratePerIP: strangerAcceptRatePerIP, time: strangerStreamTime}}
 
-// streamLimiter counts the inbound streams open and the bytes they read.
+// streamLimiter counts the inbound streams open and the bytes they read:
+// the members' (open, used, perIP) and the strangers' apart.
 type streamLimiter struct {
 	lim      streamLimits
 	rejected func(reason string, remote net.Addr)
+	now      func() time.Time
 
 	mu    sync.Mutex
 	open  int
 	used  int64
 	perIP map[netip.Addr]*ipUse
+
+	// Streams open from addresses that are no member's, oldest first,
+	// and per address; their accept rates, in all and per address.
+	strangerQ  []*limitedConn
+	strangerIP map[netip.Addr]int
+	rate       bucket
+	rateIP     map[netip.Addr]*bucket
 }
+
+// maxRateIPs bounds the per-address buckets kept; when full, those that
+// are full again (idle for a while) are dropped, and if none is, all.
+const maxRateIPs = 4096
 
 type ipUse struct {
 	open int
@@ -89,13 +148,21 @@ type ipUse struct {
 }
 
 func newStreamLimiter(lim streamLimits, rejected func(reason string, remote net.Addr)) *streamLimiter {
-	return &streamLimiter{lim: lim, rejected: rejected, perIP: map[netip.Addr]*ipUse{}}
+	l := &streamLimiter{lim: lim, rejected: rejected, now: time.Now, perIP: map[netip.Addr]*ipUse{},
+		strangerIP: map[netip.Addr]int{}, rateIP: map[netip.Addr]*bucket{}}
+	l.rate = newBucket(lim.stranger.rate, l.now())
+	return l
 }
 
 // admit wraps conn in a limitedConn, or closes it and returns nil when too
-// many streams are open (in all, or from its address).
-func (l *streamLimiter) admit(conn net.Conn) net.Conn {
+// many streams are open (in all, or from its address). member tells
+// whether its address is a member's; a stranger's stream gets the
+// stranger limits.
+func (l *streamLimiter) admit(conn net.Conn, member bool) net.Conn {
 	ip := remoteIP(conn)
+	if !member {
+		return l.admitStranger(conn, ip)
+	}
 	l.mu.Lock()
 	u := l.perIP[ip]
 	reason := ""
@@ -119,7 +186,123 @@ func (l *streamLimiter) admit(conn net.Conn) net.Conn {
 		conn.Close()
 		return nil
 	}
-	return &limitedConn{Conn: conn, l: l, ip: ip}
+	return &limitedConn{Conn: conn, l: l, ip: ip, max: l.lim.bytes}
+}
+
+// admitStranger is admit for an address that is no member's: the
+// address's slots and the accept rates first (nothing is allocated for a
+// connection refused there), then the strangers' own slots. When those
+// are all taken, the oldest stranger's stream is cut to make room: a
+// stream that trickles cannot keep a new member's join out, which takes
+// milliseconds, while its sender can reopen at most at the accept rate.
+func (l *streamLimiter) admitStranger(conn net.Conn, ip netip.Addr) net.Conn {
+	lim := l.lim.stranger
+	now := l.now()
+	l.mu.Lock()
+	reason := ""
+	b := l.rateIP[ip]
+	switch {
+	case l.strangerIP[ip] >= lim.perIP:
+		reason = rejectPerIP
+	case b != nil && !b.ready(lim.ratePerIP, now):
+		reason = rejectRate
+	case !l.rate.ready(lim.rate, now):
+		reason = rejectRate
+	}
+	if reason != "" {
+		l.mu.Unlock()
+		l.rejected(reason, conn.RemoteAddr())
+		conn.Close()
+		return nil
+	}
+	l.rate.take()
+	if b == nil {
+		l.pruneRates(now)
+		nb := newBucket(lim.ratePerIP, now)
+		b = &nb
+		l.rateIP[ip] = b
+	}
+	b.take()
+	var evicted *limitedConn
+	if len(l.strangerQ) >= lim.streams {
+		evicted = l.strangerQ[0]
+		l.strangerQ = l.strangerQ[1:]
+		l.forgetStranger(evicted.ip)
+		evicted.once.Do(func() {}) // released here: its Close releases nothing
+	}
+	// A deadline is the runtime's real time, not the limiter's clock.
+	c := &limitedConn{Conn: conn, l: l, ip: ip, max: lim.bytes, stranger: true, until: time.Now().Add(lim.time)}
+	l.strangerQ = append(l.strangerQ, c)
+	l.strangerIP[ip]++
+	l.mu.Unlock()
+	if evicted != nil {
+		l.rejected(rejectEvicted, evicted.RemoteAddr())
+		evicted.Conn.Close() // memberlist's read fails; it then calls Close
+	}
+	_ = conn.SetDeadline(c.until)
+	return c
+}
+
+// pruneRates makes room for one more per-address bucket. Called with mu
+// held.
+func (l *streamLimiter) pruneRates(now time.Time) {
+	if len(l.rateIP) < maxRateIPs {
+		return
+	}
+	for ip, b := range l.rateIP {
+		if b.full(l.lim.stranger.ratePerIP, now) {
+			delete(l.rateIP, ip)
+		}
+	}
+	if len(l.rateIP) >= maxRateIPs {
+		clear(l.rateIP)
+	}
+}
+
+// releaseStranger forgets a stranger's closed stream.
+func (l *streamLimiter) releaseStranger(c *limitedConn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, q := range l.strangerQ {
+		if q == c {
+			l.strangerQ = append(l.strangerQ[:i], l.strangerQ[i+1:]...)
+			break
+		}
+	}
+	l.forgetStranger(c.ip)
+}
+
+// forgetStranger counts one stream less from ip. Called with mu held.
+func (l *streamLimiter) forgetStranger(ip netip.Addr) {
+	if l.strangerIP[ip]--; l.strangerIP[ip] <= 0 {
+		delete(l.strangerIP, ip)
+	}
+}
+
+// bucket is a token bucket of accepts: rate a second, up to twice as many
+// at once. Its rate is passed in, so that one number configures many.
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+func newBucket(rate float64, now time.Time) bucket { return bucket{tokens: 2 * rate, at: now} }
+
+// ready refills the bucket and reports whether it holds a token.
+func (b *bucket) ready(rate float64, now time.Time) bool {
+	if d := now.Sub(b.at); d > 0 {
+		b.tokens = min(2*rate, b.tokens+d.Seconds()*rate)
+		b.at = now
+	}
+	return b.tokens >= 1
+}
+
+func (b *bucket) take() { b.tokens-- }
+
+// full reports whether the bucket refilled to its burst: forgetting it
+// changes nothing.
+func (b *bucket) full(rate float64, now time.Time) bool {
+	return b.tokens+now.Sub(b.at).Seconds()*rate >= 2*rate
 }
 
 // charge adds n bytes read from ip; false: over a budget, nothing charged.
@@ -157,16 +340,20 @@ func remoteIP(conn net.Conn) netip.Addr {
 }
 
 // limitedConn is an inbound stream within the limits: its reads are
-// charged to the limiter and checked against maxStreamBytes, and Close
-// releases them.
+// charged to the limiter and checked against max (maxStreamBytes, or
+// maxStrangerStreamBytes for a stranger's), and Close releases them. A
+// stranger's stream ends at until, whatever deadline memberlist sets.
 type limitedConn struct {
 	net.Conn
-	l      *streamLimiter
-	ip     netip.Addr
-	hdr    streamHeader
-	read   atomic.Int64 // bytes read, all charged
-	failed error        // the limit the stream broke; every later read returns it
-	once   sync.Once
+	l        *streamLimiter
+	ip       netip.Addr
+	max      int64
+	stranger bool
+	until    time.Time
+	hdr      streamHeader
+	read     atomic.Int64 // bytes read, all charged
+	failed   error        // the limit the stream broke; every later read returns it
+	once     sync.Once
 }
 
 func (c *limitedConn) Read(p []byte) (int, error) {
@@ -187,11 +374,15 @@ func (c *limitedConn) Read(p []byte) (int, error) {
 
 // check charges the bytes b just read and checks the stream's limits.
 func (c *limitedConn) check(b []byte) (string, error) {
-	if err := c.hdr.feed(b, c.l.lim.bytes); err != nil {
+	if err := c.hdr.feed(b, c.max); err != nil {
 		return err.reason, err
 	}
-	if c.read.Load()+int64(len(b)) > c.l.lim.bytes+maxStreamHeader {
-		return rejectTooLarge, fmt.Errorf("inbound stream is larger than the limit (%d bytes)", c.l.lim.bytes)
+	if c.read.Load()+int64(len(b)) > c.max+maxStreamHeader {
+		return rejectTooLarge, fmt.Errorf("inbound stream is larger than the limit (%d bytes)", c.max)
+	}
+	if c.stranger {
+		c.read.Add(int64(len(b))) // bounded by max: no budget to charge
+		return "", nil
 	}
 	if !c.l.charge(c.ip, int64(len(b))) {
 		return rejectBudget, fmt.Errorf("inbound streams hold too many unread bytes (limit %d, %d from one address)",
@@ -202,8 +393,30 @@ func (c *limitedConn) check(b []byte) (string, error) {
 }
 
 func (c *limitedConn) Close() error {
-	c.once.Do(func() { c.l.release(c.ip, c.read.Load()) })
+	c.once.Do(func() {
+		if c.stranger {
+			c.l.releaseStranger(c)
+		} else {
+			c.l.release(c.ip, c.read.Load())
+		}
+	})
 	return c.Conn.Close()
+}
+
+// SetDeadline keeps a stranger's stream within until.
+func (c *limitedConn) SetDeadline(t time.Time) error { return c.Conn.SetDeadline(c.bound(t)) }
+
+// SetReadDeadline keeps a stranger's stream within until.
+func (c *limitedConn) SetReadDeadline(t time.Time) error { return c.Conn.SetReadDeadline(c.bound(t)) }
+
+// SetWriteDeadline keeps a stranger's stream within until.
+func (c *limitedConn) SetWriteDeadline(t time.Time) error { return c.Conn.SetWriteDeadline(c.bound(t)) }
+
+func (c *limitedConn) bound(t time.Time) time.Time {
+	if c.stranger && (t.IsZero() || t.After(c.until)) {
+		return c.until
+	}
+	return t
 }
 
 // streamHeader follows the first bytes of an inbound stream: an optional

@@ -2,10 +2,14 @@ package gossip
 
 import (
 	"encoding/binary"
+	"errors"
 	"io"
 	"log"
 	"net"
+	"net/netip"
+	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -130,5 +134,175 @@ func TestStreamLimits(t *testing.T) {
 	tr.limits.mu.Unlock()
 	if open != 0 || used != 0 || ips != 0 {
 		t.Errorf("after closing every stream: open %d, used %d, addresses %d", open, used, ips)
+	}
+}
+
+// fakeNow is a clock a test moves by hand.
+type fakeNow struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (f *fakeNow) now() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.t }
+func (f *fakeNow) add(d time.Duration) {
+	f.mu.Lock()
+	f.t = f.t.Add(d)
+	f.mu.Unlock()
+}
+
+// dialFrom connects to addr from the loopback address from (127.0.0.0/8
+// is all local on Linux).
+func dialFrom(t *testing.T, from, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// closedByPeer reports whether the transport closed c (within 5 s).
+func closedByPeer(c net.Conn) bool {
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := c.Read(make([]byte, 1))
+	return err != nil && !errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// TestStrangerStreamLimits: streams from addresses that are no member's
+// have their own slots (a stranger cannot take the members'), their own
+// per-stream size, accept rates in all and per address, and a deadline
+// memberlist cannot extend; a member's address keeps the members' limits.
+func TestStrangerStreamLimits(t *testing.T) {
+	clock := &fakeNow{t: time.Unix(1000, 0)}
+	tr, addr := limitedTransport(t, streamLimits{streams: 8, perIP: 8, bytes: 1 << 20, budget: 8 << 20, budgetPerIP: 8 << 20,
+		stranger: strangerLimits{streams: 3, perIP: 2, bytes: 1000, rate: 2, ratePerIP: 1, time: 300 * time.Millisecond}})
+	tr.limits.now = clock.now
+	tr.limits.rate = newBucket(2, clock.now())
+	tr.members.now = clock.now
+	tr.SetMembers(func() []netip.Addr { return []netip.Addr{netip.MustParseAddr("127.0.0.9")} })
+
+	// 127.0.0.2 is a stranger: 2 at once (its burst is 2 too), the third
+	// closed at once.
+	c1, c2 := dialFrom(t, "127.0.0.2", addr), dialFrom(t, "127.0.0.2", addr)
+	s1, s2 := nextStream(t, tr), nextStream(t, tr)
+	if c3 := dialFrom(t, "127.0.0.2", addr); !closedByPeer(c3) || tr.rejected.get(rejectPerIP) != 1 {
+		t.Fatalf("a third stranger's stream from one address was not closed (per_ip %d)", tr.rejected.get(rejectPerIP))
+	}
+	// A stranger's stream may not declare more than its limit...
+	c1.Write(encHeader(2000))
+	if _, err := io.ReadAll(s1); err == nil || tr.rejected.get(rejectTooLarge) != 1 {
+		t.Errorf("2000 bytes declared by a stranger: read error %v, too_large %d", err, tr.rejected.get(rejectTooLarge))
+	}
+	s1.Close()
+	// ...nor hold its stream past its time, whatever deadline is set.
+	s2.SetDeadline(time.Now().Add(10 * time.Second))
+	c2.Write(encHeader(900))
+	start := time.Now()
+	if _, err := io.ReadFull(s2, make([]byte, 900)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("a trickling stranger's stream: read error %v, want a deadline", err)
+	} else if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("a trickling stranger's stream ended after %s, want about 300ms", took)
+	}
+	s2.Close()
+
+	// 127.0.0.2's bucket is empty (burst 2, 1 a second): refused, before
+	// any slot; after a second, one more.
+	if c := dialFrom(t, "127.0.0.2", addr); !closedByPeer(c) || tr.rejected.get(rejectRate) != 1 {
+		t.Fatalf("a stranger over its accept rate was not closed (rate %d)", tr.rejected.get(rejectRate))
+	}
+	clock.add(time.Second)
+	dialFrom(t, "127.0.0.2", addr)
+	nextStream(t, tr).Close()
+	// The strangers' bucket in all (burst 4, 2 a second; full again after
+	// the second) is empty after 3 more from other addresses.
+	for _, from := range []string{"127.0.0.3", "127.0.0.4", "127.0.0.5"} {
+		dialFrom(t, from, addr)
+		nextStream(t, tr).Close()
+	}
+	if c := dialFrom(t, "127.0.0.6", addr); !closedByPeer(c) || tr.rejected.get(rejectRate) != 2 {
+		t.Fatalf("a stranger over the strangers' accept rate was not closed (rate %d)", tr.rejected.get(rejectRate))
+	}
+
+	// A member's address has the members' limits: 5 at once, no rate,
+	// 100 KB, while strangers are refused.
+	for range 5 {
+		c := dialFrom(t, "127.0.0.9", addr)
+		c.Write(append(encHeader(100_000), make([]byte, 100_000)...))
+		s := nextStream(t, tr)
+		if _, err := io.ReadFull(s, make([]byte, 100_005)); err != nil {
+			t.Fatalf("a member's 100 KB stream: %v", err)
+		}
+		defer s.Close()
+	}
+
+	tr.limits.mu.Lock()
+	strangers, ips := len(tr.limits.strangerQ), len(tr.limits.strangerIP)
+	tr.limits.mu.Unlock()
+	if strangers != 0 || ips != 0 {
+		t.Errorf("after closing every stranger's stream: %d open, %d addresses", strangers, ips)
+	}
+}
+
+// TestMemberAddrs: the members' addresses are asked for again on a miss,
+// at most every memberRefresh; without a source everyone is a member.
+func TestMemberAddrs(t *testing.T) {
+	clock := &fakeNow{t: time.Unix(1000, 0)}
+	m := memberAddrs{now: clock.now}
+	a, b := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+	if !m.member(b) {
+		t.Fatal("without a source, an address is not a member's")
+	}
+	asked := 0
+	known := []netip.Addr{a}
+	m.src = func() []netip.Addr { asked++; return known }
+	if !m.member(a) || m.member(b) || asked != 1 {
+		t.Fatalf("member(a), member(b): asked %d times, want 1", asked)
+	}
+	known = append(known, netip.AddrFrom16(b.As16())) // a mapped form is the same address
+	for range 100 {
+		m.member(b)
+	}
+	if asked != 1 {
+		t.Fatalf("misses within %s asked %d times, want 1", memberRefresh, asked)
+	}
+	clock.add(memberRefresh)
+	if !m.member(b) || asked != 2 {
+		t.Fatalf("after %s: member(b) false or asked %d times, want 2", memberRefresh, asked)
+	}
+}
+
+// TestStrangerEvictsOldest: when the strangers' slots are all taken, a new
+// stranger's stream cuts the oldest one (a trickling flood cannot keep a
+// new member's join out); the others are untouched.
+func TestStrangerEvictsOldest(t *testing.T) {
+	tr, addr := limitedTransport(t, streamLimits{streams: 8, perIP: 8, bytes: 1 << 20, budget: 8 << 20, budgetPerIP: 8 << 20,
+		stranger: strangerLimits{streams: 2, perIP: 2, bytes: 1000, rate: 100, ratePerIP: 100, time: 5 * time.Second}})
+	tr.SetMembers(func() []netip.Addr { return nil })
+	c1 := dialFrom(t, "127.0.0.2", addr)
+	s1 := nextStream(t, tr)
+	dialFrom(t, "127.0.0.3", addr)
+	s2 := nextStream(t, tr)
+	c3 := dialFrom(t, "127.0.0.4", addr)
+	s3 := nextStream(t, tr)
+	if !closedByPeer(c1) || tr.rejected.get(rejectEvicted) != 1 {
+		t.Fatalf("the oldest stranger's stream was not cut for a new one (evicted %d)", tr.rejected.get(rejectEvicted))
+	}
+	if _, err := s1.Read(make([]byte, 1)); err == nil {
+		t.Error("the evicted stream still reads")
+	}
+	c3.Write(append(encHeader(10), make([]byte, 10)...))
+	if _, err := io.ReadFull(s3, make([]byte, 15)); err != nil {
+		t.Errorf("the new stranger's stream: %v", err)
+	}
+	for _, s := range []net.Conn{s1, s2, s3} {
+		s.Close()
+	}
+	tr.limits.mu.Lock()
+	strangers, ips := len(tr.limits.strangerQ), len(tr.limits.strangerIP)
+	tr.limits.mu.Unlock()
+	if strangers != 0 || ips != 0 {
+		t.Errorf("after closing every stranger's stream: %d open, %d addresses", strangers, ips)
 	}
 }

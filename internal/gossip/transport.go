@@ -72,6 +72,10 @@ type Transport struct {
 	// counts the ones it refused or cut off.
 	limits   *streamLimiter
 	rejected streamsRejected
+
+	// members tells the accept loop whose addresses are members' (see
+	// SetMembers): others get the strangers' stream limits.
+	members memberAddrs
 }
 
 const maxHeard = 8192
@@ -114,7 +118,7 @@ func newTransportLimits(bindAddr string, port int, logger *log.Logger, keys *key
 		return nil, fmt.Errorf("bind address %q is not an IP address", bindAddr)
 	}
 	t := &Transport{bindIP: ip, logger: logger, packets: make(chan *memberlist.Packet), streams: make(chan net.Conn), done: make(chan struct{}),
-		last: map[netip.AddrPort]time.Time{}, keys: keys, opener: &keyCheck{}}
+		last: map[netip.AddrPort]time.Time{}, keys: keys, opener: &keyCheck{}, members: memberAddrs{now: time.Now}}
 	t.ownSeq.Store(rand.Uint32())
 	t.limits = newStreamLimiter(lim, t.reject)
 	tcp, err := net.ListenTCP("tcp", &net.TCPAddr{IP: ip, Port: port})
@@ -232,7 +236,7 @@ func (t *Transport) acceptLoop() {
 			continue
 		}
 		retry.Reset()
-		c := t.limits.admit(conn)
+		c := t.limits.admit(conn, t.members.member(remoteIP(conn)))
 		if c == nil {
 			continue
 		}
