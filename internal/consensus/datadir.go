@@ -12,6 +12,7 @@ import (
 
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/shoaldb/shoal/internal/fsutil"
 )
@@ -124,7 +125,7 @@ func openStore(dir, id string, lockTimeout time.Duration) (*raftboltdb.BoltStore
 	opts := *bbolt.DefaultOptions
 	opts.Timeout = lockTimeout
 	store, err := raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &opts})
-	if errors.Is(err, bbolt.ErrTimeout) {
+	if errors.Is(err, berrors.ErrTimeout) {
 		holder := "another process"
 		if o, ok, _ := readOwner(dir); ok {
 			holder = fmt.Sprintf("node %s (pid %d)", o.Node, o.PID)
