@@ -137,6 +137,9 @@ func TestStreamReservedSlots(t *testing.T) {
 		t.Fatalf("voter from 127.0.0.5 with the general slots full: %v", err)
 	}
 	acceptedFrom(t, acc, "127.0.0.5")
+	// Its slot is released just after Accept took it: wait, or it would be
+	// counted as one of the two taken below.
+	waitFor(t, "the voter's reserved slot released", func() bool { _, r := pending(server); return r == 0 })
 
 	// The reserved slots are bounded too.
 	r1 := idleFrom(t, "127.0.0.5", addr)
