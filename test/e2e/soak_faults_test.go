@@ -177,7 +177,7 @@ func (r *soakRun) linkCut() soakcheck.Fault {
 	}
 	caught := ""
 	primary := h.db != nil && h.db == r.c.Primary()
-	if primary && r.terms != nil && hold >= soakLease-time.Second {
+	if primary && r.terms != nil && hold >= soakLease-soakFenceMargin {
 		f.Unfence = soakFenceAfter
 	}
 	f = r.hold(f, h.host.LinkDown, hold, func() error {
@@ -194,8 +194,19 @@ func (r *soakRun) linkCut() soakcheck.Fault {
 		}
 		return nil
 	})
+	if f.Unfence > 0 {
+		r.readOnly = append(r.readOnly, fenceWindow(f))
+	}
 	f.Target += caught
 	return f
+}
+
+// fenceWindow is the time in which a lease-fenced primary may refuse
+// writes: from the fault's start until soakFenceAfter past its heal (the
+// writer lifts its fence once a raft leader reaches it again, and routers
+// may send it writes as soon as gossip does).
+func fenceWindow(f soakcheck.Fault) soakcheck.Window {
+	return soakcheck.Window{From: f.Start, To: f.Heal.Add(soakFenceAfter)}
 }
 
 // soakCatchUp bounds the wait for replicas to catch up after a cut heals.
@@ -275,7 +286,7 @@ func (r *soakRun) partition() soakcheck.Fault {
 	fences := r.terms != nil && 2*with <= len(r.c.DBs)
 	if fences {
 		f.Nodes = append(f.Nodes, p)
-		if hold >= soakLease-time.Second {
+		if hold >= soakLease-soakFenceMargin {
 			f.Unfence = soakFenceAfter
 		}
 	}
@@ -297,7 +308,7 @@ func (r *soakRun) partition() soakcheck.Fault {
 		return nil
 	})
 	if fences {
-		r.readOnly = append(r.readOnly, soakcheck.Window{From: f.Start, To: f.Heal})
+		r.readOnly = append(r.readOnly, fenceWindow(f))
 	}
 	f.Target += caught
 	return f
