@@ -19,12 +19,10 @@ type Config struct {
 	Addr     string
 	User     string
 	Password string
-	// Timeout bounds one fencing attempt, connecting included (default
-	// DefaultTimeout).
+	// Timeout bounds one action (a fencing attempt, a switchover step),
+	// connecting included (default DefaultTimeout); CatchUp is bounded by
+	// its wait plus DefaultTimeout.
 	Timeout time.Duration
-	// interpolate has the driver put arguments into the statement
-	// (escaped): for statements the server cannot prepare (CHANGE MASTER).
-	interpolate bool
 }
 
 // FromProbe is the fencing Config of the probe's: the same server and
@@ -38,7 +36,7 @@ func FromProbe(pc probe.Config, timeout time.Duration) Config {
 	return c
 }
 
-// DefaultTimeout bounds a fencing attempt when Config.Timeout is zero.
+// DefaultTimeout bounds an action when Config.Timeout is zero.
 const DefaultTimeout = 10 * time.Second
 
 // Result is what one fencing attempt did; on error, what it did before the
@@ -57,94 +55,56 @@ const (
 )
 
 // Fence sets the server read-only, then kills its client connections. It
-// opens its own connection and closes it before it returns. The error says
-// which step failed, with the server's error (a missing privilege names
-// it).
-func Fence(ctx context.Context, cfg Config) (res Result, err error) {
-	err = withConn(ctx, cfg, func(ctx context.Context, conn *sql.Conn) error {
-		return fenceOn(ctx, conn, cfg, &res)
+// builds an Actuator for the one action and closes it before it returns.
+func Fence(ctx context.Context, cfg Config) (Result, error) {
+	a := New(cfg)
+	defer a.Close()
+	return a.Fence(ctx)
+}
+
+// Fence sets the server read-only, then kills its client connections but
+// the actuator's own (Keep). The error says which step failed, with the
+// server's error (a missing privilege names it); res says what was done
+// before it.
+func (a *Actuator) Fence(ctx context.Context) (res Result, err error) {
+	err = a.do(ctx, a.cfg.Timeout, func(ctx context.Context, conn *sql.Conn) error {
+		return a.fenceOn(ctx, conn, &res)
 	})
 	return res, err
 }
 
 // fenceOn fences on conn, filling in res.
-func fenceOn(ctx context.Context, conn *sql.Conn, cfg Config, res *Result) error {
+func (a *Actuator) fenceOn(ctx context.Context, conn *sql.Conn, res *Result) error {
 	var err error
-	if res.Flavor, err = flavor(ctx, conn); err != nil {
+	if res.Flavor, err = a.flavorOn(ctx, conn); err != nil {
 		return err
 	}
 	if err := setReadOnly(ctx, conn, res.Flavor); err != nil {
 		return err
 	}
 	res.ReadOnly = true
-	return killClients(ctx, conn, cfg.User, res)
+	return killClients(ctx, conn, a.cfg.User, res)
+}
+
+// Unfence makes the server writable again (Actuator.Unfence), with an
+// Actuator built for the one action.
+func Unfence(ctx context.Context, cfg Config) error {
+	a := New(cfg)
+	defer a.Close()
+	return a.Unfence(ctx)
 }
 
 // Unfence makes the server writable again: read_only=OFF (which turns
 // super_read_only off too on MySQL). The agent does it only for a server
 // it fenced because its lease ran out, once contact is back and it still
 // holds the same term (docs/consensus.md, "Fencing").
-func Unfence(ctx context.Context, cfg Config) error {
-	return withConn(ctx, cfg, func(ctx context.Context, conn *sql.Conn) error {
+func (a *Actuator) Unfence(ctx context.Context) error {
+	return a.do(ctx, a.cfg.Timeout, func(ctx context.Context, conn *sql.Conn) error {
 		if _, err := conn.ExecContext(ctx, "SET GLOBAL read_only=OFF"); err != nil {
-			return fmt.Errorf("SET GLOBAL read_only=OFF on %s: %w", cfg.Addr, err)
+			return fmt.Errorf("SET GLOBAL read_only=OFF on %s: %w", a.cfg.Addr, err)
 		}
 		return nil
 	})
-}
-
-// withConn runs f on a connection of its own to cfg's server, the whole
-// bounded by cfg.Timeout, and closes the connection.
-func withConn(ctx context.Context, cfg Config, f func(context.Context, *sql.Conn) error) error {
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	defer cancel()
-	db, err := open(cfg)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	// The account may be allowed two connections (the probe keeps one),
-	// and the server counts a connection closed a moment ago for a little
-	// while longer: try again for up to a second.
-	for i := 0; err != nil && isUserLimit(err) && i < 10 && ctx.Err() == nil; i++ {
-		time.Sleep(100 * time.Millisecond)
-		conn, err = db.Conn(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", cfg.Addr, err)
-	}
-	defer conn.Close()
-	return f(ctx, conn)
-}
-
-// errUserLimit is ER_USER_LIMIT_REACHED: the account's
-// MAX_USER_CONNECTIONS are in use.
-const errUserLimit = 1226
-
-func isUserLimit(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == errUserLimit
-}
-
-// open builds a one-connection pool for cfg.
-func open(cfg Config) (*sql.DB, error) {
-	mc := mysql.NewConfig()
-	mc.User, mc.Passwd = cfg.User, cfg.Password
-	mc.Net, mc.Addr = cfg.Network, cfg.Addr
-	mc.Timeout, mc.ReadTimeout, mc.WriteTimeout = cfg.Timeout, cfg.Timeout, cfg.Timeout
-	mc.ConnectionAttributes = "program_name:shoal-fence"
-	mc.InterpolateParams = cfg.interpolate
-	c, err := mysql.NewConnector(mc)
-	if err != nil {
-		return nil, fmt.Errorf("mysql connector: %w", err)
-	}
-	db := sql.OpenDB(c)
-	db.SetMaxOpenConns(1)
-	return db, nil
 }
 
 // flavor reads the server's flavor: MariaDB has no super_read_only.

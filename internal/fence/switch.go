@@ -18,7 +18,8 @@ import (
 // (Demote: read-only, clients killed, its GTID position read), the target
 // waits for that position (CatchUp), is promoted once it holds the new
 // term (Promote), and the other servers replicate from it (Repoint). Each
-// runs on a connection of its own, like Fence, with the probe's account,
+// runs on one connection of the Actuator's pool, like Fence, with the
+// probe's account,
 // which then needs REPLICATION SLAVE ADMIN and RELOAD (RESET REPLICA) on
 // MariaDB, REPLICATION_SLAVE_ADMIN and RELOAD on MySQL, besides the
 // fencing grants.
@@ -28,15 +29,23 @@ import (
 // applied before it takes writes.
 // It uses one connection: the probe's account may be allowed only two
 // (the probe keeps one).
-func Demote(ctx context.Context, cfg Config) (res Result, gtid string, err error) {
-	err = withConn(ctx, cfg, func(ctx context.Context, conn *sql.Conn) error {
-		if err := fenceOn(ctx, conn, cfg, &res); err != nil {
+func (a *Actuator) Demote(ctx context.Context) (res Result, gtid string, err error) {
+	err = a.do(ctx, a.cfg.Timeout, func(ctx context.Context, conn *sql.Conn) error {
+		if err := a.fenceOn(ctx, conn, &res); err != nil {
 			return err
 		}
 		gtid, err = position(ctx, conn, res.Flavor)
 		return err
 	})
 	return res, gtid, err
+}
+
+// Demote demotes the server (Actuator.Demote), with an Actuator built for
+// the one action.
+func Demote(ctx context.Context, cfg Config) (Result, string, error) {
+	a := New(cfg)
+	defer a.Close()
+	return a.Demote(ctx)
 }
 
 // position is the server's own GTID position: every transaction it has
@@ -60,17 +69,17 @@ var ErrCatchUpTimeout = errors.New("replication did not reach the position in ti
 // CatchUp waits, up to wait, until the server's replication has applied
 // gtid (MariaDB MASTER_GTID_WAIT, MySQL WAIT_FOR_EXECUTED_GTID_SET). An
 // empty position (a server that never logged a transaction) is reached
-// at once.
-func CatchUp(ctx context.Context, cfg Config, gtid string, wait time.Duration) error {
+// at once. The whole is bounded by wait plus DefaultTimeout, not by the
+// Config's Timeout.
+func (a *Actuator) CatchUp(ctx context.Context, gtid string, wait time.Duration) error {
 	if err := CheckGTID(gtid); err != nil {
 		return err
 	}
 	if gtid == "" {
 		return nil
 	}
-	cfg.Timeout = wait + DefaultTimeout
-	return withConn(ctx, cfg, func(ctx context.Context, conn *sql.Conn) error {
-		fl, err := flavor(ctx, conn)
+	return a.do(ctx, wait+DefaultTimeout, func(ctx context.Context, conn *sql.Conn) error {
+		fl, err := a.flavorOn(ctx, conn)
 		if err != nil {
 			return err
 		}
@@ -88,6 +97,14 @@ func CatchUp(ctx context.Context, cfg Config, gtid string, wait time.Duration) e
 		}
 		return nil
 	})
+}
+
+// CatchUp waits for gtid (Actuator.CatchUp), with an Actuator built for
+// the one action.
+func CatchUp(ctx context.Context, cfg Config, gtid string, wait time.Duration) error {
+	a := New(cfg)
+	defer a.Close()
+	return a.CatchUp(ctx, gtid, wait)
 }
 
 // CheckGTID checks that s looks like a GTID position or set (digits, the
@@ -110,12 +127,13 @@ func CheckGTID(s string) error {
 // Promote makes the server the writer: it stops replication and forgets
 // it (RESET REPLICA ALL, so that it never resumes from the old writer),
 // then sets read_only (and super_read_only) off. The caller makes sure
-// this server holds the cluster's writer term first.
-func Promote(ctx context.Context, cfg Config) (string, error) {
+// this server holds the cluster's writer term first. It returns the
+// server's flavor.
+func (a *Actuator) Promote(ctx context.Context) (string, error) {
 	var fl string
-	err := withConn(ctx, cfg, func(ctx context.Context, conn *sql.Conn) error {
+	err := a.do(ctx, a.cfg.Timeout, func(ctx context.Context, conn *sql.Conn) error {
 		var err error
-		if fl, err = flavor(ctx, conn); err != nil {
+		if fl, err = a.flavorOn(ctx, conn); err != nil {
 			return err
 		}
 		stmts := []string{"STOP REPLICA", "RESET REPLICA ALL", "SET GLOBAL read_only=OFF"}
@@ -130,6 +148,14 @@ func Promote(ctx context.Context, cfg Config) (string, error) {
 		return nil
 	})
 	return fl, err
+}
+
+// Promote makes the server the writer (Actuator.Promote), with an
+// Actuator built for the one action.
+func Promote(ctx context.Context, cfg Config) (string, error) {
+	a := New(cfg)
+	defer a.Close()
+	return a.Promote(ctx)
 }
 
 // Source is where Repoint makes a server replicate from, and with which
@@ -152,7 +178,7 @@ var ErrNoReplicationAccount = errors.New("no replication account: the server nev
 // Repoint makes the server replicate from src: it stops replication,
 // changes the source (keeping the account unless src gives one), and
 // starts it again.
-func Repoint(ctx context.Context, cfg Config, src Source) error {
+func (a *Actuator) Repoint(ctx context.Context, src Source) error {
 	host, portStr, err := net.SplitHostPort(src.Addr)
 	if err != nil {
 		return fmt.Errorf("replication source %q: %w", src.Addr, err)
@@ -161,9 +187,8 @@ func Repoint(ctx context.Context, cfg Config, src Source) error {
 	if err != nil || port < 1 || port > 65535 {
 		return fmt.Errorf("replication source %q: bad port", src.Addr)
 	}
-	cfg.interpolate = true
-	return withConn(ctx, cfg, func(ctx context.Context, conn *sql.Conn) error {
-		fl, err := flavor(ctx, conn)
+	return a.do(ctx, a.cfg.Timeout, func(ctx context.Context, conn *sql.Conn) error {
+		fl, err := a.flavorOn(ctx, conn)
 		if err != nil {
 			return err
 		}
@@ -187,6 +212,14 @@ func Repoint(ctx context.Context, cfg Config, src Source) error {
 		}
 		return nil
 	})
+}
+
+// Repoint makes the server replicate from src (Actuator.Repoint), with an
+// Actuator built for the one action.
+func Repoint(ctx context.Context, cfg Config, src Source) error {
+	a := New(cfg)
+	defer a.Close()
+	return a.Repoint(ctx, src)
 }
 
 // changeSource is the statement that points replication at host:port, and
