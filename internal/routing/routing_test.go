@@ -760,3 +760,55 @@ func TestTermsAreReadAtEveryStep(t *testing.T) {
 	tv = pool.TermView{}
 	step(6, "default{w[] r[dbp] o[]}", 0, true, 6)
 }
+
+// gtid sets the member's GTID position to domain 0 at seq.
+func gtid(seq uint64) opt {
+	return func(m *pool.Member) {
+		h := *m.Health
+		h.Position = tags.Position{N: 1, Domains: [tags.MaxDomains]tags.Domain{{ID: 0, Seq: seq}}}
+		health(h)(m)
+	}
+}
+
+// TestRecheckTurnsAReplicaStaleOnTime: a replica whose position the writer
+// passed is taken out when max_lag has passed since, by the router's clock,
+// with no trigger, no gossip and no Resync (an hour): the recompute at the
+// recheck time is a timer of the clock.
+func TestRecheckTurnsAReplicaStaleOnTime(t *testing.T) {
+	w := newWorld()
+	w.set(t0, writer("a", gtid(100)), replica("b", 0, gtid(100)))
+	policy := pool.Policy{MaxLag: 5 * time.Second, MinReaders: 1, ReadFallback: pool.ReadFallbackWriter}
+	r, rec := newTestRouter(Config{Policy: policy, NoDamping: true}, w.view, w, nil)
+	rec.ch = make(chan Update, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	runRouter(t, ctx, cancel, r)
+	if got, want := summary(receive(t, rec.ch, "the first update").Pool), "default{w[a] r[b] o[]}"; got != want {
+		t.Fatalf("first pool = %s, want %s", got, want)
+	}
+
+	// The writer moves on at t=1; the replica stays at 100.
+	w.set(at(1), writer("a", gtid(101)), replica("b", 0, gtid(100)))
+	r.Trigger()
+	wctx, wcancel := context.WithTimeout(ctx, waitFor)
+	defer wcancel()
+	if err := w.clock.BlockUntilContext(wctx, 2); err != nil { // Resync's ticker and the recheck's timer
+		t.Fatalf("no recheck timer on the clock: %v", err)
+	}
+	if n := rec.count(); n != 1 {
+		t.Fatalf("%d updates before max_lag passed, want 1", n)
+	}
+	w.clock.Advance(5 * time.Second)
+	select {
+	case u := <-rec.ch:
+		t.Fatalf("an update %s before max_lag passed", summary(u.Pool))
+	default:
+	}
+	w.clock.Advance(time.Millisecond)
+	u := receive(t, rec.ch, "the update at the recheck")
+	if got, want := summary(u.Pool), "default{w[a] r[a:fallback] o[b:stale]}"; got != want {
+		t.Errorf("pool at the recheck = %s, want %s", got, want)
+	}
+	if want := at(6.001); !u.At.Equal(want) {
+		t.Errorf("update at %s, want the recheck time %s", u.At, want)
+	}
+}
