@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/shoaldb/shoal/internal/setting"
 )
 
@@ -65,6 +67,12 @@ type Config struct {
 	// attempts (default 1 s; it starts at Interval). The first attempt after
 	// a connection breaks is immediate.
 	ReconnectMax time.Duration `json:"reconnect_max"`
+	// Clock runs the probe's schedule: check start times, the wait between
+	// checks, the reconnect back-off and the hysteresis times (Status.Since).
+	// nil: the real clock; WithClock overrides it. Check timeouts and the
+	// idle connection's read deadline stay on real time: they bound network
+	// I/O, which only the kernel's clock times.
+	Clock clockwork.Clock `json:"-"`
 }
 
 // DefaultConfig returns a Config with every default filled in, except the

@@ -61,8 +61,9 @@ type Probe struct {
 type Option func(*Probe)
 
 // WithClock runs the probe's schedule (check times, back-off, hysteresis
-// durations) on c instead of the real clock. Check timeouts and the idle
-// connection's read deadline stay on real time: they bound network I/O.
+// durations) on c instead of the real clock, or instead of Config.Clock.
+// Check timeouts and the idle connection's read deadline stay on real time:
+// they bound network I/O.
 func WithClock(c clockwork.Clock) Option { return func(p *Probe) { p.clock = c } }
 
 // WithPressureDir reads the host's pressure stall information from dir
@@ -90,9 +91,12 @@ func New(cfg Config, logger *slog.Logger, notifier Notifier, opts ...Option) (*P
 		log:      logger,
 		notifier: notifier,
 		conn:     conn,
-		clock:    clockwork.NewRealClock(),
+		clock:    cfg.Clock,
 		stall:    stallGauge{dir: DefaultPressureDir},
 		done:     make(chan struct{}),
+	}
+	if p.clock == nil {
+		p.clock = clockwork.NewRealClock()
 	}
 	for _, o := range opts {
 		o(p)
@@ -263,8 +267,14 @@ func (p *Probe) idle(ctx context.Context, until time.Time) (due, early bool) {
 				return true, false
 			}
 		}
-		// The read deadline is the kernel's: real time.
-		err := watchIdle(wctx, p.sess.nc, time.Now().Add(left))
+		// The read deadline is the kernel's (real time); a timer of the
+		// probe's clock ends the watch too, so that the clock drives the
+		// schedule (a fake one, advanced, wakes it at once).
+		tctx, stop := context.WithCancel(wctx)
+		t := p.clock.AfterFunc(left, stop)
+		err := watchIdle(tctx, p.sess.nc, time.Now().Add(left))
+		t.Stop()
+		stop()
 		done()
 		switch {
 		case err == nil:
