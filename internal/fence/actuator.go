@@ -64,11 +64,11 @@ func New(cfg Config) *Actuator {
 	mc := mysql.NewConfig()
 	mc.User, mc.Passwd = cfg.User, cfg.Password
 	mc.Net, mc.Addr = cfg.Network, cfg.Addr
-	// Timeout bounds the dial; every action's context bounds the whole of
-	// it, the handshake and every statement included (the driver closes
-	// the connection when the context ends). No read timeout: CatchUp
-	// waits longer than Timeout on purpose.
-	mc.Timeout = cfg.Timeout
+	// Timeout bounds the dial and every write; every action's context
+	// bounds the whole of it, the handshake and every statement included
+	// (the driver closes the connection when the context ends). No read
+	// timeout: CatchUp waits longer than Timeout on purpose.
+	mc.Timeout, mc.WriteTimeout = cfg.Timeout, cfg.Timeout
 	mc.ConnectionAttributes = "program_name:shoal-fence"
 	// The driver puts arguments into the statement (escaped): CHANGE
 	// MASTER cannot be prepared, and a tiny pool gains nothing from
