@@ -46,7 +46,7 @@ const (
 // once (a member changed); it may be nil. Panics are recovered and logged,
 // and the loop goes on.
 func (n *Node) Run(ctx context.Context, v View, wake <-chan struct{}) {
-	decide := time.NewTicker(decideEvery)
+	decide := n.clock.NewTicker(decideEvery)
 	defer decide.Stop()
 	var lastReconcile time.Time
 	led := false
@@ -54,11 +54,11 @@ func (n *Node) Run(ctx context.Context, v View, wake <-chan struct{}) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-decide.C:
+		case <-decide.Chan():
 		case <-wake:
 		}
-		if time.Since(lastReconcile) >= reconcileEvery {
-			lastReconcile = time.Now()
+		if n.clock.Since(lastReconcile) >= reconcileEvery {
+			lastReconcile = n.clock.Now()
 			n.safely("membership", func() { n.membership(ctx, v) })
 		}
 		leading := n.IsLeader()
@@ -75,7 +75,7 @@ func (n *Node) Run(ctx context.Context, v View, wake <-chan struct{}) {
 		}
 		led = leading
 		if leading {
-			n.safely("grant", func() { n.decide(v) })
+			n.safely("grant", func() { n.decide(ctx, v) })
 		}
 	}
 }
@@ -107,9 +107,9 @@ func (n *Node) membership(ctx context.Context, v View) {
 // knows every voter: a leader that has not yet heard of a voter (a
 // partial member list, just after a start) could take a second writable
 // server for the only one.
-func (n *Node) decide(v View) {
+func (n *Node) decide(ctx context.Context, v View) {
 	if n.fsm.Group() == "" {
-		n.setGroup()
+		n.setGroup(ctx)
 		return
 	}
 	members := v.Members()
@@ -131,13 +131,16 @@ func (n *Node) decide(v View) {
 			v.Publish(granted)
 		}
 	}()
-	for _, g := range pool.DecideTerms(members, v.Policy(), n.fsm.Terms(), voters, time.Now()) {
-		if err := n.ProveWriter(g.Term); err != nil {
+	for _, g := range pool.DecideTerms(members, v.Policy(), n.fsm.Terms(), voters, n.clock.Now()) {
+		if ctx.Err() != nil {
+			return
+		}
+		if err := n.ProveWriter(ctx, g.Term); err != nil {
 			n.log.Warn("consensus: writer term not granted: the writer did not prove it is the voter", "cluster", g.Term.Cluster,
 				"writer", g.Term.Writer, "addr", g.Term.Addr, "error", err)
 			continue
 		}
-		t, err := n.Grant(g, grantTimeout)
+		t, err := n.Grant(ctx, g)
 		switch {
 		case errors.Is(err, ErrStale):
 			n.log.Debug("consensus: grant overtaken", "cluster", g.Term.Cluster, "error", err)
@@ -166,8 +169,11 @@ const (
 // any holder of the gossip key can take a dead agent's name: only the
 // voter's own handshake shows that the agent of that name is alive, and
 // that the address routers will be given is its. The loop and a
-// switchover's grant step call it.
-func (n *Node) ProveWriter(t pool.Term) error {
+// switchover's grant step call it. The handshake takes at most
+// writerProveTimeout, less if ctx ends first; a writer that failed it is
+// not tried again for writerRetry (on the node's clock), unless it failed
+// because ctx ended.
+func (n *Node) ProveWriter(ctx context.Context, t pool.Term) error {
 	host, _, err := net.SplitHostPort(t.Addr)
 	if err != nil {
 		return fmt.Errorf("term address %q: %w", t.Addr, err)
@@ -184,22 +190,25 @@ func (n *Node) ProveWriter(t pool.Term) error {
 	}
 	n.proveMu.Lock()
 	defer n.proveMu.Unlock()
+	now := n.clock.Now()
 	for w, until := range n.unprovenWriters {
-		if time.Now().After(until) {
+		if now.After(until) {
 			delete(n.unprovenWriters, w) // bounded: only writers that failed lately stay
 		}
 	}
-	if until, ok := n.unprovenWriters[t.Writer]; ok && time.Now().Before(until) {
-		return fmt.Errorf("it failed to prove itself lately (next try in %s)", time.Until(until).Round(time.Millisecond))
+	if until, ok := n.unprovenWriters[t.Writer]; ok && now.Before(until) {
+		return fmt.Errorf("it failed to prove itself lately (next try in %s)", until.Sub(now).Round(time.Millisecond))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), writerProveTimeout)
+	pctx, cancel := context.WithTimeout(ctx, writerProveTimeout)
 	defer cancel()
-	id, err := Probe(ctx, addr, n.creds, t.Writer)
+	id, err := Probe(pctx, addr, n.creds, t.Writer)
 	if err == nil && !id.HasHost(host) {
 		err = fmt.Errorf("its address %s is not on the voter's host (%s)", t.Addr, id)
 	}
 	if err != nil {
-		n.unprovenWriters[t.Writer] = time.Now().Add(writerRetry)
+		if ctx.Err() == nil { // the writer's failure, not the caller's end
+			n.unprovenWriters[t.Writer] = n.clock.Now().Add(writerRetry)
+		}
 		return err
 	}
 	delete(n.unprovenWriters, t.Writer)
@@ -210,7 +219,7 @@ func (n *Node) ProveWriter(t pool.Term) error {
 // random GroupLen hex digits. Every term names it, so that agents follow
 // only the terms of their own fleet's group (a copied consensus key makes
 // another fleet's signatures valid here too).
-func (n *Node) setGroup() {
+func (n *Node) setGroup(ctx context.Context) {
 	var raw [tags.GroupLen / 2]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		n.log.Error("consensus: raft group ID", "error", err)
@@ -221,10 +230,12 @@ func (n *Node) setGroup() {
 		n.log.Error("consensus: raft group ID", "error", err)
 		return
 	}
-	f := n.raft.Apply(b, grantTimeout)
-	if err := f.Error(); err != nil {
+	ctx, cancel := context.WithTimeout(ctx, grantTimeout)
+	defer cancel()
+	r, err := n.apply(ctx, b)
+	if err != nil {
 		n.log.Warn("consensus: raft group ID not applied", "error", err)
 		return
 	}
-	n.log.Info("consensus: raft group ID set", "group", f.Response())
+	n.log.Info("consensus: raft group ID set", "group", r)
 }
