@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shoaldb/shoal/internal/pool"
@@ -37,46 +38,145 @@ type View interface {
 const (
 	decideEvery    = 250 * time.Millisecond
 	reconcileEvery = time.Second
+	// firstReconcile is the wait before the first membership round.
+	firstReconcile = decideEvery
 	grantTimeout   = 2 * time.Second
 )
 
-// Run drives the node until ctx ends: it bootstraps the first quorum,
-// and while this node leads, keeps the voters in step with the gossip and
-// grants terms (pool.DecideTerms). wake, when it fires, makes it decide at
-// once (a member changed); it may be nil. Panics are recovered and logged,
-// and the loop goes on.
+// Run drives the node until ctx ends, in the manner of Consul's
+// monitorLeadership and leaderLoop. On every node a membership loop
+// bootstraps the first quorum and, on the leader, keeps the voters in
+// step with the gossip (every reconcileEvery). Leadership comes from
+// raft's leader channel, not from polling: on gaining it a leader loop
+// starts, which applies everything committed before (a barrier), then
+// publishes the FSM's terms and grants terms (pool.DecideTerms) every
+// decideEvery and whenever wake fires (a member changed; wake may be
+// nil); on losing it the leader loop's context is cancelled at once, so
+// that it grants nothing more, and Run waits for it to end. Panics are
+// recovered and logged, and the loops go on. Run is called once per
+// Node: it is the only reader of raft's leader channel.
 func (n *Node) Run(ctx context.Context, v View, wake <-chan struct{}) {
-	decide := n.clock.NewTicker(decideEvery)
-	defer decide.Stop()
-	var lastReconcile time.Time
-	led := false
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		n.membershipLoop(ctx, v)
+	}()
+	var stopLeading func() // nil while this node does not lead
+	defer func() {
+		if stopLeading != nil {
+			stopLeading()
+		}
+	}()
+	leaderCh := n.raft.LeaderCh() // the latest change only: true, true means lost and regained
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-decide.Chan():
+		case leading := <-leaderCh:
+			if stopLeading != nil {
+				stopLeading()
+				stopLeading = nil
+				n.log.Info("consensus: leadership lost: no more grants from this node", "regained", leading)
+			}
+			if leading {
+				stopLeading = n.startLeading(ctx, v, wake)
+			}
+		}
+	}
+}
+
+// startLeading runs the leader loop in a goroutine; stop cancels it and
+// waits for it to end.
+func (n *Node) startLeading(ctx context.Context, v View, wake <-chan struct{}) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n.safely("leader loop", func() { n.leaderLoop(ctx, v, wake) })
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// leaderLoop runs while this node leads, until ctx is cancelled: it
+// establishes the leadership, then decides every decideEvery and on wake.
+func (n *Node) leaderLoop(ctx context.Context, v View, wake <-chan struct{}) {
+	n.log.Info("consensus: leadership gained")
+	if !n.establishLeadership(ctx, v) {
+		return
+	}
+	tick := n.clock.NewTicker(decideEvery)
+	defer tick.Stop()
+	for {
+		n.safely("grant", func() { n.decide(ctx, v) })
+		n.rounds.decide.Add(1)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.Chan():
 		case <-wake:
 		}
-		if n.clock.Since(lastReconcile) >= reconcileEvery {
-			lastReconcile = n.clock.Now()
-			n.safely("membership", func() { n.membership(ctx, v) })
+	}
+}
+
+// establishLeadership makes a new leader apply everything committed
+// before it (a barrier, tried again every decideEvery until it passes),
+// so that it decides on the terms the quorum holds, and then publish
+// them again, for agents that missed a broadcast. It reports false when
+// ctx ended first.
+func (n *Node) establishLeadership(ctx context.Context, v View) bool {
+	for {
+		err := n.Barrier(ctx)
+		if err == nil {
+			break
 		}
-		leading := n.IsLeader()
-		if leading && !led {
-			// A new leader first applies everything committed before it,
-			// so that it decides on the terms the quorum holds.
-			if err := n.Barrier(ctx); err != nil {
-				n.log.Warn("consensus: barrier after election", "error", err)
-				continue
-			}
-			if terms := n.fsm.Terms(); len(terms) > 0 {
-				v.Publish(slices.SortedFunc(maps.Values(terms), func(a, b pool.Term) int { return strings.Compare(a.Cluster, b.Cluster) }))
-			}
+		if ctx.Err() != nil {
+			return false
 		}
-		led = leading
-		if leading {
-			n.safely("grant", func() { n.decide(ctx, v) })
+		n.log.Warn("consensus: barrier after election", "error", err)
+		if !n.sleep(ctx, decideEvery) {
+			return false
 		}
+	}
+	if terms := n.fsm.Terms(); len(terms) > 0 {
+		v.Publish(slices.SortedFunc(maps.Values(terms), func(a, b pool.Term) int { return strings.Compare(a.Cluster, b.Cluster) }))
+	}
+	return true
+}
+
+// membershipLoop runs a membership round (bootstrap, or the leader's
+// reconcile) firstReconcile after it starts, then every reconcileEvery,
+// until ctx ends.
+func (n *Node) membershipLoop(ctx context.Context, v View) {
+	t := n.clock.NewTimer(firstReconcile)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.Chan():
+		}
+		n.safely("membership", func() { n.membership(ctx, v) })
+		n.rounds.membership.Add(1)
+		t.Reset(reconcileEvery)
+	}
+}
+
+// sleep waits d on the node's clock; false when ctx ended first.
+func (n *Node) sleep(ctx context.Context, d time.Duration) bool {
+	t := n.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.Chan():
+		return true
 	}
 }
 

@@ -76,6 +76,9 @@ type Node struct {
 	// last membership round (trusted).
 	gossipIPs atomic.Pointer[map[netip.Addr]bool]
 
+	// rounds counts the loops' completed rounds (tests wait on them).
+	rounds struct{ decide, membership atomic.Uint64 }
+
 	closeOnce sync.Once
 	closeErr  error
 }

@@ -2,11 +2,10 @@ package consensus
 
 import (
 	"context"
-	"log/slog"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -102,6 +101,7 @@ type testNode struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	cfg    Config
+	logs   *logRecorder // its consensus log lines
 }
 
 func startNode(t *testing.T, cfg Config, v View) *testNode {
@@ -111,7 +111,7 @@ func startNode(t *testing.T, cfg Config, v View) *testNode {
 		t.Fatalf("open %s: %v", cfg.ID, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	tn := &testNode{Node: n, cancel: cancel, done: make(chan struct{}), cfg: cfg}
+	tn := &testNode{Node: n, cancel: cancel, done: make(chan struct{}), cfg: cfg, logs: recorderOf(t, cfg.Log)}
 	go func() { defer close(tn.done); n.Run(ctx, v, nil) }()
 	t.Cleanup(tn.stop)
 	return tn
@@ -291,18 +291,6 @@ func TestBootstrapWaitsForExpect(t *testing.T) {
 	}
 }
 
-// testLog logs a node's info lines to the test log (go test -v shows them).
-func testLog(t *testing.T, id string) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", id)
-}
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
 // TestNodeTrustsVoters: the stream layer's reserved slots go to the IPs of
 // the raft configuration's servers and of the voters the gossip shows,
 // and to no other.
@@ -349,4 +337,13 @@ func TestNodeTrustsVoters(t *testing.T) {
 	if !n.stream.isTrusted(ip("127.0.0.7")) {
 		t.Error("a server of the configuration is no longer trusted")
 	}
+}
+
+// waitDecideRounds waits until n's leader loop has completed k more
+// decide rounds: k >= 2 makes sure a whole round ran on what the test
+// set before the call.
+func waitDecideRounds(t *testing.T, n *testNode, k uint64) {
+	t.Helper()
+	want := n.rounds.decide.Load() + k
+	waitUntil(t, fmt.Sprintf("%d decide rounds on %s", k, n.ID()), 10*time.Second, func() bool { return n.rounds.decide.Load() >= want })
 }
