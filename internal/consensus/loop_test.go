@@ -70,7 +70,9 @@ func TestProveWriterRetryOnClock(t *testing.T) {
 	}
 	waitUntil(t, "the configuration", 5*time.Second, n.HasState)
 	term := pool.Term{Cluster: "default", Number: 1, Writer: "db2", Addr: "127.0.0.1:3306"}
-	lately := func(err error) bool { return err != nil && strings.Contains(err.Error(), "failed to prove itself lately") }
+	lately := func(err error) bool {
+		return err != nil && strings.Contains(err.Error(), "failed to prove itself lately")
+	}
 
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
