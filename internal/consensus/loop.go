@@ -145,7 +145,9 @@ func (n *Node) establishLeadership(ctx context.Context, v View) bool {
 		}
 	}
 	if terms := n.fsm.Terms(); len(terms) > 0 {
-		v.Publish(slices.SortedFunc(maps.Values(terms), func(a, b pool.Term) int { return strings.Compare(a.Cluster, b.Cluster) }))
+		n.safely("publish", func() {
+			v.Publish(slices.SortedFunc(maps.Values(terms), func(a, b pool.Term) int { return strings.Compare(a.Cluster, b.Cluster) }))
+		})
 	}
 	return true
 }
