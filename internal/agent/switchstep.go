@@ -311,10 +311,10 @@ func (a *Agent) grantSwitch(st consensus.SwitchStep) (uint64, error) {
 	}
 	why := fmt.Sprintf("switchover from %s (term %d), run by %s", st.Old, st.From, st.By)
 	g := pool.Grant{Expect: st.From, Term: pool.Term{Cluster: st.Cluster, Number: st.From + 1, Writer: st.Target, Addr: st.Addr, Granted: a.clock.Now(), Why: why}}
-	if err := n.ProveWriter(g.Term); err != nil {
+	if err := n.ProveWriter(context.TODO(), g.Term); err != nil {
 		return 0, retryable{fmt.Errorf("%s did not prove it is the voter of that name: %w", st.Target, err)}
 	}
-	t, err := n.Grant(g, grantStepTimeout)
+	t, err := n.Grant(context.TODO(), g) // no deadline: raft takes the entry within 5 s, as before
 	if err != nil {
 		return 0, err
 	}
@@ -322,9 +322,6 @@ func (a *Agent) grantSwitch(st consensus.SwitchStep) (uint64, error) {
 	a.publishTerms([]pool.Term{t})
 	return t.Number, nil
 }
-
-// grantStepTimeout bounds the raft apply of a switchover grant.
-const grantStepTimeout = 5 * time.Second
 
 // switchHistory records what a step did to this server in the history
 // (kind fence: the server's writability changed).

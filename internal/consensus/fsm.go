@@ -77,7 +77,13 @@ type FSM struct {
 	onApply func(pool.Term)
 }
 
-// NewFSM returns an empty FSM; onApply may be nil.
+// NewFSM returns an empty FSM; onApply may be nil. onApply is called
+// inline from Apply, on raft's apply goroutine, with each term an applied
+// grant made current (also when the log is replayed after a restart; not
+// for a snapshot restored): while it runs this voter applies nothing
+// more, and a leader's grants wait. It must not block nor do I/O (sign,
+// save, broadcast): hand the term on, for example to a TermQueue's Put,
+// and do the work on a goroutine of the caller's.
 func NewFSM(onApply func(pool.Term)) *FSM {
 	return &FSM{terms: map[string]pool.Term{}, onApply: onApply}
 }

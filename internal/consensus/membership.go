@@ -79,7 +79,7 @@ func (n *Node) MaybeBootstrap(ctx context.Context, alive []Peer) (bool, error) {
 		}
 		servers = append(servers, raft.Server{ID: raft.ServerID(id), Address: raft.ServerAddress(set[id]), Suffrage: raft.Voter})
 	}
-	if err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+	if err := await(ctx, n.raft.BootstrapCluster(raft.Configuration{Servers: servers})); err != nil {
 		return false, fmt.Errorf("bootstrap with %d voters: %w", len(servers), err)
 	}
 	n.log.Info("consensus bootstrapped", "voters", ids)
@@ -120,7 +120,7 @@ func (n *Node) Reconcile(ctx context.Context, alive []Peer, gone map[string]bool
 	}
 	cur := n.Voters()
 	changes, probes := 0, 0
-	now := time.Now()
+	now := n.clock.Now()
 	for _, p := range alive {
 		if changes >= maxChanges || probes >= maxProbes {
 			break
@@ -149,8 +149,8 @@ func (n *Node) Reconcile(ctx context.Context, alive []Peer, gone map[string]bool
 		}
 		delete(n.refusedPeers, p.ID)
 		changes++
-		if err := n.raft.AddVoter(raft.ServerID(p.ID), raft.ServerAddress(p.Addr), 0, 5*time.Second).Error(); err != nil {
-			return fmt.Errorf("add voter %s at %s: %w", p.ID, p.Addr, err)
+		if err := n.addVoter(ctx, p); err != nil {
+			return err
 		}
 		n.log.Info("consensus: voter added", "node", p.ID, "addr", p.Addr)
 	}
@@ -164,10 +164,36 @@ func (n *Node) Reconcile(ctx context.Context, alive []Peer, gone map[string]bool
 			continue
 		}
 		changes++
-		if err := n.raft.RemoveServer(raft.ServerID(id), 0, 5*time.Second).Error(); err != nil {
-			return fmt.Errorf("remove voter %s: %w", id, err)
+		if err := n.removeVoter(ctx, id); err != nil {
+			return err
 		}
 		n.log.Info("consensus: voter removed: its member left", "node", id)
+	}
+	return nil
+}
+
+// addVoter adds p to the configuration, waiting until raft has or ctx
+// ends (raft is given ctx's deadline, 5 s without one).
+func (n *Node) addVoter(ctx context.Context, p Peer) error {
+	d, err := raftTimeout(ctx)
+	if err == nil {
+		err = await(ctx, n.raft.AddVoter(raft.ServerID(p.ID), raft.ServerAddress(p.Addr), 0, d))
+	}
+	if err != nil {
+		return fmt.Errorf("add voter %s at %s: %w", p.ID, p.Addr, err)
+	}
+	return nil
+}
+
+// removeVoter removes the voter id from the configuration, waiting until
+// raft has or ctx ends.
+func (n *Node) removeVoter(ctx context.Context, id string) error {
+	d, err := raftTimeout(ctx)
+	if err == nil {
+		err = await(ctx, n.raft.RemoveServer(raft.ServerID(id), 0, d))
+	}
+	if err != nil {
+		return fmt.Errorf("remove voter %s: %w", id, err)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/shoaldb/shoal/internal/pool"
 )
@@ -36,9 +37,16 @@ type Config struct {
 	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
 	Log                                                   *slog.Logger
 	// OnApply is called with each term a grant made current (may be nil).
+	// It runs on raft's apply goroutine (see NewFSM): it must not block
+	// nor do I/O; hand the term to a TermQueue and do the work elsewhere.
 	OnApply func(pool.Term)
 	// OnRefused is called for each raft connection refused (may be nil).
 	OnRefused func(remote net.Addr, reason string, err error)
+	// Clock is the clock of the node's loop (its tickers), of the retry
+	// windows and of the terms' grant times; nil is the real clock. Raft
+	// keeps its own timers, and deadlines of contexts and connections
+	// stay on the real clock.
+	Clock clockwork.Clock
 }
 
 // Node is this agent's raft server: a voter in the fleet's one raft group,
@@ -46,6 +54,7 @@ type Config struct {
 type Node struct {
 	cfg    Config
 	log    *slog.Logger
+	clock  clockwork.Clock
 	creds  *Credentials // this voter's identity in raft handshakes
 	fsm    *FSM
 	raft   *raft.Raft
@@ -67,6 +76,9 @@ type Node struct {
 	// last membership round (trusted).
 	gossipIPs atomic.Pointer[map[netip.Addr]bool]
 
+	// rounds counts the loops' completed rounds (tests wait on them).
+	rounds struct{ decide, membership atomic.Uint64 }
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -82,7 +94,11 @@ func Open(cfg Config) (n *Node, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	n = &Node{cfg: cfg, log: log, fsm: NewFSM(cfg.OnApply), peers: newPeerContact(), refusedPeers: map[string]time.Time{}, unprovenWriters: map[string]time.Time{}}
+	clock := cfg.Clock
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	n = &Node{cfg: cfg, log: log, clock: clock, fsm: NewFSM(cfg.OnApply), peers: newPeerContact(), refusedPeers: map[string]time.Time{}, unprovenWriters: map[string]time.Time{}}
 	defer func() {
 		if err != nil {
 			n.closeParts()
@@ -251,17 +267,22 @@ func (n *Node) Voters() map[string]string {
 }
 
 // Grant applies a grant through the quorum and returns the granted term.
-// Only the leader can; ErrStale means another grant came first.
-func (n *Node) Grant(g pool.Grant, timeout time.Duration) (pool.Term, error) {
+// Only the leader can; ErrStale means another grant came first. It waits
+// until the entry is applied here, raft refuses it (leadership lost), or
+// ctx ends: raft is given ctx's deadline to take the entry in, or
+// defaultApplyTimeout without one. When ctx ends first the error wraps
+// ctx's, and the grant may still be applied (a grant decided again then
+// meets ErrStale, never a second writer).
+func (n *Node) Grant(ctx context.Context, g pool.Grant) (pool.Term, error) {
 	b, err := EncodeGrant(g)
 	if err != nil {
 		return pool.Term{}, err
 	}
-	f := n.raft.Apply(b, timeout)
-	if err := f.Error(); err != nil {
+	r, err := n.apply(ctx, b)
+	if err != nil {
 		return pool.Term{}, fmt.Errorf("grant term %d in %q: %w", g.Term.Number, g.Term.Cluster, err)
 	}
-	switch r := f.Response().(type) {
+	switch r := r.(type) {
 	case pool.Term:
 		return r, nil
 	case error:
@@ -270,14 +291,69 @@ func (n *Node) Grant(g pool.Grant, timeout time.Duration) (pool.Term, error) {
 	return pool.Term{}, fmt.Errorf("grant term %d in %q: no result", g.Term.Number, g.Term.Cluster)
 }
 
-// Barrier waits until every entry committed before it is applied here:
-// a new leader calls it before it decides on the terms it holds.
-func (n *Node) Barrier(ctx context.Context) error {
-	d := 5 * time.Second
-	if dl, ok := ctx.Deadline(); ok {
-		d = time.Until(dl)
+// defaultApplyTimeout bounds raft's wait to take in an entry, a barrier
+// or a configuration change when the caller's context has no deadline.
+const defaultApplyTimeout = 5 * time.Second
+
+// raftTimeout is the timeout raft is given for an operation under ctx:
+// what is left of ctx's deadline (a context's deadline is on the real
+// clock), else defaultApplyTimeout. It fails when ctx has ended.
+func raftTimeout(ctx context.Context) (time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
 	}
-	return n.raft.Barrier(d).Error()
+	if dl, ok := ctx.Deadline(); ok {
+		d := time.Until(dl)
+		if d <= 0 {
+			return 0, context.DeadlineExceeded
+		}
+		return d, nil
+	}
+	return defaultApplyTimeout, nil
+}
+
+// await waits for f, or until ctx ends (f's operation may then still
+// complete).
+func await(ctx context.Context, f raft.Future) error {
+	if ctx.Done() == nil {
+		return f.Error()
+	}
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }() // raft answers every future: it ends
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// apply applies one entry through the quorum and returns the FSM's
+// response.
+func (n *Node) apply(ctx context.Context, b []byte) (any, error) {
+	d, err := raftTimeout(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f := n.raft.Apply(b, d)
+	if err := await(ctx, f); err != nil {
+		return nil, err
+	}
+	return f.Response(), nil
+}
+
+// Barrier waits until every entry committed before it is applied here:
+// a new leader calls it before it decides on the terms it holds. It
+// gives up when ctx ends; raft is given ctx's deadline (5 s without one).
+func (n *Node) Barrier(ctx context.Context) error {
+	d, err := raftTimeout(ctx)
+	if err != nil {
+		return fmt.Errorf("raft barrier: %w", err)
+	}
+	if err := await(ctx, n.raft.Barrier(d)); err != nil {
+		return fmt.Errorf("raft barrier: %w", err)
+	}
+	return nil
 }
 
 // Close shuts raft down and closes the stores; safe to call twice.

@@ -2,11 +2,10 @@ package consensus
 
 import (
 	"context"
-	"log/slog"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -102,6 +101,7 @@ type testNode struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	cfg    Config
+	logs   *logRecorder // its consensus log lines
 }
 
 func startNode(t *testing.T, cfg Config, v View) *testNode {
@@ -111,7 +111,7 @@ func startNode(t *testing.T, cfg Config, v View) *testNode {
 		t.Fatalf("open %s: %v", cfg.ID, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	tn := &testNode{Node: n, cancel: cancel, done: make(chan struct{}), cfg: cfg}
+	tn := &testNode{Node: n, cancel: cancel, done: make(chan struct{}), cfg: cfg, logs: recorderOf(t, cfg.Log)}
 	go func() { defer close(tn.done); n.Run(ctx, v, nil) }()
 	t.Cleanup(tn.stop)
 	return tn
@@ -164,11 +164,20 @@ func TestQuorumBootstrapsAndGrants(t *testing.T) {
 	// A stranger with another key advertises itself as a voter.
 	strangerAddr := freeAddr(t)
 	stranger := startNode(t, nodeConfig(t, "evil", strangerAddr, newKey(t)), &fakeView{gone: map[string]bool{}})
+	leader := leaderOf(nodes)
 	view.set(func(v *fakeView) {
 		v.peers = append(v.peers, Peer{ID: "evil", Addr: strangerAddr})
 		v.members = append(v.members, dbMember("evil", true))
 	})
-	time.Sleep(3 * time.Second) // three reconcile rounds
+	// Not "nothing for 3 s": the leader's reconcile judged the stranger (it
+	// logs the refusal after the handshake, where it would have added it),
+	// and decide rounds ran with the stranger writable in the member list.
+	// The same paths act below: a voter gone for good is removed, a new
+	// only writable voter is granted the term.
+	waitUntil(t, "the leader refused the stranger", 10*time.Second, func() bool {
+		return leader.logs.count("consensus: not admitting a voter: it did not prove its identity", "node", "evil") > 0
+	})
+	waitDecideRounds(t, leader, 2)
 	if l := leaderOf(nodes); l == nil || len(l.Voters()) != 3 {
 		t.Fatalf("voters after a stranger advertised itself: %v", l.Voters())
 	}
@@ -231,8 +240,16 @@ func TestQuorumBootstrapsAndGrants(t *testing.T) {
 		}
 		return ms
 	}
+	newLeader := leaderOf(rest)
+	waiting := newLeader.logs.count("consensus: not deciding terms: a voter is not in the member list yet", "voter", stopped)
 	view.set(func(v *fakeView) { v.members = members(false) })
-	time.Sleep(time.Second)
+	// Not "nothing for 1 s": the leader's decide rounds ran on this member
+	// list and held back for the missing voter; right below, the same
+	// rounds grant once it shows.
+	waitUntil(t, "the leader holds back for "+stopped, 5*time.Second, func() bool {
+		return newLeader.logs.count("consensus: not deciding terms: a voter is not in the member list yet", "voter", stopped) > waiting
+	})
+	waitDecideRounds(t, newLeader, 2)
 	if tm := leaderOf(rest).FSM().Term("default"); tm.Number != 2 {
 		t.Fatalf("granted while a voter (%s) is missing from the member list: %+v", stopped, tm)
 	}
@@ -283,24 +300,37 @@ func TestBootstrapWaitsForExpect(t *testing.T) {
 	for id, addr := range addrs {
 		nodes = append(nodes, startNode(t, nodeConfig(t, id, addr, key), view))
 	}
-	time.Sleep(3 * time.Second)
+	// Not "nothing for 3 s": each voter ran three membership rounds on the
+	// same two voters (a set seen twice is what bootstraps)...
+	for _, n := range nodes {
+		waitUntil(t, n.ID()+" ran 3 membership rounds", 10*time.Second, func() bool { return n.rounds.membership.Load() >= 3 })
+	}
 	for _, n := range nodes {
 		if n.HasState() {
 			t.Fatalf("%s bootstrapped with 2 of 3 expected voters", n.ID())
 		}
 	}
+	// ... and the same rounds bootstrap once the third voter shows.
+	c := freeAddr(t)
+	view.set(func(v *fakeView) { v.peers = append(v.peers, Peer{ID: "c", Addr: c}) })
+	nodes = append(nodes, startNode(t, nodeConfig(t, "c", c, key), view))
+	waitUntil(t, "a quorum of the three", 20*time.Second, func() bool {
+		for _, n := range nodes {
+			if !n.HasState() {
+				return false
+			}
+		}
+		return true
+	})
 }
 
-// testLog logs a node's info lines to the test log (go test -v shows them).
-func testLog(t *testing.T, id string) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", id)
-}
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
+// waitDecideRounds waits until n's leader loop has completed k more
+// decide rounds: k >= 2 makes sure a whole round ran on what the test
+// set before the call.
+func waitDecideRounds(t *testing.T, n *testNode, k uint64) {
+	t.Helper()
+	want := n.rounds.decide.Load() + k
+	waitUntil(t, fmt.Sprintf("%d decide rounds on %s", k, n.ID()), 10*time.Second, func() bool { return n.rounds.decide.Load() >= want })
 }
 
 // TestNodeTrustsVoters: the stream layer's reserved slots go to the IPs of

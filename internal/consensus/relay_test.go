@@ -71,7 +71,15 @@ func TestRelayedVoterNeverAdmitted(t *testing.T) {
 		// evil1 would be the only writable voter, if it were one.
 		v.members = []pool.Member{dbMember("db1", false), dbMember("db2", false), dbMember("db3", false), dbMember("evil1", true), dbMember("evil2", false)}
 	})
-	time.Sleep(4 * time.Second) // four reconcile rounds, sixteen decide rounds
+	// Not "nothing for 4 s": the leader judged both relays (it logs each
+	// refusal after the handshake, where it would have added the voter),
+	// and decide rounds ran with evil1 the only writable server.
+	for _, id := range []string{"evil1", "evil2"} {
+		waitUntil(t, "the leader refused "+id, 10*time.Second, func() bool {
+			return leader.logs.count("consensus: not admitting a voter: it did not prove its identity", "node", id) > 0
+		})
+	}
+	waitDecideRounds(t, leader, 2)
 	l := leaderOf(nodes)
 	if l == nil {
 		t.Fatal("no leader with relays around")
@@ -134,7 +142,15 @@ func TestNameReclaimGetsNoTerm(t *testing.T) {
 			}
 		}
 	})
-	time.Sleep(4 * time.Second)
+	// Not "nothing for 4 s": the leader judged the relay under the
+	// victim's name (and refused it), and it decided a new term for the
+	// victim at the attacker's address, whose proof failed.
+	waitUntil(t, "the leader refused the relay as "+victim.ID(), 10*time.Second, func() bool {
+		return leader.logs.count("consensus: not admitting a voter: it did not prove its identity", "node", victim.ID(), "addr", relay) > 0
+	})
+	waitUntil(t, "the leader tried the grant to "+victim.ID()+" at the attacker's address", 10*time.Second, func() bool {
+		return leader.logs.count("consensus: writer term not granted: the writer did not prove it is the voter", "writer", victim.ID(), "addr", "127.0.0.1:13306") > 0
+	})
 	if a := leader.Voters()[victim.ID()]; a != addrs[victim.ID()] {
 		t.Errorf("%s's raft address moved to %s (the relay is %s)", victim.ID(), a, relay)
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/shoaldb/shoal/internal/backoff"
 )
 
 // Reasons a StreamLayer refuses an incoming connection, the keys of Refused.
@@ -275,7 +277,7 @@ func clientConfig(creds *Credentials, node, addr string, proven *Identity) *tls.
 func (s *StreamLayer) acceptLoop() {
 	defer s.wg.Done()
 	defer close(s.loopDone)
-	var delay time.Duration
+	retry := backoff.New(backoff.Accept, nil) // accept errors: too many open files
 	for {
 		c, err := s.ln.Accept()
 		if err != nil {
@@ -287,14 +289,13 @@ func (s *StreamLayer) acceptLoop() {
 				s.loopErr = fmt.Errorf("consensus listener %s: %w", s.ln.Addr(), err)
 				return
 			}
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			if !s.sleep(delay) {
+			if _, ok := retry.Wait(s.ctx); !ok { // Close cancels s.ctx
 				s.loopErr = net.ErrClosed
 				return
 			}
 			continue
 		}
-		delay = 0
+		retry.Reset()
 		ip := sourceIP(c.RemoteAddr())
 		sl, reason := s.acquire(ip)
 		if reason != "" {
@@ -418,18 +419,6 @@ func (s *StreamLayer) isTrusted(ip netip.Addr) (ok bool) {
 		}
 	}()
 	return (*f)(ip)
-}
-
-// sleep waits d, or until Close; it reports false on Close.
-func (s *StreamLayer) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-s.closed:
-		return false
-	}
 }
 
 // serve runs the handshake of one incoming connection and hands it to

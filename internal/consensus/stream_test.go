@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -647,4 +648,58 @@ func TestStreamCallbackPanic(t *testing.T) {
 	waitRefused(t, server, RefusedCallbackPanic, 1)
 	waitRefused(t, server, RefusedHandshake, 1)
 	exchange(t, listenLayer(t, kr, StreamOptions{}), server, acc)
+}
+
+// failingListener fails its first fails Accepts (too many open files),
+// recording when each was called, then accepts from the real listener.
+type failingListener struct {
+	net.Listener
+	mu    sync.Mutex
+	fails int
+	calls []time.Time
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	l.calls = append(l.calls, time.Now())
+	fail := len(l.calls) <= l.fails
+	l.mu.Unlock()
+	if fail {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: syscall.EMFILE}
+	}
+	return l.Listener.Accept()
+}
+
+func (l *failingListener) accepts() []time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.calls)
+}
+
+// TestStreamAcceptBackoff: failed Accepts are retried after waits that
+// double from 5 ms (backoff.Accept), and the layer then accepts as before.
+func TestStreamAcceptBackoff(t *testing.T) {
+	kr := mustKeyring(t, newKey(t))
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &failingListener{Listener: inner, fails: 4}
+	addr := inner.Addr().String()
+	testVoters.Store(addr, "backoff")
+	s := NewStreamLayer(ln, testCreds(t, kr, "backoff", addr), nil, StreamOptions{})
+	s.SetExpect(testVoterAt)
+	acc := acceptAll(t, s) // closes s at the end
+	client := listenLayer(t, kr, StreamOptions{})
+	exchange(t, client, s, acc)
+	calls := ln.accepts()
+	if len(calls) < 5 {
+		t.Fatalf("%d Accept calls, want the 4 failures and more", len(calls))
+	}
+	// The waits before retries 1..4 are 5, 10, 20, 40 ms (timers never fire early).
+	for i, want := range []time.Duration{5, 10, 20, 40} {
+		if got := calls[i+1].Sub(calls[i]); got < want*time.Millisecond {
+			t.Errorf("wait before retry %d: %v, want at least %v", i+1, got, want*time.Millisecond)
+		}
+	}
 }
