@@ -49,7 +49,8 @@ type Backend interface {
 	Maint() view.Maint
 	SetMaint(enable bool, reason string) (view.Maint, error)
 	// Switchover runs a switchover; an error wrapping view.ErrSwitchover
-	// means it could not start (answered 409).
+	// means it could not start (answered 409, or 400 for a
+	// *view.SwitchoverRequestError).
 	Switchover(ctx context.Context, req view.SwitchoverRequest) (view.Switchover, error)
 	History(f history.Filter) view.History
 	// ReplicaLags is each replica's lag as the agent judges it now, by
@@ -617,33 +618,63 @@ func (s *Server) setMaint(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toMaint(st))
 }
 
-// maxSwitchWaitSeconds bounds the waits a switchover request may ask for.
-const maxSwitchWaitSeconds = 120
-
 func (s *Server) switchover(w http.ResponseWriter, r *http.Request) {
 	var req client.SwitchoverRequest
 	if !decode(w, r, &req) {
 		return
 	}
-	switch {
-	case req.To == "":
-		writeError(w, http.StatusBadRequest, errors.New("switchover: \"to\" (the node that becomes the writer) is required"))
-		return
-	case req.CatchUpSeconds < 0 || req.CatchUpSeconds > maxSwitchWaitSeconds || req.AppliedSeconds < 0 || req.AppliedSeconds > maxSwitchWaitSeconds:
-		writeError(w, http.StatusBadRequest, fmt.Errorf("switchover: catch_up_seconds and applied_seconds must be from 0 to %d", maxSwitchWaitSeconds))
-		return
+	vr, err := view.SwitchoverRequest{To: req.To, Cluster: req.Cluster,
+		CatchUp: seconds(req.CatchUpSeconds), Applied: seconds(req.AppliedSeconds)}.Normalize()
+	if err == nil {
+		if p, perr := s.b.PoolView(""); perr == nil {
+			err = checkSwitchoverNames(p, vr)
+		}
 	}
-	res, err := s.b.Switchover(r.Context(), view.SwitchoverRequest{To: req.To, Cluster: req.Cluster,
-		CatchUp: seconds(req.CatchUpSeconds), Applied: seconds(req.AppliedSeconds)})
+	if err == nil {
+		var res view.Switchover
+		res, err = s.b.Switchover(r.Context(), vr)
+		if err == nil {
+			writeJSON(w, http.StatusOK, toSwitchover(res))
+			return
+		}
+	}
+	var re *view.SwitchoverRequestError
 	switch {
+	case errors.As(err, &re):
+		writeError(w, http.StatusBadRequest, err)
 	case errors.Is(err, view.ErrSwitchover):
 		writeError(w, http.StatusConflict, err)
-		return
-	case err != nil:
+	default:
 		writeError(w, http.StatusInternalServerError, err)
-		return
 	}
-	writeJSON(w, http.StatusOK, toSwitchover(res))
+}
+
+// checkSwitchoverNames refuses a request whose cluster, or whose target,
+// is not in this agent's pool (a bad argument: 400), before the agent
+// checks the rest (a state that may change: 409).
+func checkSwitchoverNames(p view.Pool, req view.SwitchoverRequest) error {
+	for _, c := range p.Clusters {
+		if req.Cluster != "" && c.Name != req.Cluster {
+			continue
+		}
+		for _, l := range [][]view.PoolNode{c.Writers, c.Readers, c.Out} {
+			for _, n := range l {
+				if n.Name == req.To {
+					return nil
+				}
+			}
+		}
+		if req.Cluster != "" {
+			return &view.SwitchoverRequestError{Field: view.SwitchoverFieldTo, Value: strconv.Quote(req.To),
+				Reason: fmt.Sprintf("not a db member of cluster %q in this agent's pool", req.Cluster)}
+		}
+	}
+	if req.Cluster != "" {
+		return &view.SwitchoverRequestError{Field: view.SwitchoverFieldCluster, Value: strconv.Quote(req.Cluster),
+			Reason: "no such cluster in this agent's pool"}
+	}
+	return &view.SwitchoverRequestError{Field: view.SwitchoverFieldTo, Value: strconv.Quote(req.To),
+		Reason: "not a db member of any cluster in this agent's pool"}
 }
 
 func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }

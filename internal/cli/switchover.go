@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"slices"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/shoaldb/shoal/internal/view"
 	"github.com/shoaldb/shoal/pkg/client"
 )
 
@@ -35,8 +37,10 @@ consensus key, which signs every step):
      the new term, up to --applied.
 
 If step 2 or 3 fails, the old writer is made writable again. Exit status 0
-when every step passed and every reachable router applied the term; 1
-otherwise (the steps say what happened); 2 for bad usage.
+when every step passed and every reachable router applied the term; 2 when
+the request is wrong and nothing was done (no --to, an unknown node or
+cluster, a wait not from 1s to 2m); 1 otherwise: nothing was done because
+of the fleet's state (the agent says why), or the steps say what happened.
 
   shoal switchover --to db2
   shoal switchover --to db2 --cluster main --catch-up 1m`,
@@ -45,21 +49,14 @@ otherwise (the steps say what happened); 2 for bad usage.
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			if req.To == "" {
-				return usagef("switchover: --to NODE is required")
+			vr, err := view.SwitchoverRequest{To: req.To, Cluster: req.Cluster, CatchUp: catchUp, Applied: applied}.Normalize()
+			if err != nil {
+				return switchoverUsage(err)
 			}
-			for _, d := range []struct {
-				flag string
-				v    time.Duration
-			}{{"--catch-up", catchUp}, {"--applied", applied}} {
-				if d.v < time.Second || d.v > 2*time.Minute {
-					return usagef("switchover: %s %s: must be from 1s to 2m", d.flag, d.v)
-				}
-			}
-			req.CatchUpSeconds, req.AppliedSeconds = catchUp.Seconds(), applied.Seconds()
+			req.CatchUpSeconds, req.AppliedSeconds = vr.CatchUp.Seconds(), vr.Applied.Seconds()
 			res, err := g.client().Switchover(cmd.Context(), req)
 			if err != nil {
-				return err
+				return switchoverUsage(err)
 			}
 			if format == "json" {
 				if err := writeJSONOut(g.stdout, res); err != nil {
@@ -73,17 +70,41 @@ otherwise (the steps say what happened); 2 for bad usage.
 				return errors.New("switchover failed: " + sanitize(res.Error))
 			case len(res.Routers.Pending) > 0:
 				return fmt.Errorf("switchover done, but %d of %d reachable routers did not apply term %d in %s",
-					len(res.Routers.Pending), len(res.Routers.Pending)+len(res.Routers.Applied), res.Term, applied)
+					len(res.Routers.Pending), len(res.Routers.Pending)+len(res.Routers.Applied), res.Term, vr.Applied)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&req.To, "to", "", "the node that becomes the writer (required)")
 	cmd.Flags().StringVar(&req.Cluster, "cluster", "", "the cluster (default: the target's)")
-	cmd.Flags().DurationVar(&catchUp, "catch-up", 30*time.Second, "longest wait for the target to catch up (writes wait as long)")
-	cmd.Flags().DurationVar(&applied, "applied", 10*time.Second, "longest wait for the routers to apply the new term")
+	cmd.Flags().DurationVar(&catchUp, "catch-up", view.DefaultSwitchoverCatchUp, "longest wait for the target to catch up (writes wait as long), from 1s to 2m")
+	cmd.Flags().DurationVar(&applied, "applied", view.DefaultSwitchoverApplied, "longest wait for the routers to apply the new term, from 1s to 2m")
 	cmd.Flags().StringVar(&format, "format", "table", "output format: table or json")
 	return cmd
+}
+
+// switchoverFlags are the flags of the request's fields.
+var switchoverFlags = map[string]string{view.SwitchoverFieldTo: "--to", view.SwitchoverFieldCluster: "--cluster",
+	view.SwitchoverFieldCatchUp: "--catch-up", view.SwitchoverFieldApplied: "--applied"}
+
+// switchoverUsage makes a refusal of the request itself a usage error
+// (exit 2): one found here (view.SwitchoverRequestError) names the flag,
+// one the agent found is its HTTP 400. Any other error is returned as it is.
+func switchoverUsage(err error) error {
+	var re *view.SwitchoverRequestError
+	if errors.As(err, &re) {
+		if flag, ok := switchoverFlags[re.Field]; ok && re.Field == view.SwitchoverFieldTo && re.Value == `""` {
+			return usagef("switchover: %s NODE is required", flag)
+		} else if ok {
+			return usagef("switchover: %s %s: %s", flag, re.Value, re.Reason)
+		}
+		return &usageError{err}
+	}
+	var ae *client.APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusBadRequest {
+		return &usageError{err}
+	}
+	return err
 }
 
 // writeSwitchover prints the steps, the write outage and the routers.

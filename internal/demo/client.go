@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -26,15 +28,19 @@ const erReadOnly = 1290
 
 // Second is one second of the load client, as written to client.jsonl.
 type Second struct {
-	Time        time.Time      `json:"time"` // end of the second
-	Writes      int            `json:"writes"`
-	WriteErrors int            `json:"write_errors"`
-	ReadOnly    int            `json:"read_only"` // writes refused with ER 1290 (counted in write_errors too)
-	Reads       int            `json:"reads"`
-	ReadErrors  int            `json:"read_errors"`
-	WritesBy    map[string]int `json:"writes_by"` // node (server_id) that took each write
-	ReadsBy     map[string]int `json:"reads_by"`
-	LastError   string         `json:"last_error,omitempty"`
+	Time        time.Time `json:"time"` // end of the second
+	Writes      int       `json:"writes"`
+	WriteErrors int       `json:"write_errors"`
+	ReadOnly    int       `json:"read_only"` // writes refused with ER 1290 (counted in write_errors too)
+	// WriteCut and ReadCut count the errors on a connection closed under
+	// the client (cutError), counted in write_errors and read_errors too.
+	WriteCut   int            `json:"write_cut,omitempty"`
+	Reads      int            `json:"reads"`
+	ReadErrors int            `json:"read_errors"`
+	ReadCut    int            `json:"read_cut,omitempty"`
+	WritesBy   map[string]int `json:"writes_by"` // node (server_id) that took each write
+	ReadsBy    map[string]int `json:"reads_by"`
+	LastError  string         `json:"last_error,omitempty"`
 }
 
 type tally struct {
@@ -53,12 +59,18 @@ func (t *tally) add(write bool, server string, err error) {
 	case err != nil && write:
 		t.s.WriteErrors++
 		var me *mysql.MySQLError
-		if errors.As(err, &me) && me.Number == erReadOnly {
+		switch {
+		case errors.As(err, &me) && me.Number == erReadOnly:
 			t.s.ReadOnly++
+		case cutError(err):
+			t.s.WriteCut++
 		}
 		t.s.LastError = "write: " + err.Error()
 	case err != nil:
 		t.s.ReadErrors++
+		if cutError(err) {
+			t.s.ReadCut++
+		}
 		t.s.LastError = "read: " + err.Error()
 	case write:
 		t.s.Writes++
@@ -67,6 +79,23 @@ func (t *tally) add(write bool, server string, err error) {
 		t.s.Reads++
 		t.s.ReadsBy[server]++
 	}
+}
+
+// erConnectionKilled is MariaDB's "Connection was killed" (KILL CONNECTION
+// of a connection waiting for its next statement).
+const erConnectionKilled = 1927
+
+// cutError reports whether err says the connection was closed under the
+// client: go-sql-driver's "invalid connection" (ErrInvalidConn, what it
+// returns when the server or HAProxy closed the connection: the real cause
+// goes to its logger, which the client silences), a reset, an EOF, ER
+// 1927, or a refused connect.
+func cutError(err error) bool {
+	var me *mysql.MySQLError
+	return errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.As(err, &me) && me.Number == erConnectionKilled
 }
 
 func (t *tally) take(now time.Time) Second {
@@ -212,8 +241,8 @@ func formatSecond(s Second, base int) string {
 		}
 		return strings.Join(parts, " ")
 	}
-	line := fmt.Sprintf("%s  writes %2d/s err %d (read-only %d) -> %-22s | reads %2d/s err %d -> %s",
-		s.Time.Format("15:04:05"), s.Writes, s.WriteErrors, s.ReadOnly, by(s.WritesBy), s.Reads, s.ReadErrors, by(s.ReadsBy))
+	line := fmt.Sprintf("%s  writes %2d/s err %d (read-only %d, cut %d) -> %-22s | reads %2d/s err %d -> %s",
+		s.Time.Format("15:04:05"), s.Writes, s.WriteErrors, s.ReadOnly, s.WriteCut, by(s.WritesBy), s.Reads, s.ReadErrors, by(s.ReadsBy))
 	if s.LastError != "" {
 		e := s.LastError
 		if len(e) > 100 {
@@ -243,21 +272,55 @@ func (l *Layout) ReadSeconds() ([]Second, error) {
 	return out, sc.Err()
 }
 
+// stepErrors are the load client's errors during a tour step.
+type stepErrors struct {
+	Seconds                   int // the client's seconds counted
+	Write, ReadOnly, WriteCut int
+	Read, ReadCut             int
+}
+
+// describe says what the errors were: writes refused as read-only, and
+// operations whose connection was closed under them (cutError).
+func (e stepErrors) describe() string {
+	var w []string
+	if e.ReadOnly > 0 {
+		w = append(w, fmt.Sprintf("%d refused as read-only, ER 1290", e.ReadOnly))
+	}
+	if e.WriteCut > 0 {
+		w = append(w, fmt.Sprintf("%d on a connection closed under it, \"invalid connection\"", e.WriteCut))
+	}
+	if other := e.Write - e.ReadOnly - e.WriteCut; other > 0 && len(w) > 0 {
+		w = append(w, fmt.Sprintf("%d other", other))
+	}
+	out := fmt.Sprintf("%d write errors", e.Write)
+	if len(w) > 0 {
+		out += " (" + strings.Join(w, "; ") + ")"
+	}
+	out += fmt.Sprintf(", %d read errors", e.Read)
+	if e.ReadCut > 0 {
+		out += fmt.Sprintf(" (%d \"invalid connection\")", e.ReadCut)
+	}
+	return out
+}
+
 // clientErrors sums the client's errors in the seconds that overlap
 // [from, to].
-func (l *Layout) clientErrors(from, to time.Time) (writeErrs, readOnly, readErrs, seconds int) {
+func (l *Layout) clientErrors(from, to time.Time) stepErrors {
+	var e stepErrors
 	secs, err := l.ReadSeconds()
 	if err != nil {
-		return 0, 0, 0, 0
+		return e
 	}
 	for _, s := range secs {
 		if s.Time.Before(from) || s.Time.Add(-time.Second).After(to) {
 			continue
 		}
-		writeErrs += s.WriteErrors
-		readOnly += s.ReadOnly
-		readErrs += s.ReadErrors
-		seconds++
+		e.Write += s.WriteErrors
+		e.ReadOnly += s.ReadOnly
+		e.WriteCut += s.WriteCut
+		e.Read += s.ReadErrors
+		e.ReadCut += s.ReadCut
+		e.Seconds++
 	}
-	return
+	return e
 }

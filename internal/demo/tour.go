@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,6 +25,8 @@ type tour struct {
 	l      *Layout
 	out    io.Writer
 	failed []string
+	// cutExplained: the note on "invalid connection" was printed.
+	cutExplained bool
 }
 
 // Tour runs the narrated fault tour against the running demo: each step
@@ -40,6 +43,9 @@ func (l *Layout) Tour(ctx context.Context, out io.Writer) error {
 		}
 		return fmt.Errorf("the demo is not (fully) running in %s: %d of %d processes run (%s); start it with make demo",
 			l.Dir, len(running), len(procNames()), what)
+	}
+	if err := l.startsFromDB1(ctx); err != nil {
+		return err
 	}
 	if err := l.waitHealthy(ctx, DBNodes[0], 30*time.Second); err != nil {
 		return fmt.Errorf("the demo is not healthy before the tour: %w", err)
@@ -194,6 +200,24 @@ func (l *Layout) Tour(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
+// startsFromDB1 refuses at once a demo whose writer is not db1 (say,
+// after a shoal switchover by hand), which the tour would otherwise wait
+// 30 s for: it names the writer the app agent routes to and how to move
+// it back.
+func (l *Layout) startsFromDB1(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	p, err := l.Client(App).Pool(ctx, Cluster)
+	if err != nil || len(p.Writers) != 1 || p.Writers[0].Name == DBNodes[0] {
+		return nil // no pool or no single writer: waitHealthy says what it sees
+	}
+	w := printable(p.Writers[0].Name)
+	return fmt.Errorf("the tour starts from %s as the writer, but the pool's writer is %s (a switchover moved it):\n"+
+		"  move it back: %s switchover --to %s --http-addr %s --token-file %s\n"+
+		"  or start afresh: make demo",
+		DBNodes[0], w, l.Shoal, DBNodes[0], l.HTTPAddr(DBNodes[2]), l.Path("api-token"))
+}
+
 func (t *tour) fail(msg string) {
 	fmt.Fprintf(t.out, "   FAILED: %s\n", msg)
 	t.failed = append(t.failed, msg)
@@ -216,8 +240,15 @@ func (t *tour) step(ctx context.Context, title string, heals bool, run func() (t
 	end := time.Now()
 	// The client's second that covers the end is written up to 1 s later.
 	time.Sleep(1100 * time.Millisecond)
-	we, ro, re, secs := t.l.clientErrors(t0, end)
-	fmt.Fprintf(t.out, "   client during the step (%d s): %d write errors (%d refused as read-only, ER 1290), %d read errors\n", secs, we, ro, re)
+	e := t.l.clientErrors(t0, end)
+	fmt.Fprintf(t.out, "   client during the step (%d s): %s\n", e.Seconds, e.describe())
+	if e.WriteCut+e.ReadCut > 0 && !t.cutExplained {
+		t.cutExplained = true
+		fmt.Fprintln(t.out, "   (\"invalid connection\" is go-sql-driver's error for a connection closed under it: when a server\n"+
+			"   crashes, when a fence kills the old writer's clients, when HAProxy shuts the sessions of a server\n"+
+			"   it takes out, or turns a new connection away while no writer is ready. Expected during these\n"+
+			"   steps: the client's next operation opens a new connection.)")
+	}
 	for i := before; i < len(t.failed); i++ {
 		t.failed[i] = strings.TrimPrefix(t.failed[i], title+": ")
 		t.failed[i] = title + ": " + t.failed[i]
@@ -421,11 +452,18 @@ func (t *tour) historyTime(ctx context.Context, agent, node, to string, t0 time.
 		return time.Time{}, false
 	}
 	for _, e := range h.Entries {
-		if e.To == to && !e.Time.Before(t0) {
+		if hasRole(e.To, to) && !e.Time.Before(t0) {
 			return e.Time, true
 		}
 	}
 	return time.Time{}, false
+}
+
+// hasRole reports whether a pool transition's To is role: "writer+reader"
+// (the writer also serving reads while the readers are stale, as after a
+// switchover until they replicate from it) is the writer and a reader.
+func hasRole(to, role string) bool {
+	return slices.Contains(strings.Split(to, "+"), role)
 }
 
 // expectMember waits until every given agent lists node with status.

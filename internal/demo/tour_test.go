@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/shoaldb/shoal/pkg/client"
 )
@@ -109,4 +113,57 @@ func fakeAgents(t *testing.T, pools map[string]func(time.Time) client.PoolRespon
 	}
 	t.Fatal(fmt.Errorf("no free port base for %d fake agents", len(pools)))
 	return nil
+}
+
+// TestTourStartsFromDB1: after a switchover left db2 the writer, the tour
+// refuses at once, naming the writer and the command that moves it back.
+func TestTourStartsFromDB1(t *testing.T) {
+	db2Writes := func(time.Time) client.PoolResponse {
+		return client.PoolResponse{Writers: []client.PoolNode{{Name: "db2"}}, Readers: []client.PoolNode{{Name: "db1"}, {Name: "db3"}}}
+	}
+	l := fakeAgents(t, map[string]func(time.Time) client.PoolResponse{"db1": db2Writes, "db2": db2Writes, "db3": db2Writes, App: db2Writes}, time.Now())
+	l.Shoal = "bin/shoal"
+	err := l.startsFromDB1(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "the pool's writer is db2 (a switchover moved it)") ||
+		!strings.Contains(err.Error(), "bin/shoal switchover --to db1 --http-addr "+l.HTTPAddr("db3")+" --token-file "+l.Path("api-token")) {
+		t.Fatalf("startsFromDB1 = %v; want the writer named and the way back", err)
+	}
+}
+
+// TestHasRole: a target that is the writer and serves reads (writer+reader,
+// right after a switchover) has its writer event found.
+func TestHasRole(t *testing.T) {
+	for _, tc := range []struct {
+		to, role string
+		want     bool
+	}{{"writer", "writer", true}, {"writer+reader", "writer", true}, {"writer+reader", "reader", true}, {"reader", "writer", false}, {"out", "writer", false}} {
+		if got := hasRole(tc.to, tc.role); got != tc.want {
+			t.Errorf("hasRole(%q, %q) = %v, want %v", tc.to, tc.role, got, tc.want)
+		}
+	}
+}
+
+// TestClientErrorsExplained: go-sql-driver's "invalid connection" and the
+// other ways a connection is closed under the client are counted apart
+// from writes refused as read-only, and the step line says which were which.
+func TestClientErrorsExplained(t *testing.T) {
+	var tl tally
+	tl.s = newSecond()
+	for _, err := range []error{mysql.ErrInvalidConn, &mysql.MySQLError{Number: erReadOnly}, fmt.Errorf("dial: %w", syscall.ECONNREFUSED),
+		&mysql.MySQLError{Number: erConnectionKilled}, errors.New("something else")} {
+		tl.add(true, "", err)
+	}
+	tl.add(false, "", mysql.ErrInvalidConn)
+	s := tl.take(time.Now())
+	if s.WriteErrors != 5 || s.ReadOnly != 1 || s.WriteCut != 3 || s.ReadErrors != 1 || s.ReadCut != 1 {
+		t.Fatalf("second %+v: want 5 write errors, 1 read-only, 3 cut, 1 read error cut", s)
+	}
+	e := stepErrors{Seconds: 1, Write: s.WriteErrors, ReadOnly: s.ReadOnly, WriteCut: s.WriteCut, Read: s.ReadErrors, ReadCut: s.ReadCut}
+	want := `5 write errors (1 refused as read-only, ER 1290; 3 on a connection closed under it, "invalid connection"; 1 other), 1 read errors (1 "invalid connection")`
+	if got := e.describe(); got != want {
+		t.Errorf("describe = %s\nwant       %s", got, want)
+	}
+	if got := (stepErrors{}).describe(); got != "0 write errors, 0 read errors" {
+		t.Errorf("no errors: %s", got)
+	}
 }

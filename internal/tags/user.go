@@ -47,7 +47,7 @@ func CheckUserTags(user map[string]string) error {
 		case !ValidKey(k):
 			return &TagError{k, v, fmt.Sprintf("tag key must be 1-%d characters of letters, digits, . _ -", MaxKeyLen)}
 		case IsReserved(k):
-			return &TagError{k, v, fmt.Sprintf("key is reserved by shoal (reserved: %s, %s, %s, %s)", KeyRole, KeyCluster, KeyMaint, KeyHealth)}
+			return &TagError{k, v, fmt.Sprintf("key is reserved by shoal (reserved: %s, %s, %s, %s, %s)", KeyRole, KeyCluster, KeyMaint, KeyHealth, KeyVoter)}
 		case !printable(v):
 			return &TagError{k, v, "value must be printable UTF-8 text (no control characters)"}
 		}

@@ -2,13 +2,55 @@ package view
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
 // ErrSwitchover is wrapped by the agent's errors about a switchover that
 // cannot start (unknown node, no term, target not a reader, not a voter):
-// the HTTP API answers them 409, with what is wrong.
+// the HTTP API answers them 409, with what is wrong, or 400 when the error
+// is a *SwitchoverRequestError.
 var ErrSwitchover = errors.New("switchover refused")
+
+// Switchover waits: the defaults a zero wait stands for, and the bounds of
+// any other (docs/consensus.md, "Switchover"). pkg/client keeps the same
+// numbers in seconds for its request timeout (a test holds them equal).
+const (
+	// DefaultSwitchoverCatchUp bounds the wait for the target to apply
+	// the old writer's last transaction; the writes wait as long.
+	DefaultSwitchoverCatchUp = 30 * time.Second
+	// DefaultSwitchoverApplied bounds the wait for every router to apply
+	// the new term.
+	DefaultSwitchoverApplied = 10 * time.Second
+	// MinSwitchoverWait and MaxSwitchoverWait bound either wait.
+	MinSwitchoverWait = time.Second
+	MaxSwitchoverWait = 2 * time.Minute
+)
+
+// Switchover request fields, as SwitchoverRequestError.Field names them.
+const (
+	SwitchoverFieldTo      = "to"
+	SwitchoverFieldCluster = "cluster"
+	SwitchoverFieldCatchUp = "catch_up"
+	SwitchoverFieldApplied = "applied"
+)
+
+// SwitchoverRequestError is a switchover refused because of the request
+// itself (no target, an unknown node or cluster, a wait out of bounds):
+// asking again unchanged fails again. The HTTP API answers it 400 and the
+// CLI exits 2. It wraps ErrSwitchover: nothing was done.
+type SwitchoverRequestError struct {
+	Field  string // one of the SwitchoverField constants
+	Value  string // the value given, as the user wrote it (names quoted)
+	Reason string // what is wrong with it, or what is wanted
+}
+
+func (e *SwitchoverRequestError) Error() string {
+	return fmt.Sprintf("%v: %s %s: %s", ErrSwitchover, e.Field, e.Value, e.Reason)
+}
+
+// Unwrap returns ErrSwitchover.
+func (e *SwitchoverRequestError) Unwrap() error { return ErrSwitchover }
 
 // SwitchoverRequest asks for a planned move of a cluster's writer.
 type SwitchoverRequest struct {
@@ -18,6 +60,30 @@ type SwitchoverRequest struct {
 	// last transaction; Applied the wait for every router to apply the
 	// new term. Zero: the defaults.
 	CatchUp, Applied time.Duration
+}
+
+// Normalize checks the request on its own (without the pool) and returns
+// it with the defaults for zero waits: To must be set, each wait zero or
+// from MinSwitchoverWait to MaxSwitchoverWait. The error is a
+// *SwitchoverRequestError naming the field and its value.
+func (r SwitchoverRequest) Normalize() (SwitchoverRequest, error) {
+	if r.To == "" {
+		return r, &SwitchoverRequestError{Field: SwitchoverFieldTo, Value: `""`, Reason: "required: the node that becomes the writer"}
+	}
+	for _, w := range []struct {
+		field string
+		d     *time.Duration
+		def   time.Duration
+	}{{SwitchoverFieldCatchUp, &r.CatchUp, DefaultSwitchoverCatchUp}, {SwitchoverFieldApplied, &r.Applied, DefaultSwitchoverApplied}} {
+		switch {
+		case *w.d == 0:
+			*w.d = w.def
+		case *w.d < MinSwitchoverWait || *w.d > MaxSwitchoverWait:
+			return r, &SwitchoverRequestError{Field: w.field, Value: w.d.String(),
+				Reason: fmt.Sprintf("must be from %s to %s (0: the default, %s)", MinSwitchoverWait, MaxSwitchoverWait, w.def)}
+		}
+	}
+	return r, nil
 }
 
 // Switchover is what a switchover did, step by step.

@@ -52,6 +52,14 @@ const DefaultTimeout = 30 * time.Second
 // the client's plus this.
 const hookTestWait = 2 * time.Minute
 
+// The agent's default switchover waits, in seconds (SwitchoverRequest):
+// the request's timeout counts them when the request leaves them zero.
+// internal/view holds the agent's (a test holds them equal).
+const (
+	switchoverCatchUpSeconds = 30
+	switchoverAppliedSeconds = 10
+)
+
 // Client talks to one agent. It is safe for concurrent use.
 type Client struct {
 	addr    string
@@ -582,7 +590,7 @@ func (c *Client) TestHook(ctx context.Context, req HookTestRequest) (*HookTestRe
 // that ran and failed returns its steps with Error set.
 func (c *Client) Switchover(ctx context.Context, req SwitchoverRequest) (*Switchover, error) {
 	var r Switchover
-	extra := time.Duration((max(req.CatchUpSeconds, 30)+max(req.AppliedSeconds, 10))*float64(time.Second)) + time.Minute
+	extra := time.Duration((max(req.CatchUpSeconds, switchoverCatchUpSeconds)+max(req.AppliedSeconds, switchoverAppliedSeconds))*float64(time.Second)) + time.Minute
 	if err := c.doWithin(ctx, extra, http.MethodPost, "/v1/switchover", nil, req, &r); err != nil {
 		return nil, err
 	}

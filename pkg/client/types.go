@@ -587,8 +587,9 @@ type SwitchoverRequest struct {
 	To      string `json:"to"`
 	Cluster string `json:"cluster,omitempty"` // default: the target's cluster
 	// CatchUpSeconds bounds the wait for the target to apply the old
-	// writer's last transaction (default 30); AppliedSeconds the wait for
-	// every router to apply the new term (default 10). At most 120 each.
+	// writer's last transaction (0: the default, 30); AppliedSeconds the
+	// wait for every router to apply the new term (0: the default, 10).
+	// Any other value is from 1 to 120; the agent answers 400 otherwise.
 	CatchUpSeconds float64 `json:"catch_up_seconds,omitempty"`
 	AppliedSeconds float64 `json:"applied_seconds,omitempty"`
 }

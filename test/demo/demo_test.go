@@ -197,6 +197,9 @@ func TestMakeDemoTourStop(t *testing.T) {
 	if strings.Contains(out, "FAILED") {
 		t.Errorf("the tour reported a failure")
 	}
+	if strings.Contains(out, "no history event") {
+		t.Errorf("an agent's time is missing from the tour (no history event)")
+	}
 	// A step line without a time would read "ms" without a number.
 	if strings.Count(out, " ms") < 20 {
 		t.Errorf("the tour reported %d times, want at least 20", strings.Count(out, " ms"))
@@ -224,6 +227,20 @@ func TestMakeDemoTourStop(t *testing.T) {
 	// a changing command: it has to name the demo's token file).
 	runPrinted(t, ctx, root, demoOut, " maint enable ", "out of the pool on every agent")
 	runPrinted(t, ctx, root, strings.Replace(lineWith(demoOut, " maint enable "), "enable --reason test", "disable", 1), " maint disable ", "maintenance off")
+
+	// After a switchover by hand, the tour refuses at once, naming the
+	// writer and how to move it back.
+	sw := exec.CommandContext(ctx, filepath.Join(root, "bin", "shoal"), "switchover", "--to", "db2",
+		"--http-addr", layout.HTTPAddr("db3"), "--token-file", layout.Path("api-token"))
+	if b, err := sw.CombinedOutput(); err != nil {
+		t.Fatalf("shoal switchover --to db2: %v\n%s", err, b)
+	}
+	began := time.Now()
+	out, code = r.make("demo-fault")
+	if code == 0 || time.Since(began) > 10*time.Second || !strings.Contains(out, "the pool's writer is db2 (a switchover moved it)") ||
+		!strings.Contains(out, "switchover --to db1 --http-addr "+layout.HTTPAddr("db3")) {
+		t.Errorf("make demo-fault after a switchover to db2: exit %d after %s; want a quick refusal naming db2 and the way back", code, time.Since(began))
+	}
 
 	// make demo again: the first demo is stopped, none of its processes
 	// is left beside the second.

@@ -483,8 +483,12 @@
   function hasLeader(c) { return !!(c.leader || c.leader_addr); }
 
   // renderConsensus shows the consensus layer (GET /v1/agent/self's
-  // consensus, absent without a consensus key): this voter's raft state,
-  // its voters (the leader marks the failing ones) and the writer terms.
+  // consensus, absent without a consensus keyring or consensus.term_key):
+  // this voter's raft state, its voters (the leader marks the failing
+  // ones) and the writer terms. A router (an app agent with the term key
+  // alone) is no voter: the view does not say whether it also holds a
+  // keyring, only which term keys it verifies with, so that is what the
+  // page says.
   function renderConsensus(d) {
     const c = (d.self || {}).consensus;
     const section = document.getElementById('consensus-section');
@@ -492,12 +496,22 @@
     if (!c) return;
     const kids = [];
     if (!c.voter) {
-      kids.push(el('p', 'muted', 'This agent has the consensus key but is not a voter.'));
+      kids.push(el('p', 'muted', notVoterText((c.term_keys || []).length)));
     } else {
       kids.push(consensusState(c), votersTable(c));
     }
     kids.push(termsTable(c.terms || [], c.voter));
     setKids('consensus', kids);
+  }
+
+  // notVoterText says what an agent that is not a raft voter does with
+  // writer terms: it grants none, and verifies them with n term keys.
+  function notVoterText(n) {
+    if (n === 0) {
+      return 'Not a raft voter, and no term key: this agent cannot verify writer terms, so it routes no writes to a cluster that requires one.';
+    }
+    return 'Not a raft voter: this agent grants no writer terms; it verifies them with ' +
+      (n === 1 ? 'its term key' : 'its ' + n + ' term keys') + ' (consensus.term_key or a consensus keyring).';
   }
 
   function consensusState(c) {
