@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -105,9 +106,9 @@ func (a *Agent) planSwitchover(req view.SwitchoverRequest) (switchPlan, error) {
 	c := switchCluster(p, req.Cluster, req.To)
 	switch {
 	case c == nil && req.Cluster != "":
-		return switchPlan{}, refuse("no cluster %q in this agent's pool", req.Cluster)
+		return switchPlan{}, &view.SwitchoverRequestError{Field: view.SwitchoverFieldCluster, Value: strconv.Quote(req.Cluster), Reason: "no such cluster in this agent's pool"}
 	case c == nil:
-		return switchPlan{}, refuse("%q is not a db member of any cluster in this agent's pool", req.To)
+		return switchPlan{}, &view.SwitchoverRequestError{Field: view.SwitchoverFieldTo, Value: strconv.Quote(req.To), Reason: "not a db member of any cluster in this agent's pool"}
 	case c.Term == nil:
 		return switchPlan{}, refuse("cluster %q follows no writer term (none of its db agents is a voter): switch over by setting read_only as before", c.Name)
 	case c.Term.Number == 0:
