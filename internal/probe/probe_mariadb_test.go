@@ -81,8 +81,10 @@ func TestProbePrimary(t *testing.T) {
 	t.Run("query rate and one connection", func(t *testing.T) {
 		names := []string{"Questions", "Com_select", "Com_show_slave_status", "Connections"}
 		s0 := globalStatus(t, srv, names...)
+		c0 := p.Status().Connects
 		t0 := time.Now()
 		time.Sleep(4 * time.Second)
+		c1 := p.Status().Connects
 		s1 := globalStatus(t, srv, names...)
 		el := time.Since(t0).Seconds()
 		// The second SHOW GLOBAL STATUS counts itself as one question.
@@ -94,8 +96,16 @@ func TestProbePrimary(t *testing.T) {
 		if rate > 10 {
 			t.Errorf("%.2f queries/s, want <= 10", rate)
 		}
-		if n := s1["Connections"] - s0["Connections"]; n != 0 {
-			t.Errorf("%d new connections while healthy, want 0", n)
+		// One connection for every check would be 16 here. On a loaded
+		// machine a check can outlast its read timeout and the probe then
+		// reconnects once, by design (seen in CI: "read variables: invalid
+		// connection"); that is no leak as long as the server saw no
+		// connection the probe did not open itself, and only a couple.
+		n, own := s1["Connections"]-s0["Connections"], int64(c1-c0)
+		if n > own || own > 2 {
+			t.Errorf("%d new connections while healthy, %d of them the probe's reconnects; want at most 2, all the probe's", n, own)
+		} else if own > 0 {
+			t.Logf("the probe reconnected %d times during the window (a slow check on a loaded machine)", own)
 		}
 		var conns int
 		if err := srv.DB().QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = ?", probeUser).Scan(&conns); err != nil {
