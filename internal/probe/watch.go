@@ -42,8 +42,23 @@ func watchIdle(ctx context.Context, nc net.Conn, until time.Time) error {
 		return err
 	}
 	// Close (ctx done) ends the wait by moving the deadline to the past.
-	stop := context.AfterFunc(ctx, func() { _ = nc.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
+	// It runs on a goroutine of its own: before watchIdle returns, it
+	// must have run to its end or never start, and the deadline is then
+	// cleared. Else a late one moves the deadline of the check that
+	// follows to the past, and the driver's next read fails ("invalid
+	// connection": seen in CI on a loaded machine, a reconnect at the
+	// first check after an idle wait).
+	ended := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(ended)
+		_ = nc.SetReadDeadline(time.Unix(1, 0))
+	})
+	defer func() {
+		if !stop() {
+			<-ended
+		}
+		_ = nc.SetReadDeadline(time.Time{})
+	}()
 
 	var peekErr error
 	err = rc.Read(func(fd uintptr) bool {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -103,4 +104,49 @@ func TestWatchIdle(t *testing.T) {
 			t.Fatalf("watchIdle: %v, want ECONNRESET", err)
 		}
 	})
+}
+
+// Once watchIdle returns, its ctx can no longer touch the socket: a read
+// right after it, with a deadline of its own, never times out because
+// the ended watch moved the deadline to the past (the driver then fails
+// with "invalid connection" and the probe reconnects; seen in CI). The
+// probe ends a watch with both the kernel's deadline and its clock's
+// timer at the same instant; the test does the same, many times.
+func TestWatchIdleLeavesNoDeadlineBehind(t *testing.T) {
+	c, s := pair(t, "tcp")
+	stopSpin := make(chan struct{})
+	defer close(stopSpin)
+	for range 2 { // a loaded machine: the watch's cancel runs late
+		go func() {
+			for {
+				select {
+				case <-stopSpin:
+					return
+				default:
+					runtime.Gosched()
+				}
+			}
+		}()
+	}
+	for i := range 300 {
+		until := time.Now().Add(2 * time.Millisecond)
+		ctx, cancel := context.WithCancel(context.Background())
+		tm := time.AfterFunc(time.Until(until), cancel)
+		if err := watchIdle(ctx, c, until); err != nil {
+			t.Fatalf("round %d: watchIdle: %v", i, err)
+		}
+		if _, err := s.Write([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		var b [1]byte
+		_, err := io.ReadFull(c, b[:])
+		tm.Stop()
+		cancel()
+		if err != nil {
+			t.Fatalf("round %d: a read after the watch ended failed: %v", i, err)
+		}
+	}
 }
