@@ -74,7 +74,7 @@ func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
 		clock: clockwork.NewRealClock(),
 		life:  newLifecycle(),
 		mesh:  mesh{events: newEventHub()},
-		cons:  consensusParts{terms: newTermParts(), sw: newSwitchParts()},
+		cons:  consensusParts{terms: newTermParts()},
 		rep:   reporters{metrics: metrics.NewAgent(), flaps: &flapCounter{failed: map[string]bool{}}},
 	}
 	a.join.status = view.JoinStatus{Addrs: cfg.Join}
@@ -217,6 +217,9 @@ func (a *Agent) Shutdown() {
 		close(a.life.stopping)
 		if a.life.cancel != nil {
 			a.life.cancel()
+		}
+		if a.cons.act != nil {
+			_ = a.cons.act.Close()
 		}
 		if a.probe != nil {
 			a.probe.Close()

@@ -15,8 +15,10 @@ import (
 
 	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/consensus"
+	"github.com/shoaldb/shoal/internal/fence"
 	gossiped "github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/switchover"
 	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/internal/view"
 )
@@ -37,8 +39,15 @@ type consensusParts struct {
 	// fence is the fencing of this db agent's own server (fence.go); nil
 	// when fencing is off or this is no db agent.
 	fence *fencer
-	// sw is this agent's part in switchovers (switchstep.go).
-	sw switchParts
+	// sw is this agent's part in switchovers (package switchover).
+	sw *switchover.Switcher
+	// act changes the local server (demote, promote, ...); nil on an
+	// agent without one. One connection for the agent's life.
+	act *fence.Actuator
+	// replUser and replPassword (mysql.replication_user and
+	// replication_password_file) are the account a former writer
+	// replicates from the new one with; "" keeps the server's own.
+	replUser, replPassword string
 }
 
 // reconcileTagEvery is how often the voter tag's mark is checked.
@@ -82,6 +91,7 @@ func (a *Agent) startConsensus(context.Context, *startup) error {
 		return config.Invalid(fmt.Errorf("consensus.term_key: %w", err))
 	}
 	a.loadTerms()
+	a.startSwitcher()
 	if a.cons.port == 0 {
 		return nil
 	}

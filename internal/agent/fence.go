@@ -224,7 +224,7 @@ func (a *Agent) unfenceIf(ctx context.Context, f *fencer, b *leaseReturn, tv poo
 		a.log.Warn("fencing: contact is back but a term moved: this server stays read-only", "why", moved)
 		e.To, e.Reason, e.Detail = "read-only", "kept", "contact back, stays read-only: "+moved
 		b.fenced = nil
-	case a.cons.sw.wasDemoted(cluster, b.fenced[0].Number):
+	case a.cons.sw.WasDemoted(cluster, b.fenced[0].Number):
 		a.log.Warn("fencing: contact is back, but a switchover demoted this server meanwhile: it stays read-only", "cluster", cluster)
 		e.To, e.Reason, e.Detail = "read-only", "kept", "contact back, stays read-only: a switchover demoted it"
 		b.fenced = nil

@@ -8,6 +8,7 @@ import (
 	"github.com/shoaldb/shoal/internal/sink"
 	filesink "github.com/shoaldb/shoal/internal/sink/file"
 	"github.com/shoaldb/shoal/internal/sink/haproxy"
+	"github.com/shoaldb/shoal/internal/switchover"
 	"github.com/shoaldb/shoal/internal/view"
 )
 
@@ -41,11 +42,11 @@ func (a *Agent) newSinks() ([]sink.Sink, error) {
 // listeners in order from its goroutine; Update only hands the pool over. A
 // panic is recovered and counted as the part "sink:<name>". Each sink is
 // wrapped so that the writer terms of every pool are recorded before a
-// sink gets it (applied.go): a switchover asks what the sinks applied.
+// sink gets it (package switchover): a switchover asks what the sinks applied.
 func (a *Agent) startSinks(ctx context.Context) {
-	record := newAppliedLog()
+	record := switchover.NewRecord()
 	for i, s := range a.pool.sinks {
-		s = recordedSink{Sink: s, log: record}
+		s = switchover.RecordedSink{Sink: s, Log: record}
 		a.pool.sinks[i] = s
 		s.Start(ctx)
 		part := "sink:" + s.Status().Name

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/serf/serf"
 
 	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/fence"
 	"github.com/shoaldb/shoal/internal/gossip"
 	"github.com/shoaldb/shoal/internal/history"
 	"github.com/shoaldb/shoal/internal/logging"
@@ -168,7 +169,8 @@ func (a *Agent) startProbe(context.Context, *startup) error {
 		return fmt.Errorf("mysql probe: %w", err)
 	}
 	a.cons.fence = a.newFencer(pc)
-	if a.cons.sw.replUser, a.cons.sw.replPassword, err = a.cfg.ReplicationAccount(); err != nil {
+	a.cons.act = fence.New(fence.FromProbe(pc, fence.DefaultTimeout))
+	if a.cons.replUser, a.cons.replPassword, err = a.cfg.ReplicationAccount(); err != nil {
 		return config.Invalid(err)
 	}
 	return nil
@@ -295,7 +297,7 @@ func (a *Agent) startLoops(ctx context.Context, _ *startup) error {
 		}
 	}
 	a.startSinks(ctx)
-	loops := []func(context.Context){a.reannounce, a.pub.Run, a.pool.router.Run, a.retryJoin, a.watchSerf, a.runConsensus, a.runTerms, a.runFence}
+	loops := []func(context.Context){a.reannounce, a.pub.Run, a.pool.router.Run, a.retryJoin, a.watchSerf, a.runConsensus, a.runTerms, a.runFence, a.cons.sw.Resume}
 	if a.mesh.peers != nil {
 		loops = append(loops, a.mesh.peers.Run, a.mesh.peers.Rejoin)
 		a.mesh.peers.MarkDirty()

@@ -227,9 +227,11 @@ func (a *Agent) handleTermEvent(ctx context.Context, e serf.Event) {
 		case consensus.TermQuery:
 			a.answerTermQuery(e)
 		case consensus.SwitchQuery:
-			a.answerSwitch(ctx, e)
+			a.cons.sw.Answer(ctx, e)
 		case consensus.AppliedQuery:
-			a.answerAppliedQuery(e)
+			if !a.cons.sw.AnswerApplied(e) {
+				a.cons.terms.stats.Malformed.Add(1)
+			}
 		}
 	}
 }

@@ -30,7 +30,7 @@ const (
 	// have applied (a switchover waits on the answers).
 	AppliedQuery = "shoal:applied?"
 	// SwitchQuery carries one signed step of a switchover to the agent
-	// that must take it (switchover.go).
+	// that must take it (package switchover).
 	SwitchQuery = "shoal:switch"
 	// InternalPrefix begins every user event and query name of shoal's own.
 	InternalPrefix = "shoal:"

@@ -8,7 +8,7 @@ import (
 )
 
 // AppliedTermCollector reports, at scrape time, the writer term this
-// router's sinks have applied per cluster (internal/agent/applied.go):
+// router's sinks have applied per cluster (package switchover):
 // what a switchover waits on.
 type AppliedTermCollector struct {
 	read func() map[string]uint64

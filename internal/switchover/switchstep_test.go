@@ -1,40 +1,38 @@
-package agent
+package switchover
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/serf/serf"
 
-	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/consensus"
 )
 
 // The answers an agent remembers are bounded, the oldest forgotten
 // first; a demote is remembered per cluster and term.
 func TestSwitchPartsMemory(t *testing.T) {
-	s := newSwitchParts()
-	for i := range maxSwitchAnswers + 10 {
+	s := New(Config{Node: "db1"})
+	for i := range maxAnswers + 10 {
 		s.remember(fmt.Sprintf("id%d/demote", i), []byte{byte(i)})
 	}
 	if _, ok := s.cached("id0/demote"); ok {
 		t.Error("the oldest answer is still remembered past the bound")
 	}
-	if b, ok := s.cached(fmt.Sprintf("id%d/demote", maxSwitchAnswers+9)); !ok || b[0] != byte(maxSwitchAnswers+9) {
+	if b, ok := s.cached(fmt.Sprintf("id%d/demote", maxAnswers+9)); !ok || b[0] != byte(maxAnswers+9) {
 		t.Error("the newest answer is forgotten")
 	}
-	if len(s.answers) != maxSwitchAnswers || len(s.order) != maxSwitchAnswers {
-		t.Errorf("%d answers, %d in order; want %d", len(s.answers), len(s.order), maxSwitchAnswers)
+	if len(s.answers) != maxAnswers || len(s.order) != maxAnswers {
+		t.Errorf("%d answers, %d in order; want %d", len(s.answers), len(s.order), maxAnswers)
 	}
 	s.setDemoted("main", 4)
-	if !s.wasDemoted("main", 4) || !s.wasDemoted("main", 3) || s.wasDemoted("main", 5) || s.wasDemoted("other", 1) {
+	if !s.WasDemoted("main", 4) || !s.WasDemoted("main", 3) || s.WasDemoted("main", 5) || s.WasDemoted("other", 1) {
 		t.Error("wasDemoted")
 	}
 	s.setDemoted("main", 0)
-	if s.wasDemoted("main", 1) {
+	if s.WasDemoted("main", 1) {
 		t.Error("a forgotten demote is still remembered")
 	}
 }
@@ -43,8 +41,7 @@ func TestSwitchPartsMemory(t *testing.T) {
 // answered; a step for another node is ignored.
 func TestSwitchStepForgeriesRefused(t *testing.T) {
 	fleet, stranger := termKeyring(t), termKeyring(t)
-	a := &Agent{cfg: &config.Config{Node: "db1"}, log: slog.New(slog.DiscardHandler), cons: consensusParts{terms: newTermParts(), sw: newSwitchParts()}}
-	a.cons.terms.verify = fleet.TermPublicKeys()
+	sw := New(Config{Node: "db1", Terms: &fakeTerms{verify: fleet.TermPublicKeys()}})
 	step := consensus.SwitchStep{ID: "0123456789abcdef", Op: consensus.OpDemote, Node: "db1", By: "db3", Cluster: "main", From: 1,
 		Old: "db1", Target: "db2", Addr: "10.0.0.2:3306", Expires: time.Now().Add(time.Minute), Group: "0a1b2c3d"}
 	forged, err := consensus.EncodeSwitchStep(stranger, step)
@@ -53,9 +50,9 @@ func TestSwitchStepForgeriesRefused(t *testing.T) {
 	}
 	// A serf.Query that is not serf's own cannot be answered: a refused
 	// step must never get that far (it would panic in Respond).
-	a.handleTermEvent(context.Background(), &serf.Query{Name: consensus.SwitchQuery, Payload: forged})
-	a.handleTermEvent(context.Background(), &serf.Query{Name: consensus.SwitchQuery, Payload: []byte("garbage")})
-	if got := a.cons.sw.refused.Load(); got != 2 {
+	sw.Answer(context.Background(), &serf.Query{Name: consensus.SwitchQuery, Payload: forged})
+	sw.Answer(context.Background(), &serf.Query{Name: consensus.SwitchQuery, Payload: []byte("garbage")})
+	if got := sw.stats.Refused.Load(); got != 2 {
 		t.Errorf("refused %d, want 2", got)
 	}
 	step.Node = "db9"
@@ -63,8 +60,8 @@ func TestSwitchStepForgeriesRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.handleTermEvent(context.Background(), &serf.Query{Name: consensus.SwitchQuery, Payload: other})
-	if a.cons.sw.taken.Load() != 0 || a.cons.sw.busy.Load() {
+	sw.Answer(context.Background(), &serf.Query{Name: consensus.SwitchQuery, Payload: other})
+	if sw.stats.Taken.Load() != 0 || sw.busy.Load() {
 		t.Error("a step was taken")
 	}
 }

@@ -1,4 +1,4 @@
-package agent
+package switchover
 
 import (
 	"cmp"
@@ -70,18 +70,19 @@ type appliedHistory struct {
 	trimmed bool
 }
 
-// appliedLog is the router's record of the writer terms of the pools it
+// Record is the router's record of the writer terms of the pools it
 // handed its sinks. Every sink gets every pool (startSinks), so one record
 // serves them all.
-type appliedLog struct {
+type Record struct {
 	// mu guards: last, clusters
 	mu       sync.Mutex
 	last     uint64 // newest generation recorded
 	clusters map[string]*appliedHistory
 }
 
-func newAppliedLog() *appliedLog {
-	return &appliedLog{clusters: map[string]*appliedHistory{}}
+// NewRecord returns an empty record.
+func NewRecord() *Record {
+	return &Record{clusters: map[string]*appliedHistory{}}
 }
 
 // routedTerm is the term and writer a pool gives cluster c.
@@ -99,7 +100,7 @@ func routedTerm(c *pool.Cluster, gen uint64) appliedTerm {
 // record notes the pool of generation gen. Generations already recorded
 // (every sink hands the same update over) are ignored. A cluster missing
 // from p is forgotten: a switchover asks about a cluster in the pool.
-func (l *appliedLog) record(gen uint64, p *pool.Pool) {
+func (l *Record) Add(gen uint64, p *pool.Pool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if gen <= l.last {
@@ -140,7 +141,7 @@ func (l *appliedLog) record(gen uint64, p *pool.Pool) {
 // newest entry at or before it. A cluster not in that pool (or gen 0)
 // has the zero term; ok is false when gen is older than the entries
 // kept.
-func (l *appliedLog) at(cluster string, gen uint64) (t appliedTerm, ok bool) {
+func (l *Record) at(cluster string, gen uint64) (t appliedTerm, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h := l.clusters[cluster]
@@ -158,7 +159,7 @@ func (l *appliedLog) at(cluster string, gen uint64) (t appliedTerm, ok bool) {
 }
 
 // names returns the clusters recorded.
-func (l *appliedLog) names() []string {
+func (l *Record) names() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Sorted(maps.Keys(l.clusters))
@@ -203,7 +204,7 @@ func sinksWhy(sinks []view.SinkStatus, current uint64) string {
 // at the oldest generation its sinks have applied (the pool every sink
 // has gone past), and why the sinks are behind current, the router's
 // newest generation. With no sinks it says so and nothing else.
-func appliedAnswer(node, cluster string, l *appliedLog, sinks []view.SinkStatus, current uint64) consensus.AppliedAnswer {
+func appliedAnswer(node, cluster string, l *Record, sinks []view.SinkStatus, current uint64) consensus.AppliedAnswer {
 	ans := consensus.AppliedAnswer{Node: node, Cluster: cluster, Sinks: len(sinks)}
 	if len(sinks) == 0 || l == nil {
 		ans.Sinks = 0
@@ -220,9 +221,9 @@ func appliedAnswer(node, cluster string, l *appliedLog, sinks []view.SinkStatus,
 	return ans
 }
 
-// appliedTerms is the term number the sinks of this router have applied,
+// AppliedTerms is the term number the sinks of this router have applied,
 // by cluster, for shoal_router_applied_term; nil without sinks.
-func appliedTerms(l *appliedLog, sinks []view.SinkStatus) map[string]uint64 {
+func AppliedTerms(l *Record, sinks []view.SinkStatus) map[string]uint64 {
 	if len(sinks) == 0 || l == nil {
 		return nil
 	}
@@ -236,68 +237,53 @@ func appliedTerms(l *appliedLog, sinks []view.SinkStatus) map[string]uint64 {
 	return out
 }
 
-// recordedSink is a sink as startSinks runs it: each update's writer
+// RecordedSink is a sink as startSinks runs it: each update's writer
 // terms go into the router's applied record before the sink gets the
 // update, so that a sink never reports a generation the record lacks.
 // It is how the record is reached (appliedRecord): the agent keeps it
 // with its sinks.
-type recordedSink struct {
+type RecordedSink struct {
 	sink.Sink
-	log *appliedLog
+	Log *Record
 }
 
 // Update records u, then hands it to the sink.
-func (s recordedSink) Update(u sink.Update) {
-	s.log.record(u.Generation, u.Pool)
+func (s RecordedSink) Update(u sink.Update) {
+	s.Log.Add(u.Generation, u.Pool)
 	s.Sink.Update(u)
 }
 
-// appliedRecord is the record the sinks share; nil before startSinks or
-// without sinks.
-func (a *Agent) appliedRecord() *appliedLog {
-	for _, s := range a.pool.sinks {
-		if r, ok := s.(recordedSink); ok {
-			return r.log
-		}
-	}
-	return nil
+// AppliedSource is what an agent's sinks applied: the record they share
+// (nil without sinks), their statuses and the router's newest generation
+// (0 before the first pool, or without a router).
+type AppliedSource interface {
+	Record() *Record
+	Sinks() []view.SinkStatus
+	Generation() uint64
 }
 
-// routerGeneration is the router's newest generation (0 before the first
-// pool, or without a router).
-func (a *Agent) routerGeneration() uint64 {
-	if a.pool.router == nil {
-		return 0
-	}
-	return a.pool.router.Current().Generation
-}
-
-// appliedTermsNow is appliedTerms for this agent, read at scrape time.
-func (a *Agent) appliedTermsNow() map[string]uint64 {
-	return appliedTerms(a.appliedRecord(), a.sinkStatus())
-}
-
-// answerAppliedQuery answers a consensus.AppliedQuery: every agent
-// answers, one without sinks with sinks 0, so that the asker knows not
-// to wait for it. It runs on the term loop.
-func (a *Agent) answerAppliedQuery(q *serf.Query) {
+// AnswerApplied answers a consensus.AppliedQuery: every agent answers,
+// one without sinks with sinks 0, so that the asker knows not to wait for
+// it. It reports false for a query that does not decode.
+func (s *Switcher) AnswerApplied(q *serf.Query) bool {
 	cluster, err := consensus.DecodeAppliedQuery(q.Payload)
 	if err != nil {
-		a.cons.terms.stats.Malformed.Add(1)
-		a.log.Debug("applied query refused", "error", err)
-		return
+		s.cfg.Log.Debug("applied query refused", "error", err)
+		return false
 	}
+	src := s.cfg.Applied
 	// The sinks' statuses before the generation: no sink is ahead of it.
-	sinks := a.sinkStatus()
-	ans := appliedAnswer(a.cfg.Node, cluster, a.appliedRecord(), sinks, a.routerGeneration())
+	sinks := src.Sinks()
+	ans := appliedAnswer(s.cfg.Node, cluster, src.Record(), sinks, src.Generation())
 	b, err := consensus.EncodeAppliedAnswer(ans)
 	if err != nil {
-		a.log.Warn("applied query not answered", "cluster", cluster, "error", err)
-		return
+		s.cfg.Log.Warn("applied query not answered", "cluster", cluster, "error", err)
+		return true
 	}
 	if err := q.Respond(b); err != nil {
-		a.log.Debug("applied query answer not sent", "cluster", cluster, "error", err)
+		s.cfg.Log.Debug("applied query answer not sent", "cluster", cluster, "error", err)
 	}
+	return true
 }
 
 // AppliedReport is what waitApplied saw.
@@ -384,26 +370,26 @@ func (w *appliedWait) report(members []serf.Member, took time.Duration) AppliedR
 	return r
 }
 
-// waitApplied asks every agent which term of cluster its sinks have
+// WaitApplied asks every agent which term of cluster its sinks have
 // applied (consensus.AppliedQuery, every appliedEvery) until every
 // expected router says term want or later with writer wantWriter, or
 // timeout passes, or ctx ends, and reports what it saw. It must not run
 // on the term loop, which answers the query, this agent's own included.
-func (a *Agent) waitApplied(ctx context.Context, cluster string, want uint64, wantWriter string, timeout time.Duration) AppliedReport {
-	start := a.clock.Now()
+func (s *Switcher) WaitApplied(ctx context.Context, cluster string, want uint64, wantWriter string, timeout time.Duration) AppliedReport {
+	start := s.cfg.Clock.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
 	w := newAppliedWait(cluster, want, wantWriter)
-	members, isMember := a.appliedMembers()
+	members, isMember := s.appliedMembers()
 	// Each query in flight forwards at most one answer per member; at
 	// most timeout/interval queries are in flight.
 	answers := make(chan serf.NodeResponse, len(members)+1)
 	ask := func() {
-		resp, err := a.Query(consensus.AppliedQuery, consensus.EncodeAppliedQuery(cluster), &serf.QueryParam{Timeout: appliedQueryTimeout})
+		resp, err := s.cfg.Gossip.Query(consensus.AppliedQuery, consensus.EncodeAppliedQuery(cluster), &serf.QueryParam{Timeout: appliedQueryTimeout})
 		if err != nil {
-			a.log.Debug("applied query not sent", "cluster", cluster, "error", err)
+			s.cfg.Log.Debug("applied query not sent", "cluster", cluster, "error", err)
 			return
 		}
 		limit := len(members) + 1
@@ -413,34 +399,34 @@ func (a *Agent) waitApplied(ctx context.Context, cluster string, want uint64, wa
 			forwardAnswers(ctx, resp, answers, limit)
 		}()
 	}
-	timer := a.clock.NewTimer(timeout)
+	timer := s.cfg.Clock.NewTimer(timeout)
 	defer timer.Stop()
-	tick := a.clock.NewTicker(appliedEvery)
+	tick := s.cfg.Clock.NewTicker(appliedEvery)
 	defer tick.Stop()
 	ask()
 	for {
 		select {
 		case <-ctx.Done():
-			return w.report(a.Members(), a.clock.Since(start))
+			return w.report(s.cfg.Gossip.Members(), s.cfg.Clock.Since(start))
 		case <-timer.Chan():
-			return w.report(a.Members(), a.clock.Since(start))
+			return w.report(s.cfg.Gossip.Members(), s.cfg.Clock.Since(start))
 		case r := <-answers:
 			if !w.observe(r, isMember) {
 				continue
 			}
 		case <-tick.Chan():
-			members, isMember = a.appliedMembers()
+			members, isMember = s.appliedMembers()
 			ask()
 		}
-		if rep := w.report(members, a.clock.Since(start)); rep.Done() {
+		if rep := w.report(members, s.cfg.Clock.Since(start)); rep.Done() {
 			return rep
 		}
 	}
 }
 
 // appliedMembers is the member list and a lookup of its names.
-func (a *Agent) appliedMembers() ([]serf.Member, func(string) bool) {
-	ms := a.Members()
+func (s *Switcher) appliedMembers() ([]serf.Member, func(string) bool) {
+	ms := s.cfg.Gossip.Members()
 	names := make(map[string]bool, len(ms))
 	for _, m := range ms {
 		names[m.Name] = true
@@ -452,7 +438,7 @@ func (a *Agent) appliedMembers() ([]serf.Member, func(string) bool) {
 // until the query times out or ctx ends, then closes the query.
 func forwardAnswers(ctx context.Context, resp *serf.QueryResponse, out chan<- serf.NodeResponse, limit int) {
 	n := 0
-	eachAnswer(ctx, resp, func(r serf.NodeResponse) bool {
+	EachAnswer(ctx, resp, func(r serf.NodeResponse) bool {
 		select {
 		case out <- r:
 		case <-ctx.Done():

@@ -1,9 +1,8 @@
-package agent
+package switchover
 
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/sink"
 	"github.com/shoaldb/shoal/internal/tags"
-	"github.com/shoaldb/shoal/internal/testutil/testkit"
 	"github.com/shoaldb/shoal/internal/view"
 )
 
@@ -34,13 +32,13 @@ func termPool(cluster string, term uint64, writer string) *pool.Pool {
 }
 
 func TestAppliedLogReadsTheAppliedGeneration(t *testing.T) {
-	l := newAppliedLog()
-	l.record(1, termPool("main", 6, "dbp"))
-	l.record(2, termPool("main", 6, "dbp")) // no change: no entry
-	l.record(3, termPool("main", 7, ""))    // term granted, the new holder not yet passing here
-	l.record(4, termPool("main", 7, "dbn"))
-	l.record(4, termPool("main", 9, "x")) // a generation seen already (another sink's copy)
-	l.record(2, termPool("main", 9, "x")) // an older one
+	l := NewRecord()
+	l.Add(1, termPool("main", 6, "dbp"))
+	l.Add(2, termPool("main", 6, "dbp")) // no change: no entry
+	l.Add(3, termPool("main", 7, ""))    // term granted, the new holder not yet passing here
+	l.Add(4, termPool("main", 7, "dbn"))
+	l.Add(4, termPool("main", 9, "x")) // a generation seen already (another sink's copy)
+	l.Add(2, termPool("main", 9, "x")) // an older one
 	for gen, want := range map[uint64]appliedTerm{
 		0: {},
 		1: {Gen: 1, Term: 6, Writer: "dbp", Addr: "dbp:3306"},
@@ -57,7 +55,7 @@ func TestAppliedLogReadsTheAppliedGeneration(t *testing.T) {
 		t.Errorf("a cluster never in the pool: %+v %v", got, ok)
 	}
 	// A cluster that leaves the pool is forgotten.
-	l.record(5, termPool("other", 1, "o1"))
+	l.Add(5, termPool("other", 1, "o1"))
 	if got := l.names(); !slices.Equal(got, []string{"other"}) {
 		t.Errorf("clusters %v after main left the pool", got)
 	}
@@ -67,9 +65,9 @@ func TestAppliedLogReadsTheAppliedGeneration(t *testing.T) {
 // and a generation older than them is unknown, not "no term"; the
 // clusters recorded are bounded too.
 func TestAppliedLogIsBounded(t *testing.T) {
-	l := newAppliedLog()
+	l := NewRecord()
 	for gen := uint64(1); gen <= appliedEntries+10; gen++ {
-		l.record(gen, termPool("main", gen, "db1"))
+		l.Add(gen, termPool("main", gen, "db1"))
 	}
 	if n := len(l.clusters["main"].entries); n != appliedEntries {
 		t.Fatalf("%d entries kept, want %d", n, appliedEntries)
@@ -84,17 +82,17 @@ func TestAppliedLogIsBounded(t *testing.T) {
 	for i := range appliedClusters + 5 {
 		big.Clusters = append(big.Clusters, pool.Cluster{Name: fmt.Sprintf("c%05d", i)})
 	}
-	l.record(1000, big)
+	l.Add(1000, big)
 	if n := len(l.names()); n != appliedClusters {
 		t.Errorf("%d clusters recorded, want %d", n, appliedClusters)
 	}
 }
 
 func TestAppliedAnswer(t *testing.T) {
-	l := newAppliedLog()
-	l.record(1, termPool("main", 6, "dbp"))
-	l.record(4, termPool("main", 7, "dbn"))
-	l.record(5, termPool("main", 7, "dbn"))
+	l := NewRecord()
+	l.Add(1, termPool("main", 6, "dbp"))
+	l.Add(4, termPool("main", 7, "dbn"))
+	l.Add(5, termPool("main", 7, "dbn"))
 	ok := func(name string, gen uint64) view.SinkStatus {
 		return view.SinkStatus{Name: name, State: view.SinkOK, AppliedGeneration: gen}
 	}
@@ -125,7 +123,7 @@ func TestAppliedAnswer(t *testing.T) {
 	}
 	// A router more than appliedEntries changes behind says it does not know.
 	for gen := uint64(6); gen < 6+appliedEntries; gen++ {
-		l.record(gen, termPool("main", gen+2, "dbn"))
+		l.Add(gen, termPool("main", gen+2, "dbn"))
 	}
 	got := appliedAnswer("app1", "main", l, []view.SinkStatus{ok("file", 2)}, 69)
 	if got.Term != 0 || got.Writer != "" || !strings.Contains(got.Why, "generation 2 is older than this router's record") {
@@ -137,16 +135,16 @@ func TestAppliedAnswer(t *testing.T) {
 }
 
 func TestAppliedTerms(t *testing.T) {
-	l := newAppliedLog()
+	l := NewRecord()
 	p := termPool("main", 3, "db1")
 	p.Clusters = append(p.Clusters, pool.Cluster{Name: "plain", Writers: []pool.Node{{Name: "p1", Addr: "p1:3306"}}})
-	l.record(1, p)
-	l.record(2, &pool.Pool{Clusters: append([]pool.Cluster{termPool("main", 4, "db2").Clusters[0]}, p.Clusters[1])})
+	l.Add(1, p)
+	l.Add(2, &pool.Pool{Clusters: append([]pool.Cluster{termPool("main", 4, "db2").Clusters[0]}, p.Clusters[1])})
 	sinks := []view.SinkStatus{{Name: "haproxy", AppliedGeneration: 2}, {Name: "file", AppliedGeneration: 1}}
-	if got, want := appliedTerms(l, sinks), map[string]uint64{"main": 3, "plain": 0}; !reflect.DeepEqual(got, want) {
+	if got, want := AppliedTerms(l, sinks), map[string]uint64{"main": 3, "plain": 0}; !reflect.DeepEqual(got, want) {
 		t.Errorf("applied terms %v, want %v", got, want)
 	}
-	if got := appliedTerms(l, nil); got != nil {
+	if got := AppliedTerms(l, nil); got != nil {
 		t.Errorf("without sinks: %v", got)
 	}
 }
@@ -154,7 +152,7 @@ func TestAppliedTerms(t *testing.T) {
 // fakeSink checks, at each Update, that the applied record already has
 // the update's generation.
 type fakeSink struct {
-	log  *appliedLog
+	log  *Record
 	seen []uint64
 }
 
@@ -170,17 +168,13 @@ func (f *fakeSink) Update(u sink.Update) {
 }
 
 func TestRecordedSinkRecordsFirst(t *testing.T) {
-	l := newAppliedLog()
+	l := NewRecord()
 	f := &fakeSink{log: l}
-	var s sink.Sink = recordedSink{Sink: f, log: l}
+	var s sink.Sink = RecordedSink{Sink: f, Log: l}
 	s.Update(sink.Update{Pool: termPool("main", 1, "db1"), Generation: 1})
 	s.Update(sink.Update{Pool: termPool("main", 2, "db2"), Generation: 2})
 	if !slices.Equal(f.seen, []uint64{1, 2}) {
 		t.Errorf("the record held generations %v when the sink got 1 and 2", f.seen)
-	}
-	a := &Agent{pool: poolParts{sinks: []sink.Sink{s}}}
-	if a.appliedRecord() != l {
-		t.Error("appliedRecord does not find the sinks' record")
 	}
 }
 
@@ -278,32 +272,4 @@ func TestAppliedWaitReport(t *testing.T) {
 func with(a consensus.AppliedAnswer, node string) consensus.AppliedAnswer {
 	a.Node = node
 	return a
-}
-
-// TestWaitAppliedAcrossAgents: the query travels through serf and back.
-// A router (a file sink) whose pool has no cluster reports "no term, no
-// writer"; an agent without sinks answers that it is no router; a wait
-// for a term nobody applied times out with the router pending and why.
-func TestWaitAppliedAcrossAgents(t *testing.T) {
-	rc := testConfig(t, "app1", "fast", "")
-	rc.Sinks.File.Path = filepath.Join(t.TempDir(), "pool.json")
-	router := startNode(t, rc)
-	plain := startNode(t, testConfig(t, "app2", "fast", "", rc.Bind))
-	testkit.WaitFor(t, 20*time.Second, "both see both", func() bool {
-		return countStatus(router.a, serf.StatusAlive) == 2 && countStatus(plain.a, serf.StatusAlive) == 2
-	})
-	ctx := context.Background()
-	r := plain.a.waitApplied(ctx, "main", 0, "", 5*time.Second)
-	if !slices.Equal(r.Applied, []string{"app1"}) || len(r.Pending) != 0 || len(r.Unreachable) != 0 {
-		t.Fatalf("report %+v", r)
-	}
-	if r.Took >= 5*time.Second {
-		t.Errorf("took %s: did not end once every router applied", r.Took)
-	}
-	r = router.a.waitApplied(ctx, "main", 3, "db9", 600*time.Millisecond)
-	// Without db members the router hands out no pool: its sink has
-	// applied nothing, and says so.
-	if len(r.Applied) != 0 || r.Pending["app1"] != "applied term 0 (writer none): file: nothing applied yet" || r.Took < 600*time.Millisecond {
-		t.Fatalf("waiting for a term nobody has: %+v", r)
-	}
 }
