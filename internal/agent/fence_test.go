@@ -14,6 +14,7 @@ import (
 	"github.com/shoaldb/shoal/internal/fence"
 	"github.com/shoaldb/shoal/internal/history"
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/switchover"
 	"github.com/shoaldb/shoal/internal/tags"
 )
 
@@ -255,7 +256,7 @@ func TestLeaseFenceUndone(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk := clockwork.NewFakeClock()
-	a := &Agent{cfg: &config.Config{Node: "db1"}, log: slog.New(slog.DiscardHandler), clock: clk}
+	a := &Agent{cfg: &config.Config{Node: "db1"}, log: slog.New(slog.DiscardHandler), clock: clk, cons: consensusParts{sw: switchover.New(switchover.Config{Node: "db1"})}}
 	a.rep.hist = hist
 	unfenced := 0
 	fail := true
