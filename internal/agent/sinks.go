@@ -15,7 +15,7 @@ import (
 // newSinks builds the configured sinks, in the order of the list: one line
 // per kind of sink (see package sink). It does no I/O.
 func (a *Agent) newSinks() ([]sink.Sink, error) {
-	c, opts := a.cfg.Sinks, sink.Options{Logger: a.logs.Logger}
+	c, opts := a.cfg.Sinks, sink.Options{Logger: a.logs.Logger, Clock: a.clock}
 	kinds := []struct {
 		key string
 		on  bool

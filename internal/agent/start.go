@@ -164,6 +164,7 @@ func (a *Agent) startProbe(context.Context, *startup) error {
 	if err != nil {
 		return config.Invalid(err)
 	}
+	pc.Clock = a.clock
 	a.probe, err = probe.New(pc, a.logs.Logger, probe.NotifierFunc(a.onProbe)) // probe adds its component
 	if err != nil {
 		return fmt.Errorf("mysql probe: %w", err)
@@ -186,7 +187,7 @@ func (a *Agent) startPool(_ context.Context, st *startup) (err error) {
 	})
 	a.pool.router = routing.New(routing.Config{Policy: ps.Policy(), Damp: ps.Damp(), NoDamping: !ps.Damping,
 		IsolationWindow: ps.IsolationWindow, IsolationMax: ps.IsolationMax, Self: a.cfg.Node, Reach: a.mesh.reach,
-		Terms: a.termView, WriterLease: a.cfg.Consensus.LeaseDuration()},
+		Terms: a.termView, WriterLease: a.cfg.Consensus.LeaseDuration(), Clock: a.clock},
 		a.poolMembers, a.logs.Logger.With("component", "pool"))
 	a.pool.sinks, err = a.newSinks()
 	return err
