@@ -237,6 +237,12 @@ func (n *Node) decide(ctx context.Context, v View) {
 		if ctx.Err() != nil {
 			return
 		}
+		if in, ok := n.fsm.Switch(g.Term.Cluster); ok {
+			// The switchover (or the leader's resume) moves this term;
+			// the FSM would refuse the grant anyway.
+			n.log.Debug("consensus: no term decided during a switchover", "cluster", g.Term.Cluster, "switchover", in.ID, "target", in.Target)
+			continue
+		}
 		if err := n.ProveWriter(ctx, g.Term); err != nil {
 			n.log.Warn("consensus: writer term not granted: the writer did not prove it is the voter", "cluster", g.Term.Cluster,
 				"writer", g.Term.Writer, "addr", g.Term.Addr, "error", err)
