@@ -58,6 +58,13 @@ func (s *Switcher) Answer(ctx context.Context, q *serf.Query) {
 		respond(consensus.SwitchAnswer{ID: st.ID, Op: st.Op, Node: s.cfg.Node, Error: err.Error()})
 		return
 	}
+	if !changesServer(st.Op) && st.Op != consensus.OpCatchUp {
+		// The leader's steps are raft's business, never held up by a
+		// step on this agent's server (the leader may be the target,
+		// catching up).
+		s.cfg.Go(func() { respond(s.takeSafely(ctx, st)) })
+		return
+	}
 	if !s.busy.CompareAndSwap(false, true) {
 		respond(consensus.SwitchAnswer{ID: st.ID, Op: st.Op, Node: s.cfg.Node, Error: errBusy, Retry: true})
 		return
