@@ -43,10 +43,16 @@ func (s *Switcher) endIntent(ctx context.Context, st consensus.SwitchStep) error
 		return err
 	}
 	if _, err := n.EndSwitch(ctx, st.Cluster, st.ID, st.Outcome, st.Rollback); err != nil {
-		if errors.Is(err, consensus.ErrNoSwitch) && !st.Rollback {
-			return nil // ended already (by the leader's resume)
+		if !errors.Is(err, consensus.ErrNoSwitch) {
+			return err
 		}
-		return err
+		// Ended already: by this step sent before (its answer lost) or
+		// by the leader's resume. A rollback stands only while the term
+		// has not moved: no grant of the switchover can follow then.
+		if t := n.FSM().Term(st.Cluster); st.Rollback && (t.Number != st.From || t.Writer != st.Old) {
+			return fmt.Errorf("switchover %s ended already and term %d of %s is held by %s: too late to roll back", st.ID, t.Number, st.Cluster, t.Writer)
+		}
+		return nil
 	}
 	s.cfg.Log.Info("consensus: switchover ended", "id", st.ID, "cluster", st.Cluster, "rollback", st.Rollback, "outcome", st.Outcome)
 	return nil
