@@ -79,11 +79,15 @@ func (s *Switcher) Switchover(ctx context.Context, req view.SwitchoverRequest) (
 	// a client that goes away (Ctrl-C) must not leave the old writer
 	// demoted with nobody to restore it.
 	ctx = context.WithoutCancel(ctx)
-	if err := s.begin(ctx, p, req); err != nil {
+	t0 := s.cfg.Clock.Now()
+	ans, err := s.begin(ctx, p, req)
+	if err != nil {
 		return view.Switchover{}, err
 	}
 	s.cfg.Log.Warn("switchover starting", "id", p.id, "cluster", p.cluster, "from", p.old, "to", p.target, "term", p.from)
-	res := s.run(ctx, p, req)
+	begun := view.SwitchStep{Name: "record the switchover in raft", Node: ans.Node, OK: true, Took: s.cfg.Clock.Since(t0),
+		Detail: "the raft leader finishes it should this agent die"}
+	res := s.run(ctx, p, req, begun)
 	if res.Error != "" {
 		s.cfg.Log.Error("switchover failed", "id", p.id, "cluster", p.cluster, "error", res.Error)
 	} else {
@@ -95,13 +99,14 @@ func (s *Switcher) Switchover(ctx context.Context, req view.SwitchoverRequest) (
 
 // begin records the switchover's intent through the raft leader: from
 // then on, any leader finishes it should this agent die.
-func (s *Switcher) begin(ctx context.Context, p plan, req view.SwitchoverRequest) error {
+func (s *Switcher) begin(ctx context.Context, p plan, req view.SwitchoverRequest) (consensus.SwitchAnswer, error) {
 	st := p.step(consensus.OpBegin, p.leader)
 	st.WaitMS = (req.CatchUp + intentMargin).Milliseconds()
-	if _, err := s.sendLeader(ctx, st); err != nil {
-		return refuse("the raft leader did not record the switchover: %v", err)
+	ans, err := s.sendLeader(ctx, st)
+	if err != nil {
+		return ans, refuse("the raft leader did not record the switchover: %v", err)
 	}
-	return nil
+	return ans, nil
 }
 
 // plan checks, on this agent's pool, that the switchover can start: the

@@ -29,12 +29,13 @@ func (r *result) record(name, node string, took time.Duration, err error, detail
 
 // run takes the steps of p after its intent is recorded, and says what
 // each did.
-func (s *Switcher) run(ctx context.Context, p plan, req view.SwitchoverRequest) view.Switchover {
+func (s *Switcher) run(ctx context.Context, p plan, req view.SwitchoverRequest, begun view.SwitchStep) view.Switchover {
 	clk := s.cfg.Clock
 	// The cluster takes no writes from the demote step on: ReadOnly
 	// counts from here.
 	res := &result{Switchover: view.Switchover{ID: p.id, Cluster: p.cluster, Old: p.old, Target: p.target, From: p.from}, start: clk.Now()}
 	defer func() { res.Took = clk.Since(res.start) }()
+	res.Steps = append(res.Steps, begun)
 
 	// 1. The old writer: read-only, clients killed, its position.
 	t0 := clk.Now()
