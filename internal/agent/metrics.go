@@ -32,6 +32,8 @@ func (a *Agent) Collectors() []prometheus.Collector {
 		Dropped: ts.Dropped.Load, Asked: ts.Asked.Load, Answered: ts.Answered.Load, ForeignGroup: ts.ForeignGroup.Load,
 	})...)
 	cs = append(cs, a.fenceCollectors()...)
+	sw := a.cons.sw.Stats()
+	cs = append(cs, metrics.NewSwitchoverCollectors(metrics.SwitchoverCounts{Taken: sw.Taken.Load, Refused: sw.Refused.Load, Resumed: sw.Resumed.Load})...)
 	cs = append(cs, metrics.NewPublishCollectors(a.publishFailures, func() bool { return a.PublishStatus().OK })...)
 	if r := a.mesh.reach; r != nil {
 		cs = append(cs, metrics.NewReachCollectors(metrics.ReachCounts{Rounds: r.Rounds.Load, Pings: r.Pings.Load, Refused: r.Dropped.Load})...)

@@ -1,0 +1,18 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// SwitchoverCounts reads the counters of the agent's part in switchovers
+// (package switchover).
+type SwitchoverCounts struct {
+	Taken, Refused, Resumed func() uint64
+}
+
+// NewSwitchoverCollectors returns the switchover counters.
+func NewSwitchoverCollectors(c SwitchoverCounts) []prometheus.Collector {
+	return counterFuncs(
+		counter{"switchover_steps_total", "Switchover steps this agent took (on its own server, or in raft as the leader).", nil, c.Taken},
+		counter{"switchover_steps_refused_total", "Switchover steps refused: not signed with a term key, expired, or of another raft group.", nil, c.Refused},
+		counter{"switchover_resumed_total", "Switchovers this agent, as the raft leader, finished for a coordinator that died or passed its deadline: rolled back before the grant, completed after it.", nil, c.Resumed},
+	)
+}
