@@ -40,6 +40,7 @@ var wantAlerts = map[string]struct{ expr, hold string }{
 	"ShoalConsensusNoLeader": {`shoal_consensus_bootstrapped == 1 and shoal_consensus_leader_known == 0`, "1m"},
 	"ShoalNoWriterTerm":      {`shoal_pool_writer_term == 0`, "1m"},
 	"ShoalRaftGroupSplit":    {`shoal_consensus_raft_groups > 1`, "30s"},
+	"ShoalSwitchoverResumed": {`increase(shoal_switchover_resumed_total[15m]) > 0`, ""},
 	"ShoalMemberFailed":      {`shoal_members{status="failed"} > 0`, "1m"},
 	"ShoalNoReaders":         {`shoal_pool_nodes{role="reader"} < 1`, "30s"},
 	"ShoalNoWriter":          {`shoal_pool_nodes{role="writer"} < 1`, "30s"},
