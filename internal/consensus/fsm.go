@@ -25,12 +25,19 @@ type command struct {
 	// Group is the raft group's ID (opGroup): set once, by the first
 	// leader, before any grant.
 	Group string `json:"group,omitempty"`
+	// Switch is a switchover's intent (opSwitch), End its end
+	// (opSwitchEnd); SwitchID names the switchover a grant belongs to.
+	Switch   *SwitchIntent `json:"switch,omitempty"`
+	End      *switchEnd    `json:"end,omitempty"`
+	SwitchID string        `json:"switch_id,omitempty"`
 }
 
 const (
 	commandVersion = 1
 	opGrant        = "grant"
 	opGroup        = "group"
+	opSwitch       = "switch"
+	opSwitchEnd    = "switch-end"
 	// maxCommand bounds an entry the FSM decodes: a grant is a few hundred
 	// bytes.
 	maxCommand = 4096
@@ -69,9 +76,10 @@ var ErrStale = errors.New("the cluster's term changed since the grant was decide
 // current writer term. Every voter applies the same log in the same
 // order, so every voter holds the same terms. Safe for concurrent use.
 type FSM struct {
-	mu    sync.RWMutex // guards terms, group
-	terms map[string]pool.Term
-	group string
+	mu       sync.RWMutex // guards terms, group, switches
+	terms    map[string]pool.Term
+	group    string
+	switches map[string]SwitchIntent // recorded switchovers, by cluster
 	// onApply, when set, is called (outside the lock) with each term that
 	// an applied grant made current.
 	onApply func(pool.Term)
@@ -85,7 +93,7 @@ type FSM struct {
 // save, broadcast): hand the term on, for example to a TermQueue's Put,
 // and do the work on a goroutine of the caller's.
 func NewFSM(onApply func(pool.Term)) *FSM {
-	return &FSM{terms: map[string]pool.Term{}, onApply: onApply}
+	return &FSM{terms: map[string]pool.Term{}, switches: map[string]SwitchIntent{}, onApply: onApply}
 }
 
 // Apply applies one log entry. It returns nil, the granted pool.Term, the
@@ -102,19 +110,33 @@ func (f *FSM) Apply(l *raft.Log) any {
 	if err := json.Unmarshal(l.Data, &c); err != nil {
 		return fmt.Errorf("log entry %d: %w", l.Index, err)
 	}
-	if c.V == commandVersion && c.Op == opGroup {
-		g, err := f.setGroup(c.Group)
-		if err != nil {
-			return fmt.Errorf("log entry %d: %w", l.Index, err)
-		}
-		return g
+	var res any
+	var err error
+	switch {
+	case c.V != commandVersion:
+		err = fmt.Errorf("unknown command v%d %q", c.V, c.Op)
+	case c.Op == opGroup:
+		res, err = f.setGroup(c.Group)
+	case c.Op == opSwitch && c.Switch != nil:
+		res, err = f.beginSwitch(*c.Switch)
+	case c.Op == opSwitchEnd && c.End != nil:
+		res, err = f.endSwitch(*c.End)
+	case c.Op == opGrant && c.Grant != nil:
+		return f.applyGrant(l.Index, *c.Grant, c.SwitchID)
+	default:
+		err = fmt.Errorf("unknown command v%d %q", c.V, c.Op)
 	}
-	if c.V != commandVersion || c.Op != opGrant || c.Grant == nil {
-		return fmt.Errorf("log entry %d: unknown command v%d %q", l.Index, c.V, c.Op)
-	}
-	t, err := f.grant(*c.Grant)
 	if err != nil {
 		return fmt.Errorf("log entry %d: %w", l.Index, err)
+	}
+	return res
+}
+
+// applyGrant applies a grant and hands its term to onApply.
+func (f *FSM) applyGrant(index uint64, g pool.Grant, switchID string) any {
+	t, err := f.grant(g, switchID)
+	if err != nil {
+		return fmt.Errorf("log entry %d: %w", index, err)
 	}
 	if f.onApply != nil {
 		f.onApply(t)
@@ -136,8 +158,9 @@ func (f *FSM) setGroup(g string) (string, error) {
 	return f.group, nil
 }
 
-// grant makes a grant's term current, stamped with the group's ID.
-func (f *FSM) grant(g pool.Grant) (pool.Term, error) {
+// grant makes a grant's term current, stamped with the group's ID; with
+// switchID, that switchover's recorded intent is marked granted.
+func (f *FSM) grant(g pool.Grant, switchID string) (pool.Term, error) {
 	if err := pool.CheckTerm(g.Term); err != nil {
 		return pool.Term{}, err
 	}
@@ -154,6 +177,14 @@ func (f *FSM) grant(g pool.Grant) (pool.Term, error) {
 		return pool.Term{}, fmt.Errorf("grant of term %d in %q does not follow %d", g.Term.Number, g.Term.Cluster, g.Expect)
 	case cur.Number == 0 && len(f.terms) >= maxClusters:
 		return pool.Term{}, fmt.Errorf("grant in %q: already %d clusters", g.Term.Cluster, maxClusters)
+	}
+	in, mark, err := f.checkSwitchGrant(switchID, g)
+	if err != nil {
+		return pool.Term{}, err
+	}
+	if mark {
+		in.Granted = true
+		f.switches[g.Term.Cluster] = in
 	}
 	f.terms[g.Term.Cluster] = g.Term
 	return g.Term, nil
@@ -182,9 +213,10 @@ func (f *FSM) Terms() map[string]pool.Term {
 
 // snapshotFormat is a snapshot's content.
 type snapshotFormat struct {
-	V     int         `json:"v"`
-	Group string      `json:"group,omitempty"`
-	Terms []pool.Term `json:"terms"`
+	V        int            `json:"v"`
+	Group    string         `json:"group,omitempty"`
+	Terms    []pool.Term    `json:"terms"`
+	Switches []SwitchIntent `json:"switches,omitempty"`
 }
 
 // Snapshot captures the terms.
@@ -193,6 +225,10 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	s := snapshotFormat{V: commandVersion, Group: f.Group()}
 	for _, c := range slices.Sorted(maps.Keys(terms)) {
 		s.Terms = append(s.Terms, terms[c])
+	}
+	sw := f.Switches()
+	for _, c := range slices.Sorted(maps.Keys(sw)) {
+		s.Switches = append(s.Switches, sw[c])
 	}
 	return &fsmSnapshot{s}, nil
 }
@@ -218,8 +254,15 @@ func (f *FSM) Restore(r io.ReadCloser) error {
 		}
 		terms[t.Cluster] = t
 	}
+	switches := map[string]SwitchIntent{}
+	for _, in := range s.Switches {
+		if err := in.Check(); err != nil {
+			return fmt.Errorf("restore switchovers: %w", err)
+		}
+		switches[in.Cluster] = in
+	}
 	f.mu.Lock()
-	f.terms, f.group = terms, s.Group
+	f.terms, f.group, f.switches = terms, s.Group, switches
 	f.mu.Unlock()
 	return nil
 }

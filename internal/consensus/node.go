@@ -291,6 +291,61 @@ func (n *Node) Grant(ctx context.Context, g pool.Grant) (pool.Term, error) {
 	return pool.Term{}, fmt.Errorf("grant term %d in %q: no result", g.Term.Number, g.Term.Cluster)
 }
 
+// BeginSwitch records a switchover's intent through the quorum (see
+// SwitchIntent); the same intent again changes nothing.
+func (n *Node) BeginSwitch(ctx context.Context, in SwitchIntent) (SwitchIntent, error) {
+	b, err := EncodeSwitchBegin(in)
+	if err != nil {
+		return SwitchIntent{}, err
+	}
+	return n.applyIntent(ctx, b, "record switchover "+in.ID)
+}
+
+// EndSwitch ends a recorded switchover: rolled back (only before its
+// grant: else ErrSwitchGranted) or done.
+func (n *Node) EndSwitch(ctx context.Context, cluster, id, outcome string, rollback bool) (SwitchIntent, error) {
+	b, err := EncodeSwitchEnd(cluster, id, outcome, rollback)
+	if err != nil {
+		return SwitchIntent{}, err
+	}
+	return n.applyIntent(ctx, b, "end switchover "+id)
+}
+
+// GrantSwitch grants the term of a recorded switchover, and marks it
+// granted.
+func (n *Node) GrantSwitch(ctx context.Context, id string, g pool.Grant) (pool.Term, error) {
+	b, err := EncodeGrantSwitch(id, g)
+	if err != nil {
+		return pool.Term{}, err
+	}
+	r, err := n.apply(ctx, b)
+	if err != nil {
+		return pool.Term{}, fmt.Errorf("grant term %d in %q: %w", g.Term.Number, g.Term.Cluster, err)
+	}
+	switch r := r.(type) {
+	case pool.Term:
+		return r, nil
+	case error:
+		return pool.Term{}, r
+	}
+	return pool.Term{}, fmt.Errorf("grant term %d in %q: no result", g.Term.Number, g.Term.Cluster)
+}
+
+// applyIntent applies an intent's entry and returns the FSM's intent.
+func (n *Node) applyIntent(ctx context.Context, b []byte, what string) (SwitchIntent, error) {
+	r, err := n.apply(ctx, b)
+	if err != nil {
+		return SwitchIntent{}, fmt.Errorf("%s: %w", what, err)
+	}
+	switch r := r.(type) {
+	case SwitchIntent:
+		return r, nil
+	case error:
+		return SwitchIntent{}, r
+	}
+	return SwitchIntent{}, fmt.Errorf("%s: no result", what)
+}
+
 // defaultApplyTimeout bounds raft's wait to take in an entry, a barrier
 // or a configuration change when the caller's context has no deadline.
 const defaultApplyTimeout = 5 * time.Second

@@ -14,7 +14,8 @@ import (
 
 // A switchover (docs/consensus.md, "Switchover") is run by one voter's
 // agent, which sends each step to the agent that must take it as the serf
-// query SwitchQuery, addressed to that node: demote the old writer,
+// query SwitchQuery, addressed to that node: record its intent in raft
+// (the leader; see SwitchIntent), demote the old writer,
 // restore it (when the switchover gives up before the grant), catch the
 // target up, grant the new term (the raft leader), promote the target,
 // re-point the other servers. Steps are signed with the term key, like
@@ -32,9 +33,11 @@ const (
 	OpGrant   = "grant"   // raft leader: grant term From+1 to Target
 	OpPromote = "promote" // target: once it holds term From+1, stop replicating and take writes
 	OpRepoint = "repoint" // any other server of the cluster: replicate from the target
+	OpBegin   = "begin"   // raft leader: record the switchover's intent (WaitMS: its time budget)
+	OpEnd     = "end"     // raft leader: end it (Rollback: rolled back; Outcome: what happened)
 )
 
-var switchOps = map[string]bool{OpDemote: true, OpRestore: true, OpCatchUp: true, OpGrant: true, OpPromote: true, OpRepoint: true}
+var switchOps = map[string]bool{OpDemote: true, OpRestore: true, OpCatchUp: true, OpGrant: true, OpPromote: true, OpRepoint: true, OpBegin: true, OpEnd: true}
 
 // Limits of a switchover message: it must fit serf's query and response
 // size limits (1,024 bytes with the name and serf's own fields).
@@ -65,6 +68,9 @@ type SwitchStep struct {
 	// Group is the raft group of the voter that runs the switchover: an
 	// agent takes only its own group's steps.
 	Group string `json:"group"`
+	// Outcome and Rollback: the end step's (OpEnd).
+	Outcome  string `json:"outcome,omitempty"`
+	Rollback bool   `json:"rollback,omitempty"`
 }
 
 // Check validates a step's fields (not its expiry: CheckFresh).
@@ -78,6 +84,8 @@ func (s SwitchStep) Check() error {
 		return fmt.Errorf("switchover cluster %.80q: not a valid cluster name", s.Cluster)
 	case s.From == 0:
 		return fmt.Errorf("switchover of %q: no term to start from", s.Cluster)
+	case len(s.Outcome) > maxOutcome:
+		return fmt.Errorf("switchover outcome of %d bytes, more than %d", len(s.Outcome), maxOutcome)
 	case len(s.GTID) > maxGTID:
 		return fmt.Errorf("switchover GTID position of %d bytes, more than %d", len(s.GTID), maxGTID)
 	case s.WaitMS < 0 || s.WaitMS > MaxStepLife.Milliseconds():

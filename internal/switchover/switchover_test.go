@@ -84,6 +84,9 @@ func TestSwitchoverRestoresWhenTheTargetDoesNotCatchUp(t *testing.T) {
 func TestSwitchoverRefusedWhileAnotherIsRecorded(t *testing.T) {
 	f := newFleet(t, false)
 	begin(t, f, "db3", time.Minute)
+	f.servers["db1"].mu.Lock()
+	f.servers["db1"].readOnly = false // as if the demote had not happened yet
+	f.servers["db1"].mu.Unlock()
 	_, err := f.sw["db1"].Switchover(context.Background(), view.SwitchoverRequest{To: "db2"})
 	if err == nil || !strings.Contains(err.Error(), "is not finished yet") {
 		t.Fatalf("err %v", err)
