@@ -56,7 +56,9 @@ func TestSwitchIntentLifecycle(t *testing.T) {
 		wantErr error  // errors.Is; nil: success
 		errText string // else a substring of the error
 	}
-	begin := func(id string) func() ([]byte, error) { return func() ([]byte, error) { return EncodeSwitchBegin(sampleIntent(id)) } }
+	begin := func(id string) func() ([]byte, error) {
+		return func() ([]byte, error) { return EncodeSwitchBegin(sampleIntent(id)) }
+	}
 	end := func(id string, rollback bool) func() ([]byte, error) {
 		return func() ([]byte, error) { return EncodeSwitchEnd("main", id, "why", rollback) }
 	}
