@@ -49,6 +49,16 @@ of the fleet's state (the agent says why), or the steps say what happened.
 			if err := checkFormat(format); err != nil {
 				return err
 			}
+			// The API takes 0 for the default; a flag set to 0 is a
+			// mistake (the flags' defaults are shown in --help).
+			for _, f := range []struct {
+				name string
+				d    time.Duration
+			}{{"catch-up", catchUp}, {"applied", applied}} {
+				if cmd.Flags().Changed(f.name) && f.d == 0 {
+					return usagef("switchover: --%s %s: must be from %s to %s", f.name, f.d, view.MinSwitchoverWait, view.MaxSwitchoverWait)
+				}
+			}
 			vr, err := view.SwitchoverRequest{To: req.To, Cluster: req.Cluster, CatchUp: catchUp, Applied: applied}.Normalize()
 			if err != nil {
 				return switchoverUsage(err)

@@ -33,9 +33,9 @@ func TestSwitchover(t *testing.T) {
 	}{
 		{db3.Agent, []string{"switchover"}, 2, "--to NODE is required"},
 		{db3.Agent, []string{"switchover", "--to", db2.Name, "--catch-up", "0s"}, 2, "--catch-up 0s: must be from 1s to 2m"},
-		{db3.Agent, []string{"switchover", "--to", "nosuch"}, 1, `"nosuch" is not a db member of any cluster`},
+		{db3.Agent, []string{"switchover", "--to", "nosuch"}, 2, `to "nosuch": not a db member of any cluster`},
 		{db3.Agent, []string{"switchover", "--to", db1.Name}, 1, "db1 already holds term 1"},
-		{db3.Agent, []string{"switchover", "--to", db2.Name, "--cluster", "other"}, 1, `no cluster "other"`},
+		{db3.Agent, []string{"switchover", "--to", db2.Name, "--cluster", "other"}, 2, `cluster "other": no such cluster`},
 		{c.Apps[0].Agent, []string{"switchover", "--to", db2.Name}, 1, "this agent is not a voter"},
 	} {
 		out, code := ShoalCLI(t, tc.on, tc.args...)

@@ -49,6 +49,7 @@ func TestExitCodes(t *testing.T) {
 		{"hook user without name", []string{"hooks", "test", "user", "--http-addr", a.http}, nil, 2, "--name is required"},
 		{"switchover without --to", []string{"switchover", "--http-addr", a.http}, nil, 2, "--to NODE is required"},
 		{"switchover bad wait", []string{"switchover", "--to", "db2", "--catch-up", "3m", "--http-addr", a.http}, nil, 2, "--catch-up 3m0s: must be from 1s to 2m0s"},
+		{"switchover zero wait", []string{"switchover", "--to", "db2", "--applied", "0s", "--http-addr", a.http}, nil, 2, "--applied 0s: must be from 1s to 2m0s"},
 		{"switchover unknown node", []string{"switchover", "--to", "nosuch", "--http-addr", a.http}, nil, 2, `to "nosuch": not a db member of any cluster`},
 		{"switchover unknown cluster", []string{"switchover", "--to", "codes", "--cluster", "nope", "--http-addr", a.http}, nil, 2, `cluster "nope": no such cluster`},
 		{"missing keyring", agent("--keyring-file", filepath.Join(dir, "none", "keyring")), nil, 2, "keyring_file"},
