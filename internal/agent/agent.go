@@ -40,6 +40,7 @@ import (
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/probe"
 	"github.com/shoaldb/shoal/internal/tags"
+	"github.com/shoaldb/shoal/internal/term"
 	"github.com/shoaldb/shoal/internal/view"
 )
 
@@ -74,9 +75,10 @@ func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
 		clock: clockwork.NewRealClock(),
 		life:  newLifecycle(),
 		mesh:  mesh{events: newEventHub()},
-		cons:  consensusParts{terms: newTermParts(), sw: newSwitchParts()},
+		cons:  consensusParts{wake: make(chan struct{}, 1), sw: newSwitchParts()},
 		rep:   reporters{metrics: metrics.NewAgent(), flaps: &flapCounter{failed: map[string]bool{}}},
 	}
+	a.cons.terms = a.newTermBook()
 	a.join.status = view.JoinStatus{Addrs: cfg.Join}
 	a.mesh.events.onEvent = a.observeEvent
 	a.cons.port = consensusPort(cfg)
@@ -165,8 +167,8 @@ func (a *Agent) APITokenFile() string { return a.rpc.tokenFile }
 
 // observeEvent runs inline in serf's event loop: keep it cheap.
 func (a *Agent) observeEvent(e serf.Event) {
-	if isTermEvent(e) {
-		a.offerTermEvent(e)
+	if term.IsEvent(e) {
+		a.cons.terms.Offer(e)
 		return
 	}
 	me, ok := e.(serf.MemberEvent)

@@ -17,6 +17,7 @@ import (
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/sink"
 	"github.com/shoaldb/shoal/internal/tags"
+	"github.com/shoaldb/shoal/internal/term"
 	"github.com/shoaldb/shoal/internal/view"
 )
 
@@ -283,7 +284,7 @@ func (a *Agent) appliedTermsNow() map[string]uint64 {
 func (a *Agent) answerAppliedQuery(q *serf.Query) {
 	cluster, err := consensus.DecodeAppliedQuery(q.Payload)
 	if err != nil {
-		a.cons.terms.stats.Malformed.Add(1)
+		a.cons.terms.Stats().Malformed.Add(1)
 		a.log.Debug("applied query refused", "error", err)
 		return
 	}
@@ -452,7 +453,7 @@ func (a *Agent) appliedMembers() ([]serf.Member, func(string) bool) {
 // until the query times out or ctx ends, then closes the query.
 func forwardAnswers(ctx context.Context, resp *serf.QueryResponse, out chan<- serf.NodeResponse, limit int) {
 	n := 0
-	eachAnswer(ctx, resp, func(r serf.NodeResponse) bool {
+	term.EachAnswer(ctx, resp, func(r serf.NodeResponse) bool {
 		select {
 		case out <- r:
 		case <-ctx.Done():

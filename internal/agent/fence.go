@@ -152,7 +152,7 @@ func (a *Agent) runFence(ctx context.Context) {
 		if n := a.cons.node; n != nil && f.lease > 0 {
 			st := n.Status()
 			watch.observe(st.State == "leader", st.LastContact, a.clock.Now())
-			tv := a.termView()
+			tv := a.cons.terms.View()
 			held := heldTerms(tv, a.cfg.Node)
 			if why, on := watch.lost(held, a.clock.Now(), f.lease); on {
 				a.fenceIf(ctx, f, &lease, true, 0, held[0].Cluster, why)

@@ -26,7 +26,7 @@ func (a *Agent) Collectors() []prometheus.Collector {
 		metrics.NewConsensusCollector(a.consensusInfo, a.clock.Now),
 		metrics.NewAppliedTermCollector(a.appliedTermsNow),
 	)
-	ts := &a.cons.terms.stats
+	ts := a.cons.terms.Stats()
 	cs = append(cs, metrics.NewTermCollectors(metrics.TermCounts{
 		Learned: ts.Learned.Load, NotNewer: ts.Stale.Load, BadSignature: ts.BadSignature.Load, Malformed: ts.Malformed.Load,
 		Dropped: ts.Dropped.Load, Asked: ts.Asked.Load, Answered: ts.Answered.Load, ForeignGroup: ts.ForeignGroup.Load,

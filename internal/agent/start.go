@@ -25,6 +25,7 @@ import (
 	"github.com/shoaldb/shoal/internal/routing"
 	"github.com/shoaldb/shoal/internal/serfrpc"
 	"github.com/shoaldb/shoal/internal/tags"
+	"github.com/shoaldb/shoal/internal/term"
 )
 
 // startup is what Start's steps hand on to each other.
@@ -184,7 +185,7 @@ func (a *Agent) startPool(_ context.Context, st *startup) (err error) {
 	})
 	a.pool.router = routing.New(routing.Config{Policy: ps.Policy(), Damp: ps.Damp(), NoDamping: !ps.Damping,
 		IsolationWindow: ps.IsolationWindow, IsolationMax: ps.IsolationMax, Self: a.cfg.Node, Reach: a.mesh.reach,
-		Terms: a.termView, WriterLease: a.cfg.Consensus.LeaseDuration()},
+		Terms: a.cons.terms.View, WriterLease: a.cfg.Consensus.LeaseDuration()},
 		a.poolMembers, a.logs.Logger.With("component", "pool"))
 	a.pool.sinks, err = a.newSinks()
 	return err
@@ -239,14 +240,14 @@ func (a *Agent) startGossip(_ context.Context, st *startup) error {
 			Serf: sa.Serf, Transport: tr, Memberlist: mc,
 			Emit: func(e serf.Event) {
 				a.mesh.events.HandleEvent(e)
-				a.hookEvents().HandleEvent(e)
+				term.HideEvents(a.rep.hooks).HandleEvent(e)
 			},
 			Log: a.logs.Logger.With("component", "gossip"),
 		})
 		sa.RegisterEventHandler(a.mesh.gate)
 	} else {
 		sa.RegisterEventHandler(a.mesh.events)
-		sa.RegisterEventHandler(a.hookEvents())
+		sa.RegisterEventHandler(term.HideEvents(a.rep.hooks))
 	}
 	if err := sa.Start(); err != nil {
 		return fmt.Errorf("start gossip on %s: %w", a.cfg.Bind, err)
@@ -295,7 +296,7 @@ func (a *Agent) startLoops(ctx context.Context, _ *startup) error {
 		}
 	}
 	a.startSinks(ctx)
-	loops := []func(context.Context){a.reannounce, a.pub.Run, a.pool.router.Run, a.retryJoin, a.watchSerf, a.runConsensus, a.runTerms, a.runFence}
+	loops := []func(context.Context){a.reannounce, a.pub.Run, a.pool.router.Run, a.retryJoin, a.watchSerf, a.runConsensus, a.cons.terms.Run, a.runFence}
 	if a.mesh.peers != nil {
 		loops = append(loops, a.mesh.peers.Run, a.mesh.peers.Rejoin)
 		a.mesh.peers.MarkDirty()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shoaldb/shoal/internal/consensus"
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/term"
 	"github.com/shoaldb/shoal/internal/view"
 )
 
@@ -96,7 +97,7 @@ func (a *Agent) Switchover(ctx context.Context, req view.SwitchoverRequest) (vie
 // target is a passing reader and a voter, and there is a raft leader.
 func (a *Agent) planSwitchover(req view.SwitchoverRequest) (switchPlan, error) {
 	n := a.cons.node
-	if n == nil || a.cons.terms.signer == nil {
+	if n == nil || a.cons.terms.Signer() == nil {
 		return switchPlan{}, refuse("this agent is not a voter: run shoal switchover on a db agent with the consensus key (it signs every step)")
 	}
 	if req.To == "" {
@@ -365,7 +366,7 @@ func (a *Agent) sendStep(ctx context.Context, st consensus.SwitchStep, timeout, 
 
 // askStep sends one attempt of a step and waits for st.Node's answer.
 func (a *Agent) askStep(ctx context.Context, st consensus.SwitchStep, timeout time.Duration) (consensus.SwitchAnswer, error) {
-	b, err := consensus.EncodeSwitchStep(a.cons.terms.signer, st)
+	b, err := consensus.EncodeSwitchStep(a.cons.terms.Signer(), st)
 	if err != nil {
 		return consensus.SwitchAnswer{}, err
 	}
@@ -375,7 +376,7 @@ func (a *Agent) askStep(ctx context.Context, st consensus.SwitchStep, timeout ti
 	}
 	var ans consensus.SwitchAnswer
 	err = fmt.Errorf("%w within %s", errNoAnswer, timeout)
-	eachAnswer(ctx, resp, func(r serf.NodeResponse) bool {
+	term.EachAnswer(ctx, resp, func(r serf.NodeResponse) bool {
 		if r.From != st.Node {
 			return true
 		}
@@ -390,7 +391,7 @@ func (a *Agent) askStep(ctx context.Context, st consensus.SwitchStep, timeout ti
 
 // checkAnswer decodes a node's answer to st and checks that it is one.
 func (a *Agent) checkAnswer(st consensus.SwitchStep, payload []byte) (consensus.SwitchAnswer, error) {
-	ans, err := consensus.DecodeSwitchAnswer(payload, a.cons.terms.verify)
+	ans, err := consensus.DecodeSwitchAnswer(payload, a.cons.terms.Verify())
 	switch {
 	case err != nil:
 		return consensus.SwitchAnswer{}, fmt.Errorf("answer: %w", err)

@@ -106,7 +106,7 @@ func (s *switchParts) wasDemoted(cluster string, term uint64) bool {
 // consensus key runs switchovers.
 func (a *Agent) answerSwitch(ctx context.Context, q *serf.Query) {
 	sw := &a.cons.sw
-	st, err := consensus.DecodeSwitchStep(q.Payload, a.cons.terms.verify)
+	st, err := consensus.DecodeSwitchStep(q.Payload, a.cons.terms.Verify())
 	if err != nil {
 		sw.refused.Add(1)
 		a.log.Warn("switchover step refused", "error", err)
@@ -121,7 +121,7 @@ func (a *Agent) answerSwitch(ctx context.Context, q *serf.Query) {
 		return
 	}
 	respond := func(ans consensus.SwitchAnswer) {
-		b, err := consensus.EncodeSwitchAnswer(a.cons.terms.signer, ans)
+		b, err := consensus.EncodeSwitchAnswer(a.cons.terms.Signer(), ans)
 		if err != nil {
 			a.log.Error("switchover answer not encoded", "op", st.Op, "error", err)
 			return
@@ -138,7 +138,7 @@ func (a *Agent) answerSwitch(ctx context.Context, q *serf.Query) {
 		respond(consensus.SwitchAnswer{ID: st.ID, Op: st.Op, Node: a.cfg.Node, Error: err.Error()})
 		return
 	}
-	if own := a.raftGroups().Own; own == "" || st.Group != own {
+	if own := a.cons.terms.Groups().Own; own == "" || st.Group != own {
 		sw.refused.Add(1)
 		respond(consensus.SwitchAnswer{ID: st.ID, Op: st.Op, Node: a.cfg.Node,
 			Error: fmt.Sprintf("the step is of raft group %s; this agent follows %q", st.Group, own)})
@@ -209,7 +209,7 @@ func (a *Agent) takeStep(ctx context.Context, st consensus.SwitchStep, ans *cons
 		if st.Old != self {
 			return fmt.Errorf("%s is not the old writer %s", self, st.Old)
 		}
-		if t := a.termView().Terms[st.Cluster]; t.Number != st.From || t.Writer != self {
+		if t := a.cons.terms.View().Terms[st.Cluster]; t.Number != st.From || t.Writer != self {
 			return fmt.Errorf("this node does not hold term %d of %s (it knows term %d, held by %s)", st.From, st.Cluster, t.Number, t.Writer)
 		}
 		if st.Op == consensus.OpRestore {
@@ -267,7 +267,7 @@ func (a *Agent) takeStep(ctx context.Context, st consensus.SwitchStep, ans *cons
 func (a *Agent) waitHeld(ctx context.Context, cluster string, number uint64) error {
 	deadline := time.Now().Add(promoteWait)
 	for {
-		t := a.termView().Terms[cluster]
+		t := a.cons.terms.View().Terms[cluster]
 		switch {
 		case t.Number == number && t.Writer == a.cfg.Node:
 			return nil
@@ -319,7 +319,7 @@ func (a *Agent) grantSwitch(st consensus.SwitchStep) (uint64, error) {
 		return 0, err
 	}
 	a.log.Info("consensus: writer term granted", "cluster", t.Cluster, "term", t.Number, "writer", t.Writer, "addr", t.Addr, "why", t.Why)
-	a.publishTerms([]pool.Term{t})
+	a.cons.terms.Publish([]pool.Term{t})
 	return t.Number, nil
 }
 

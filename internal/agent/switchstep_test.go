@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"testing"
@@ -43,8 +45,9 @@ func TestSwitchPartsMemory(t *testing.T) {
 // answered; a step for another node is ignored.
 func TestSwitchStepForgeriesRefused(t *testing.T) {
 	fleet, stranger := termKeyring(t), termKeyring(t)
-	a := &Agent{cfg: &config.Config{Node: "db1"}, log: slog.New(slog.DiscardHandler), cons: consensusParts{terms: newTermParts(), sw: newSwitchParts()}}
-	a.cons.terms.verify = fleet.TermPublicKeys()
+	a := &Agent{cfg: &config.Config{Node: "db1"}, log: slog.New(slog.DiscardHandler), cons: consensusParts{sw: newSwitchParts()}}
+	a.cons.terms = a.newTermBook()
+	a.cons.terms.SetKeys(nil, fleet.TermPublicKeys(), false)
 	step := consensus.SwitchStep{ID: "0123456789abcdef", Op: consensus.OpDemote, Node: "db1", By: "db3", Cluster: "main", From: 1,
 		Old: "db1", Target: "db2", Addr: "10.0.0.2:3306", Expires: time.Now().Add(time.Minute), Group: "0a1b2c3d"}
 	forged, err := consensus.EncodeSwitchStep(stranger, step)
@@ -53,8 +56,8 @@ func TestSwitchStepForgeriesRefused(t *testing.T) {
 	}
 	// A serf.Query that is not serf's own cannot be answered: a refused
 	// step must never get that far (it would panic in Respond).
-	a.handleTermEvent(context.Background(), &serf.Query{Name: consensus.SwitchQuery, Payload: forged})
-	a.handleTermEvent(context.Background(), &serf.Query{Name: consensus.SwitchQuery, Payload: []byte("garbage")})
+	a.cons.terms.Handle(context.Background(), &serf.Query{Name: consensus.SwitchQuery, Payload: forged})
+	a.cons.terms.Handle(context.Background(), &serf.Query{Name: consensus.SwitchQuery, Payload: []byte("garbage")})
 	if got := a.cons.sw.refused.Load(); got != 2 {
 		t.Errorf("refused %d, want 2", got)
 	}
@@ -63,8 +66,21 @@ func TestSwitchStepForgeriesRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.handleTermEvent(context.Background(), &serf.Query{Name: consensus.SwitchQuery, Payload: other})
+	a.cons.terms.Handle(context.Background(), &serf.Query{Name: consensus.SwitchQuery, Payload: other})
 	if a.cons.sw.taken.Load() != 0 || a.cons.sw.busy.Load() {
 		t.Error("a step was taken")
 	}
+}
+
+func termKeyring(t *testing.T) *consensus.Keyring {
+	t.Helper()
+	raw := make([]byte, consensus.KeySize)
+	if _, err := rand.Read(raw); err != nil {
+		t.Fatal(err)
+	}
+	kr, err := consensus.ParseKeyring([]string{base64.StdEncoding.EncodeToString(raw)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kr
 }
