@@ -15,8 +15,12 @@ import (
 
 	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/consensus"
+	"github.com/shoaldb/shoal/internal/fence"
+	"github.com/shoaldb/shoal/internal/fencing"
+	"github.com/shoaldb/shoal/internal/history"
 	gossiped "github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/probe"
 	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/internal/term"
 	"github.com/shoaldb/shoal/internal/view"
@@ -35,9 +39,13 @@ type consensusParts struct {
 	// terms are the writer terms this agent knows (package term): every
 	// agent has them, voter or not.
 	terms *term.Book
-	// fence is the fencing of this db agent's own server (fence.go); nil
-	// when fencing is off or this is no db agent.
-	fence *fencer
+	// fence is the fencing of this db agent's own server (package
+	// fencing); nil when fencing is off or this is no db agent.
+	fence *fencing.Fencer
+	// act acts on this db agent's own server: the fencing's and the
+	// switchover steps' one Actuator (one connection pool), closed at
+	// Shutdown; nil when this is no db agent.
+	act *fence.Actuator
 	// sw is this agent's part in switchovers (switchstep.go).
 	sw switchParts
 }
@@ -320,8 +328,60 @@ func consensusPort(cfg *config.Config) uint16 {
 	return uint16(port)
 }
 
-// closeConsensus stops the raft voter (Shutdown: after the loops end).
+// newFencer is the fencing of the probe's server, nil when fencing is off
+// (consensus off, or consensus.fence false).
+func (a *Agent) newFencer(pc probe.Config) *fencing.Fencer {
+	if !a.cfg.Consensus.FenceEnabled() {
+		return nil
+	}
+	var lease time.Duration
+	if a.cfg.ConsensusVoter() {
+		lease = a.cfg.Consensus.LeaseDuration()
+	}
+	return fencing.New(fencing.Config{
+		Node: a.cfg.Node, After: a.cfg.Consensus.FenceAfter, Lease: lease, Target: fence.FromProbe(pc, fence.DefaultTimeout).Addr, Actuator: a.cons.act,
+		Pool: func() (*pool.Pool, bool) {
+			u := a.pool.router.Current()
+			return u.Pool, u.Isolated
+		},
+		Terms: a.cons.terms.View,
+		Contact: func() (leader bool, last time.Time, ok bool) {
+			if a.cons.node == nil {
+				return false, time.Time{}, false
+			}
+			st := a.cons.node.Status()
+			return st.State == "leader", st.LastContact, true
+		},
+		WasDemoted: a.cons.sw.wasDemoted,
+		Record: func(e history.Entry) {
+			if a.rep.hist != nil {
+				a.rep.hist.Add(e)
+			}
+		},
+		ReadOnly: func() {
+			if a.probe != nil {
+				a.probe.CheckNow() // every agent sees the server read-only at once
+			}
+		},
+		Clock: a.clock, Log: a.log,
+	})
+}
+
+// runFence runs the fencing, when it is on, until ctx ends.
+func (a *Agent) runFence(ctx context.Context) {
+	if a.cons.fence != nil {
+		a.cons.fence.Run(ctx)
+	}
+}
+
+// closeConsensus stops the raft voter and closes the server's actuator
+// (Shutdown: after the loops end).
 func (a *Agent) closeConsensus() {
+	if a.cons.act != nil {
+		if err := a.cons.act.Close(); err != nil {
+			a.log.Warn("closing the mysql actuator", "error", err)
+		}
+	}
 	if a.cons.node == nil {
 		return
 	}

@@ -31,7 +31,7 @@ func (a *Agent) Collectors() []prometheus.Collector {
 		Learned: ts.Learned.Load, NotNewer: ts.Stale.Load, BadSignature: ts.BadSignature.Load, Malformed: ts.Malformed.Load,
 		Dropped: ts.Dropped.Load, Asked: ts.Asked.Load, Answered: ts.Answered.Load, ForeignGroup: ts.ForeignGroup.Load,
 	})...)
-	cs = append(cs, a.fenceCollectors()...)
+	cs = append(cs, a.cons.fence.Collectors()...)
 	cs = append(cs, metrics.NewPublishCollectors(a.publishFailures, func() bool { return a.PublishStatus().OK })...)
 	if r := a.mesh.reach; r != nil {
 		cs = append(cs, metrics.NewReachCollectors(metrics.ReachCounts{Rounds: r.Rounds.Load, Pings: r.Pings.Load, Refused: r.Dropped.Load})...)

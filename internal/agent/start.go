@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/serf/serf"
 
 	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/fence"
 	"github.com/shoaldb/shoal/internal/gossip"
 	"github.com/shoaldb/shoal/internal/history"
 	"github.com/shoaldb/shoal/internal/logging"
@@ -168,6 +169,7 @@ func (a *Agent) startProbe(context.Context, *startup) error {
 	if err != nil {
 		return fmt.Errorf("mysql probe: %w", err)
 	}
+	a.cons.act = fence.New(fence.FromProbe(pc, fence.DefaultTimeout))
 	a.cons.fence = a.newFencer(pc)
 	if a.cons.sw.replUser, a.cons.sw.replPassword, err = a.cfg.ReplicationAccount(); err != nil {
 		return config.Invalid(err)

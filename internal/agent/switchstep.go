@@ -36,7 +36,7 @@ type switchParts struct {
 	order   []string
 	// demoted is the term of each cluster a switchover demoted this server
 	// in: the return of contact after a lease fence must not make it
-	// writable again (fence.go).
+	// writable again (package fencing).
 	demoted map[string]uint64
 
 	// replUser and replPassword (mysql.replication_user and
@@ -199,10 +199,10 @@ func (a *Agent) takeStep(ctx context.Context, st consensus.SwitchStep, ans *cons
 		ans.Term = t
 		return err
 	}
-	if a.probe == nil {
+	act := a.cons.act // the agent's one actuator, made with the probe
+	if a.probe == nil || act == nil {
 		return errors.New("this agent probes no database server")
 	}
-	cfg := fence.FromProbe(a.probe.Config(), fence.DefaultTimeout)
 	self := a.cfg.Node
 	switch st.Op {
 	case consensus.OpDemote, consensus.OpRestore:
@@ -214,14 +214,14 @@ func (a *Agent) takeStep(ctx context.Context, st consensus.SwitchStep, ans *cons
 		}
 		if st.Op == consensus.OpRestore {
 			a.cons.sw.setDemoted(st.Cluster, 0)
-			if err := fence.Unfence(ctx, cfg); err != nil {
+			if err := act.Unfence(ctx); err != nil {
 				return err
 			}
 			a.switchHistory(st, "read-only", "writable", "switchover abandoned by "+st.By+": writable again")
 			return nil
 		}
 		a.cons.sw.setDemoted(st.Cluster, st.From)
-		res, gtid, err := fence.Demote(ctx, cfg)
+		res, gtid, err := act.Demote(ctx)
 		ans.GTID, ans.Killed = gtid, res.Killed
 		if err != nil {
 			return err
@@ -232,7 +232,7 @@ func (a *Agent) takeStep(ctx context.Context, st consensus.SwitchStep, ans *cons
 		if st.Target != self {
 			return fmt.Errorf("%s is not the target %s", self, st.Target)
 		}
-		return fence.CatchUp(ctx, cfg, st.GTID, time.Duration(st.WaitMS)*time.Millisecond)
+		return act.CatchUp(ctx, st.GTID, time.Duration(st.WaitMS)*time.Millisecond)
 	case consensus.OpPromote:
 		if st.Target != self {
 			return fmt.Errorf("%s is not the target %s", self, st.Target)
@@ -240,7 +240,7 @@ func (a *Agent) takeStep(ctx context.Context, st consensus.SwitchStep, ans *cons
 		if err := a.waitHeld(ctx, st.Cluster, st.From+1); err != nil {
 			return err
 		}
-		if _, err := fence.Promote(ctx, cfg); err != nil {
+		if _, err := act.Promote(ctx); err != nil {
 			return err
 		}
 		a.switchHistory(st, "read-only", "writable", fmt.Sprintf("switchover from %s by %s: holds term %d, replication reset, read_only=OFF", st.Old, st.By, st.From+1))
@@ -250,7 +250,7 @@ func (a *Agent) takeStep(ctx context.Context, st consensus.SwitchStep, ans *cons
 			return errors.New("the target does not replicate from itself")
 		}
 		src := fence.Source{Addr: st.Addr, FormerWriter: st.Old == self, User: a.cons.sw.replUser, Password: a.cons.sw.replPassword}
-		if err := fence.Repoint(ctx, cfg, src); err != nil {
+		if err := act.Repoint(ctx, src); err != nil {
 			if errors.Is(err, fence.ErrNoReplicationAccount) {
 				return fmt.Errorf("%w: set mysql.replication_user and mysql.replication_password_file on %s", err, self)
 			}
