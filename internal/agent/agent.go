@@ -11,10 +11,11 @@
 // The policies are parts of their own, each with its own lock and tests:
 // publishing the local tags, health first, with the tags file (package
 // publish), maintenance mode (package maint), the graceful leave and the
-// force-leave's name resolution (package leave), and the hook events and
-// `shoal hooks test` (package hookevent). Agent only holds the parts and
-// connects them (parts.go lists those without a package);
-// TestAgentIsWiring bounds its fields and makes every mutex name what it
+// force-leave's name resolution (package leave), the hook events and
+// `shoal hooks test` (package hookevent), the writer terms this agent knows
+// (package term) and the fencing of its own server (package fencing).
+// Agent only holds the parts and connects them (parts.go lists those
+// without a package); TestAgentIsWiring bounds its fields and makes every mutex name what it
 // guards, and TestFunctionsStayShort keeps functions under 80 lines. Time
 // comes from one clock (Agent.clock), handed to every part.
 package agent
@@ -40,6 +41,7 @@ import (
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/probe"
 	"github.com/shoaldb/shoal/internal/tags"
+	"github.com/shoaldb/shoal/internal/term"
 	"github.com/shoaldb/shoal/internal/view"
 )
 
@@ -74,9 +76,10 @@ func New(cfg *config.Config, logs *logging.Logging) (*Agent, error) {
 		clock: clockwork.NewRealClock(),
 		life:  newLifecycle(),
 		mesh:  mesh{events: newEventHub()},
-		cons:  consensusParts{terms: newTermParts()},
+		cons:  consensusParts{wake: make(chan struct{}, 1)},
 		rep:   reporters{metrics: metrics.NewAgent(), flaps: &flapCounter{failed: map[string]bool{}}},
 	}
+	a.cons.terms = a.newTermBook()
 	a.join.status = view.JoinStatus{Addrs: cfg.Join}
 	a.mesh.events.onEvent = a.observeEvent
 	a.cons.port = consensusPort(cfg)
@@ -165,8 +168,8 @@ func (a *Agent) APITokenFile() string { return a.rpc.tokenFile }
 
 // observeEvent runs inline in serf's event loop: keep it cheap.
 func (a *Agent) observeEvent(e serf.Event) {
-	if isTermEvent(e) {
-		a.offerTermEvent(e)
+	if term.IsEvent(e) {
+		a.cons.terms.Offer(e)
 		return
 	}
 	me, ok := e.(serf.MemberEvent)

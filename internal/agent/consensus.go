@@ -16,10 +16,14 @@ import (
 	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/consensus"
 	"github.com/shoaldb/shoal/internal/fence"
+	"github.com/shoaldb/shoal/internal/fencing"
+	"github.com/shoaldb/shoal/internal/history"
 	gossiped "github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/probe"
 	"github.com/shoaldb/shoal/internal/switchover"
 	"github.com/shoaldb/shoal/internal/tags"
+	"github.com/shoaldb/shoal/internal/term"
 	"github.com/shoaldb/shoal/internal/view"
 )
 
@@ -33,21 +37,85 @@ type consensusParts struct {
 	group    atomic.Pointer[string] // last published: the raft group's ID
 	// refusedLogged is when a refused connection was last logged (unix ns).
 	refusedLogged atomic.Int64
-	// terms are the writer terms this agent knows (terms.go): every agent
-	// has them, voter or not.
-	terms termParts
-	// fence is the fencing of this db agent's own server (fence.go); nil
-	// when fencing is off or this is no db agent.
-	fence *fencer
+	// terms are the writer terms this agent knows (package term): every
+	// agent has them, voter or not.
+	terms *term.Book
+	// fence is the fencing of this db agent's own server (package
+	// fencing); nil when fencing is off or this is no db agent.
+	fence *fencing.Fencer
+	// act acts on this db agent's own server: the fencing's and the
+	// switchover steps' one Actuator (one connection pool), closed at
+	// Shutdown; nil when this is no db agent.
+	act *fence.Actuator
 	// sw is this agent's part in switchovers (package switchover).
 	sw *switchover.Switcher
-	// act changes the local server (demote, promote, ...); nil on an
-	// agent without one. One connection for the agent's life.
-	act *fence.Actuator
 	// replUser and replPassword (mysql.replication_user and
 	// replication_password_file) are the account a former writer
 	// replicates from the new one with; "" keeps the server's own.
 	replUser, replPassword string
+}
+
+// newTermBook is the book of the writer terms, wired to this agent: its
+// gossip, its pool, its raft voter's FSM when it is one, and the internal
+// queries the switchovers answer.
+func (a *Agent) newTermBook() *term.Book {
+	path := ""
+	if a.cfg.Snapshot != "" {
+		path = a.cfg.Snapshot + ".terms" // the terms file, next to the snapshot
+	}
+	return term.New(term.Config{
+		Node: a.cfg.Node, File: path, Gossip: termGossip{a}, Clock: a.clock, Log: a.log,
+		Pool: func() *pool.Pool {
+			if a.pool.router == nil {
+				return nil
+			}
+			return a.pool.router.Current().Pool
+		},
+		Voter: func() term.Voter {
+			if a.cons.node == nil {
+				return nil
+			}
+			return a.cons.node.FSM()
+		},
+		Changed: func() {
+			if a.pool.router != nil {
+				a.pool.router.Trigger()
+			}
+		},
+		Other: a.answerInternal,
+	})
+}
+
+// answerInternal answers shoal's internal queries that are not the term
+// book's: the switchover's steps and the applied-term queries.
+func (a *Agent) answerInternal(ctx context.Context, q *serf.Query) {
+	switch q.Name {
+	case consensus.SwitchQuery:
+		a.cons.sw.Answer(ctx, q)
+	case consensus.AppliedQuery:
+		if !a.cons.sw.AnswerApplied(q) {
+			a.cons.terms.Stats().Malformed.Add(1)
+		}
+	}
+}
+
+// termGossip is the gossip as the term book uses it: no members before
+// serf exists.
+type termGossip struct{ a *Agent }
+
+func (g termGossip) Members() []serf.Member {
+	if g.a.mesh.sa == nil {
+		return nil
+	}
+	return g.a.Members()
+}
+
+func (g termGossip) UserEvent(name string, payload []byte, coalesce bool) error {
+	return g.a.UserEvent(name, payload, coalesce)
+}
+
+func (g termGossip) Query(name string, payload []byte, p *serf.QueryParam) (*serf.QueryResponse, error) {
+	return g.a.Query(name, payload, p)
 }
 
 // reconcileTagEvery is how often the voter tag's mark is checked.
@@ -87,10 +155,12 @@ func (a *Agent) startConsensus(context.Context, *startup) error {
 			return config.Invalid(fmt.Errorf("consensus.keyring_file %s: %w", cs.KeyringFile, err))
 		}
 	}
-	if err := a.setTermKeys(kr, a.cons.port != 0); err != nil {
+	extra, err := cs.TermPublicKeys()
+	if err != nil {
 		return config.Invalid(fmt.Errorf("consensus.term_key: %w", err))
 	}
-	a.loadTerms()
+	a.cons.terms.SetKeys(kr, extra, a.cons.port != 0)
+	a.cons.terms.Load()
 	a.startSwitcher()
 	if a.cons.port == 0 {
 		return nil
@@ -101,7 +171,7 @@ func (a *Agent) startConsensus(context.Context, *startup) error {
 		ID: a.cfg.Node, Bind: cs.BindAddr(host), Advertise: adv, AltAddrs: a.consensusGossipAddr(adv),
 		DataDir: cs.DataDirPath(), Keyring: kr, BootstrapExpect: cs.BootstrapExpect,
 		HeartbeatTimeout: cs.HeartbeatTimeout, ElectionTimeout: cs.ElectionTimeout, LeaderLeaseTimeout: cs.LeaderLeaseTimeout,
-		Log: a.logs.Logger, OnRefused: a.consensusRefused, OnApply: a.appliedTerm,
+		Log: a.logs.Logger, OnRefused: a.consensusRefused, OnApply: a.cons.terms.OnApply, // queues: no I/O on raft's apply goroutine
 	})
 	var dirErr *consensus.DataDirError
 	if errors.As(err, &dirErr) { // another agent's data directory: exit 2, not a restart loop
@@ -110,7 +180,7 @@ func (a *Agent) startConsensus(context.Context, *startup) error {
 	if err != nil {
 		return err
 	}
-	a.cons.node, a.cons.wake = n, make(chan struct{}, 1)
+	a.cons.node = n
 	a.log.Info("consensus voter started", "raft", n.Status().Addr, "key", kr.Fingerprint(), "bootstrap_expect", cs.BootstrapExpect, "in_config", n.HasState())
 	return nil
 }
@@ -183,9 +253,6 @@ func (a *Agent) runConsensus(ctx context.Context) {
 
 // wakeConsensus makes the voter decide now: a member changed.
 func (a *Agent) wakeConsensus() {
-	if a.cons.wake == nil {
-		return
-	}
 	select {
 	case a.cons.wake <- struct{}{}:
 	default:
@@ -197,7 +264,7 @@ type consensusView struct{ a *Agent }
 
 func (v consensusView) Members() []pool.Member { return v.a.poolMembers() }
 func (v consensusView) Policy() pool.Policy    { return v.a.cfg.Pool.Policy() }
-func (v consensusView) Publish(ts []pool.Term) { v.a.publishTerms(ts) }
+func (v consensusView) Publish(ts []pool.Term) { v.a.cons.terms.Publish(ts) }
 
 // Peers returns the alive members whose voter tag is valid, with their
 // raft address (the member's gossip IP and the tag's port), and the
@@ -229,15 +296,15 @@ func (a *Agent) consensusInfo() *view.Consensus {
 		return nil
 	}
 	out := &view.Consensus{BootstrapExpect: cs.BootstrapExpect}
-	groups := a.raftGroups()
+	groups := a.cons.terms.Groups()
 	out.Group = groups.Own
 	for _, id := range slices.Sorted(maps.Keys(groups.Voters)) {
 		out.Groups = append(out.Groups, view.ConsensusGroup{ID: id, Voters: groups.Voters[id]})
 	}
-	for _, k := range a.cons.terms.verify {
+	for _, k := range a.cons.terms.Verify() {
 		out.TermKeys = append(out.TermKeys, consensus.EncodePublicKey(k))
 	}
-	tv := a.termView()
+	tv := a.cons.terms.View()
 	for _, c := range slices.Sorted(maps.Keys(tv.Terms)) {
 		t := tv.Terms[c]
 		out.Terms = append(out.Terms, *viewTerm(&t))
@@ -269,8 +336,61 @@ func consensusPort(cfg *config.Config) uint16 {
 	return uint16(port)
 }
 
-// closeConsensus stops the raft voter (Shutdown: after the loops end).
+// newFencer is the fencing of the probe's server, nil when fencing is off
+// (consensus off, or consensus.fence false).
+func (a *Agent) newFencer(pc probe.Config) *fencing.Fencer {
+	if !a.cfg.Consensus.FenceEnabled() {
+		return nil
+	}
+	var lease time.Duration
+	if a.cfg.ConsensusVoter() {
+		lease = a.cfg.Consensus.LeaseDuration()
+	}
+	return fencing.New(fencing.Config{
+		Node: a.cfg.Node, After: a.cfg.Consensus.FenceAfter, Lease: lease, Target: fence.FromProbe(pc, fence.DefaultTimeout).Addr, Actuator: a.cons.act,
+		Pool: func() (*pool.Pool, bool) {
+			u := a.pool.router.Current()
+			return u.Pool, u.Isolated
+		},
+		Terms: a.cons.terms.View,
+		Contact: func() (leader bool, last time.Time, ok bool) {
+			if a.cons.node == nil {
+				return false, time.Time{}, false
+			}
+			st := a.cons.node.Status()
+			return st.State == "leader", st.LastContact, true
+		},
+		// The switcher is built after the fencer (startConsensus).
+		WasDemoted: func(cluster string, term uint64) bool { return a.cons.sw.WasDemoted(cluster, term) },
+		Record: func(e history.Entry) {
+			if a.rep.hist != nil {
+				a.rep.hist.Add(e)
+			}
+		},
+		ReadOnly: func() {
+			if a.probe != nil {
+				a.probe.CheckNow() // every agent sees the server read-only at once
+			}
+		},
+		Clock: a.clock, Log: a.log,
+	})
+}
+
+// runFence runs the fencing, when it is on, until ctx ends.
+func (a *Agent) runFence(ctx context.Context) {
+	if a.cons.fence != nil {
+		a.cons.fence.Run(ctx)
+	}
+}
+
+// closeConsensus stops the raft voter and closes the server's actuator
+// (Shutdown: after the loops end).
 func (a *Agent) closeConsensus() {
+	if a.cons.act != nil {
+		if err := a.cons.act.Close(); err != nil {
+			a.log.Warn("closing the mysql actuator", "error", err)
+		}
+	}
 	if a.cons.node == nil {
 		return
 	}

@@ -26,12 +26,12 @@ func (a *Agent) Collectors() []prometheus.Collector {
 		metrics.NewConsensusCollector(a.consensusInfo, a.clock.Now),
 		metrics.NewAppliedTermCollector(a.appliedTermsNow),
 	)
-	ts := &a.cons.terms.stats
+	ts := a.cons.terms.Stats()
 	cs = append(cs, metrics.NewTermCollectors(metrics.TermCounts{
 		Learned: ts.Learned.Load, NotNewer: ts.Stale.Load, BadSignature: ts.BadSignature.Load, Malformed: ts.Malformed.Load,
 		Dropped: ts.Dropped.Load, Asked: ts.Asked.Load, Answered: ts.Answered.Load, ForeignGroup: ts.ForeignGroup.Load,
 	})...)
-	cs = append(cs, a.fenceCollectors()...)
+	cs = append(cs, a.cons.fence.Collectors()...)
 	sw := a.cons.sw.Stats()
 	cs = append(cs, metrics.NewSwitchoverCollectors(metrics.SwitchoverCounts{Taken: sw.Taken.Load, Refused: sw.Refused.Load, Resumed: sw.Resumed.Load})...)
 	cs = append(cs, metrics.NewPublishCollectors(a.publishFailures, func() bool { return a.PublishStatus().OK })...)

@@ -26,6 +26,7 @@ import (
 	"github.com/shoaldb/shoal/internal/routing"
 	"github.com/shoaldb/shoal/internal/serfrpc"
 	"github.com/shoaldb/shoal/internal/tags"
+	"github.com/shoaldb/shoal/internal/term"
 )
 
 // startup is what Start's steps hand on to each other.
@@ -169,8 +170,8 @@ func (a *Agent) startProbe(context.Context, *startup) error {
 	if err != nil {
 		return fmt.Errorf("mysql probe: %w", err)
 	}
-	a.cons.fence = a.newFencer(pc)
 	a.cons.act = fence.New(fence.FromProbe(pc, fence.DefaultTimeout))
+	a.cons.fence = a.newFencer(pc)
 	if a.cons.replUser, a.cons.replPassword, err = a.cfg.ReplicationAccount(); err != nil {
 		return config.Invalid(err)
 	}
@@ -187,7 +188,7 @@ func (a *Agent) startPool(_ context.Context, st *startup) (err error) {
 	})
 	a.pool.router = routing.New(routing.Config{Policy: ps.Policy(), Damp: ps.Damp(), NoDamping: !ps.Damping,
 		IsolationWindow: ps.IsolationWindow, IsolationMax: ps.IsolationMax, Self: a.cfg.Node, Reach: a.mesh.reach,
-		Terms: a.termView, WriterLease: a.cfg.Consensus.LeaseDuration(), Clock: a.clock},
+		Terms: a.cons.terms.View, WriterLease: a.cfg.Consensus.LeaseDuration(), Clock: a.clock},
 		a.poolMembers, a.logs.Logger.With("component", "pool"))
 	a.pool.sinks, err = a.newSinks()
 	return err
@@ -242,14 +243,14 @@ func (a *Agent) startGossip(_ context.Context, st *startup) error {
 			Serf: sa.Serf, Transport: tr, Memberlist: mc,
 			Emit: func(e serf.Event) {
 				a.mesh.events.HandleEvent(e)
-				a.hookEvents().HandleEvent(e)
+				term.HideEvents(a.rep.hooks).HandleEvent(e)
 			},
 			Log: a.logs.Logger.With("component", "gossip"),
 		})
 		sa.RegisterEventHandler(a.mesh.gate)
 	} else {
 		sa.RegisterEventHandler(a.mesh.events)
-		sa.RegisterEventHandler(a.hookEvents())
+		sa.RegisterEventHandler(term.HideEvents(a.rep.hooks))
 	}
 	if err := sa.Start(); err != nil {
 		return fmt.Errorf("start gossip on %s: %w", a.cfg.Bind, err)
@@ -298,7 +299,7 @@ func (a *Agent) startLoops(ctx context.Context, _ *startup) error {
 		}
 	}
 	a.startSinks(ctx)
-	loops := []func(context.Context){a.reannounce, a.pub.Run, a.pool.router.Run, a.retryJoin, a.watchSerf, a.runConsensus, a.runTerms, a.runFence, a.cons.sw.Resume}
+	loops := []func(context.Context){a.reannounce, a.pub.Run, a.pool.router.Run, a.retryJoin, a.watchSerf, a.runConsensus, a.cons.terms.Run, a.runFence, a.cons.sw.Resume}
 	if a.mesh.peers != nil {
 		loops = append(loops, a.mesh.peers.Run, a.mesh.peers.Rejoin)
 		a.mesh.peers.MarkDirty()

@@ -2,9 +2,7 @@ package agent
 
 import (
 	"context"
-	"crypto/ed25519"
 
-	"github.com/shoaldb/shoal/internal/consensus"
 	"github.com/shoaldb/shoal/internal/history"
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/switchover"
@@ -16,7 +14,7 @@ import (
 // coordinates, takes steps and, leading, resumes orphaned switchovers.
 func (a *Agent) startSwitcher() {
 	cfg := switchover.Config{
-		Node: a.cfg.Node, Gossip: a, Terms: termsPort{a}, Actuator: a.actuator(),
+		Node: a.cfg.Node, Gossip: a, Terms: a.cons.terms, Actuator: a.actuator(),
 		Voter:    a.switchVoter,
 		Pool:     func() *pool.Pool { return a.pool.router.Current().Pool },
 		Members:  a.poolMembers,
@@ -61,15 +59,6 @@ func (a *Agent) recordSwitch(e history.Entry) {
 		a.rep.hist.Add(e)
 	}
 }
-
-// termsPort is the switchover's view of the writer terms.
-type termsPort struct{ a *Agent }
-
-func (t termsPort) View() pool.TermView         { return t.a.termView() }
-func (t termsPort) OwnGroup() string            { return t.a.raftGroups().Own }
-func (t termsPort) Signer() *consensus.Keyring  { return t.a.cons.terms.signer }
-func (t termsPort) Verify() []ed25519.PublicKey { return t.a.cons.terms.verify }
-func (t termsPort) Publish(ts []pool.Term)      { t.a.publishTerms(ts) }
 
 // appliedPort is what this agent's sinks applied.
 type appliedPort struct{ a *Agent }

@@ -119,7 +119,7 @@ func (a *Agent) LocalHealth() (string, *view.LocalHealth) {
 		PositionNote: st.Known.PositionNote,
 		Health:       st.Health(a.mysqlPort()),
 		Published:    a.Serf().LocalMember().Tags[tags.KeyHealth],
-		Fence:        a.cons.fence.status(),
+		Fence:        a.cons.fence.Status(),
 	}
 	if st.Last.Duration > 0 {
 		h.LastDuration = st.Last.Duration

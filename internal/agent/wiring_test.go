@@ -19,7 +19,7 @@ const maxAgentFields = 15
 
 // partDirs are the directories of the agent's parts, this package's own
 // included: every mutex in them says what it guards.
-var partDirs = []string{".", "leave", "publish", "maint", "hookevent"}
+var partDirs = []string{".", "leave", "publish", "maint", "hookevent", "../term", "../fencing"}
 
 // TestAgentIsWiring: Agent has at most maxAgentFields fields and at most
 // one mutex; every mutex of the agent's parts (Agent's too) has a comment

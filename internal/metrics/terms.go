@@ -3,7 +3,7 @@ package metrics
 import "github.com/prometheus/client_golang/prometheus"
 
 // TermCounts reads the counters of the agent's writer-term loop
-// (internal/agent/terms.go).
+// (internal/term).
 type TermCounts struct {
 	Learned, NotNewer, BadSignature, Malformed, Dropped, Asked, Answered, ForeignGroup func() uint64
 }

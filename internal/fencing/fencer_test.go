@@ -1,20 +1,17 @@
-package agent
+package fencing
 
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 
-	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/fence"
 	"github.com/shoaldb/shoal/internal/history"
 	"github.com/shoaldb/shoal/internal/pool"
-	"github.com/shoaldb/shoal/internal/switchover"
 	"github.com/shoaldb/shoal/internal/tags"
 )
 
@@ -79,16 +76,16 @@ func TestFenceConflict(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, _ := pool.ComputeFresh(tc.members, pool.Policy{}, nil, pool.Freshness{}, tc.tv)
-			cluster, why, got := fenceConflict(p, "db2", tc.isolated)
+			cluster, why, got := Conflict(p, "db2", tc.isolated)
 			if got != tc.want {
-				t.Fatalf("fenceConflict = %v (%q), want %v; pool %+v", got, why, tc.want, p.Clusters)
+				t.Fatalf("Conflict = %v (%q), want %v; pool %+v", got, why, tc.want, p.Clusters)
 			}
 			if got && (cluster != "default" || !strings.Contains(why, "term 3 belongs to db1")) {
 				t.Errorf("cluster %q, why %q", cluster, why)
 			}
 		})
 	}
-	if _, _, ok := fenceConflict(nil, "db2", false); ok {
+	if _, _, ok := Conflict(nil, "db2", false); ok {
 		t.Error("fences on no pool")
 	}
 }
@@ -118,7 +115,7 @@ func TestFenceEpisode(t *testing.T) {
 		{"no conflict, no fence", []look{{0, false, false, false}, {10000, false, false, false}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var ep fenceEpisode
+			var ep episode
 			for _, l := range tc.looks {
 				var now bool
 				ep, now = ep.step(l.conflict, at(l.ms), after)
@@ -144,29 +141,29 @@ func TestPublishFence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &Agent{cfg: &config.Config{Node: "db2"}, log: slog.New(slog.DiscardHandler), clock: clockwork.NewFakeClock()}
-	a.rep.hist = hist
+	clk := clockwork.NewFakeClock()
 	calls := 0
-	f := &fencer{after: time.Second, run: func(context.Context, fence.Config) (fence.Result, error) {
+	act := &fakeActuator{fence: func() (fence.Result, error) {
 		calls++
 		if calls == 1 {
 			return fence.Result{Flavor: "mariadb"}, errors.New("SET GLOBAL read_only=ON: Error 1227: Access denied; you need (at least one of) the READ_ONLY ADMIN privilege(s)")
 		}
 		return fence.Result{Flavor: "mariadb", ReadOnly: true, Killed: 2}, nil
 	}}
-	if err := a.fenceSafely(context.Background(), f, "default", "writable, but term 3 belongs to db1 (db1:3306)", 1); err == nil {
+	f := New(Config{Node: "db2", After: time.Second, Actuator: act, Record: func(e history.Entry) { hist.Add(e) }, Clock: clk})
+	if err := f.fenceSafely(context.Background(), "default", "writable, but term 3 belongs to db1 (db1:3306)", 1); err == nil {
 		t.Fatal("first attempt: no error")
 	}
-	f.setRetry(a.clock.Now().Add(time.Second))
-	st := f.status()
+	f.setRetry(clk.Now().Add(time.Second))
+	st := f.Status()
 	if st == nil || st.Result != "error" || !strings.Contains(st.Error, "READ_ONLY ADMIN") || st.Retry.IsZero() || st.Attempt != 1 {
 		t.Fatalf("status after a failure: %+v", st)
 	}
-	if err := a.fenceSafely(context.Background(), f, "default", "writable, but term 3 belongs to db1 (db1:3306)", 2); err != nil {
+	if err := f.fenceSafely(context.Background(), "default", "writable, but term 3 belongs to db1 (db1:3306)", 2); err != nil {
 		t.Fatal(err)
 	}
 	f.setRetry(time.Time{})
-	if st := f.status(); st.Result != "ok" || st.Killed != 2 || !st.Retry.IsZero() || st.Attempt != 2 {
+	if st := f.Status(); st.Result != "ok" || st.Killed != 2 || !st.Retry.IsZero() || st.Attempt != 2 {
 		t.Fatalf("status after success: %+v", st)
 	}
 	if f.ok.Load() != 1 || f.failed.Load() != 1 || f.killed.Load() != 2 {
@@ -177,8 +174,8 @@ func TestPublishFence(t *testing.T) {
 		es[1].Node != "db2" || !strings.Contains(es[1].Detail, "2 client connections killed") {
 		t.Errorf("history: %+v", es)
 	}
-	panicky := &fencer{run: func(context.Context, fence.Config) (fence.Result, error) { panic("boom") }}
-	if err := a.fenceSafely(context.Background(), panicky, "default", "x", 1); err == nil || panicky.failed.Load() != 1 {
+	panicky := New(Config{Actuator: &fakeActuator{fence: func() (fence.Result, error) { panic("boom") }}, Clock: clk})
+	if err := panicky.fenceSafely(context.Background(), "default", "x", 1); err == nil || panicky.failed.Load() != 1 {
 		t.Errorf("a panic: err %v, failed %d", err, panicky.failed.Load())
 	}
 }
@@ -256,49 +253,48 @@ func TestLeaseFenceUndone(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk := clockwork.NewFakeClock()
-	a := &Agent{cfg: &config.Config{Node: "db1"}, log: slog.New(slog.DiscardHandler), clock: clk, cons: consensusParts{sw: switchover.New(switchover.Config{Node: "db1"})}}
-	a.rep.hist = hist
 	unfenced := 0
 	fail := true
-	f := &fencer{after: 3 * time.Second, unfence: func(context.Context, fence.Config) error {
+	act := &fakeActuator{unfence: func() error {
 		if fail {
 			return errors.New("Error 1227: Access denied; you need (at least one of) the READ_ONLY ADMIN privilege(s)")
 		}
 		unfenced++
 		return nil
 	}}
+	f := New(Config{Node: "db1", After: 3 * time.Second, Actuator: act, Record: func(e history.Entry) { hist.Add(e) }, Clock: clk})
 	t1 := pool.Term{Cluster: "main", Number: 4, Writer: "db1", Addr: "db1:3306"}
 	mine := pool.TermView{Terms: map[string]pool.Term{"main": t1}}
 	moved := pool.TermView{Terms: map[string]pool.Term{"main": {Cluster: "main", Number: 5, Writer: "db2", Addr: "db2:3306"}}}
 
 	b := leaseReturn{fenced: []pool.Term{t1}}
-	if b.step(clk.Now(), f.after) {
+	if b.step(clk.Now(), f.cfg.After) {
 		t.Fatal("undone the moment contact came back")
 	}
 	clk.Advance(3 * time.Second)
-	if !b.step(clk.Now(), f.after) {
+	if !b.step(clk.Now(), f.cfg.After) {
 		t.Fatal("not due after fence_after of contact")
 	}
-	a.unfenceIf(context.Background(), f, &b, mine, true)
+	f.unfenceIf(context.Background(), &b, mine, true)
 	if b.fenced == nil || unfenced != 0 {
 		t.Fatal("undone while isolated")
 	}
-	a.unfenceIf(context.Background(), f, &b, mine, false) // fails
-	if b.fenced == nil || b.step(clk.Now(), f.after) {
-		t.Fatalf("after a failure: fenced %v, due at once %v", b.fenced, b.step(clk.Now(), f.after))
+	f.unfenceIf(context.Background(), &b, mine, false) // fails
+	if b.fenced == nil || b.step(clk.Now(), f.cfg.After) {
+		t.Fatalf("after a failure: fenced %v, due at once %v", b.fenced, b.step(clk.Now(), f.cfg.After))
 	}
 	clk.Advance(time.Minute)
 	fail = false
-	if !b.step(clk.Now(), f.after) {
+	if !b.step(clk.Now(), f.cfg.After) {
 		t.Fatal("not retried")
 	}
-	a.unfenceIf(context.Background(), f, &b, mine, false)
+	f.unfenceIf(context.Background(), &b, mine, false)
 	if b.fenced != nil || unfenced != 1 {
 		t.Fatalf("still holding term 4: fenced %v, unfenced %d; want undone once", b.fenced, unfenced)
 	}
 
 	b = leaseReturn{fenced: []pool.Term{t1}}
-	a.unfenceIf(context.Background(), f, &b, moved, false)
+	f.unfenceIf(context.Background(), &b, moved, false)
 	if b.fenced != nil || unfenced != 1 {
 		t.Fatalf("term moved to db2: fenced %v, unfenced %d; want it to stay read-only and the episode closed", b.fenced, unfenced)
 	}

@@ -1,4 +1,4 @@
-package agent
+package term
 
 import (
 	"fmt"
@@ -13,13 +13,13 @@ import (
 	"github.com/shoaldb/shoal/internal/tags"
 )
 
-// raftGroups is what this agent knows of the fleet's raft groups (docs/
+// Groups is what this agent knows of the fleet's raft groups (docs/
 // consensus.md, "Fleet identity"): the group each alive voter's tag says
 // it is in, and the group this agent follows. A fleet has one group; two
 // mean voters bootstrapped apart (a wrong bootstrap_expect, or a copied
 // consensus key): no writes are routed in a cluster that follows terms
 // until one is left, and the terms of any other group are never followed.
-type raftGroups struct {
+type Groups struct {
 	// Voters lists, by group, the alive voters whose tag names it.
 	Voters map[string][]string
 	// Own is the group this agent follows: its own FSM's when it is a
@@ -30,7 +30,7 @@ type raftGroups struct {
 
 // Conflict says why writes are not routed, "" when one group or none is
 // seen.
-func (g raftGroups) Conflict() string {
+func (g Groups) Conflict() string {
 	if len(g.Voters) < 2 {
 		return ""
 	}
@@ -42,27 +42,29 @@ func (g raftGroups) Conflict() string {
 		len(g.Voters), strings.Join(parts, ", "))
 }
 
-// raftGroups reads the groups from the members' voter tags.
-func (a *Agent) raftGroups() raftGroups {
-	g := raftGroups{Voters: map[string][]string{}}
-	own := ""
-	if a.cons.node != nil {
-		own = a.cons.node.FSM().Group()
-		if own != "" {
-			g.Voters[own] = append(g.Voters[own], gossiped.Escape(a.cfg.Node))
-		}
+// Follows reports whether t may be followed: its group is the one this
+// agent follows, or none is known yet.
+func (g Groups) Follows(t pool.Term) bool {
+	return g.Own == "" || t.Group == g.Own
+}
+
+// ReadGroups reads the groups from the members' voter tags; own is the
+// group of this agent's own FSM ("" when it is no voter or in no
+// configuration), self its node name.
+func ReadGroups(self, own string, members []serf.Member) Groups {
+	g := Groups{Voters: map[string][]string{}}
+	if own != "" {
+		g.Voters[own] = append(g.Voters[own], gossiped.Escape(self))
 	}
-	if a.mesh.sa != nil { // nil in unit tests of the term loop alone
-		for _, m := range a.Members() {
-			if m.Status != serf.StatusAlive || m.Name == a.cfg.Node {
-				continue
-			}
-			vt, ok := tags.Voter(m.Tags)
-			if !ok || !vt.InConfig || vt.Group == "" {
-				continue
-			}
-			g.Voters[vt.Group] = append(g.Voters[vt.Group], gossiped.Escape(m.Name))
+	for _, m := range members {
+		if m.Status != serf.StatusAlive || m.Name == self {
+			continue
 		}
+		vt, ok := tags.Voter(m.Tags)
+		if !ok || !vt.InConfig || vt.Group == "" {
+			continue
+		}
+		g.Voters[vt.Group] = append(g.Voters[vt.Group], gossiped.Escape(m.Name))
 	}
 	for id := range g.Voters {
 		slices.Sort(g.Voters[id])
@@ -78,8 +80,19 @@ func (a *Agent) raftGroups() raftGroups {
 	return g
 }
 
-// followsGroup reports whether a term of group may be followed: it is the
-// group this agent follows, or none is known yet.
-func (g raftGroups) follows(t pool.Term) bool {
-	return g.Own == "" || t.Group == g.Own
+// Groups reads the groups now: this voter's own and the gossip's.
+func (b *Book) Groups() Groups {
+	own := ""
+	if v := b.voter(); v != nil {
+		own = v.Group()
+	}
+	var members []serf.Member
+	if b.cfg.Gossip != nil {
+		members = b.cfg.Gossip.Members()
+	}
+	return ReadGroups(b.cfg.Node, own, members)
 }
+
+// OwnGroup is the raft group this agent follows ("": none known, or more
+// than one).
+func (b *Book) OwnGroup() string { return b.Groups().Own }

@@ -1,18 +1,16 @@
-package agent
+package term
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/serf/serf"
 
-	"github.com/shoaldb/shoal/internal/config"
 	"github.com/shoaldb/shoal/internal/consensus"
 	"github.com/shoaldb/shoal/internal/pool"
 )
@@ -43,52 +41,49 @@ func signedTerm(t *testing.T, kr *consensus.Keyring, n uint64, writer string) []
 // older terms change nothing and are counted.
 func TestTermsVerifiedAndHighestKept(t *testing.T) {
 	fleet, stranger := termKeyring(t), termKeyring(t)
-	a := &Agent{cfg: &config.Config{}, log: slog.New(slog.DiscardHandler), cons: consensusParts{terms: newTermParts()}}
-	if a.termView().Unverifiable == "" {
+	b := New(Config{})
+	if b.View().Unverifiable == "" {
 		t.Fatal("an agent with no key says it can verify terms")
 	}
 	// An app agent given only the public key (consensus.term_key).
-	a.cfg.Consensus.TermKey = consensus.EncodePublicKey(fleet.TermPublicKeys()[0])
-	if err := a.setTermKeys(nil, false); err != nil {
-		t.Fatal(err)
+	b.SetKeys(nil, fleet.TermPublicKeys(), false)
+	if b.Signer() != nil || b.View().Unverifiable != "" {
+		t.Fatalf("term_key alone: signer %v, unverifiable %q", b.Signer(), b.View().Unverifiable)
 	}
-	if a.cons.terms.signer != nil || a.termView().Unverifiable != "" {
-		t.Fatalf("term_key alone: signer %v, unverifiable %q", a.cons.terms.signer, a.termView().Unverifiable)
-	}
-	event := func(b []byte) {
-		a.handleTermEvent(context.Background(), serf.UserEvent{Name: consensus.TermEvent, Payload: b})
+	event := func(data []byte) {
+		b.Handle(context.Background(), serf.UserEvent{Name: consensus.TermEvent, Payload: data})
 	}
 	event(signedTerm(t, fleet, 2, "db2"))
 	event(signedTerm(t, stranger, 9, "evil"))
 	event(signedTerm(t, fleet, 1, "db1"))
 	event([]byte("garbage"))
 	event(signedTerm(t, fleet, 2, "db2"))
-	got := a.termView().Terms["main"]
+	got := b.View().Terms["main"]
 	if got.Number != 2 || got.Writer != "db2" {
 		t.Fatalf("term = %+v, want 2 to db2", got)
 	}
-	s := &a.cons.terms.stats
+	s := b.Stats()
 	if s.Learned.Load() != 1 || s.BadSignature.Load() != 1 || s.Stale.Load() != 2 || s.Malformed.Load() != 1 {
 		t.Fatalf("learned %d, bad signature %d, stale %d, malformed %d; want 1, 1, 2, 1",
 			s.Learned.Load(), s.BadSignature.Load(), s.Stale.Load(), s.Malformed.Load())
 	}
 	// A query for terms is answered only by a voter: this agent has no
 	// raft server and no signer, and must not panic.
-	a.handleTermEvent(context.Background(), &serf.Query{Name: consensus.TermQuery, Payload: consensus.EncodeTermQuery("main")})
+	b.Handle(context.Background(), &serf.Query{Name: consensus.TermQuery, Payload: consensus.EncodeTermQuery("main")})
 }
 
 // serf's event loop never blocks on the term loop: a full queue drops and
 // counts; hooks never see term events or queries.
 func TestTermEventsBoundedAndHiddenFromHooks(t *testing.T) {
-	a := &Agent{cons: consensusParts{terms: newTermParts()}}
-	for range termQueue + 3 {
-		a.offerTermEvent(serf.UserEvent{Name: consensus.TermEvent})
+	b := New(Config{})
+	for range QueueLen + 3 {
+		b.Offer(serf.UserEvent{Name: consensus.TermEvent})
 	}
-	if d := a.cons.terms.stats.Dropped.Load(); d != 3 {
+	if d := b.Stats().Dropped.Load(); d != 3 {
 		t.Fatalf("dropped %d, want 3", d)
 	}
 	var seen []string
-	h := hookFilter{handlerFunc(func(e serf.Event) { seen = append(seen, e.String()) })}
+	h := HideEvents(handlerFunc(func(e serf.Event) { seen = append(seen, e.String()) }))
 	h.HandleEvent(serf.UserEvent{Name: consensus.TermEvent})
 	h.HandleEvent(&serf.Query{Name: consensus.TermQuery})
 	h.HandleEvent(serf.UserEvent{Name: "deploy"})
@@ -107,35 +102,33 @@ func (f handlerFunc) HandleEvent(e serf.Event) { f(e) }
 func TestTermsSurviveARestart(t *testing.T) {
 	fleet, stranger := termKeyring(t), termKeyring(t)
 	dir := t.TempDir()
-	newAgent := func() *Agent {
-		a := &Agent{cfg: &config.Config{Snapshot: dir + "/snapshot"}, log: slog.New(slog.DiscardHandler), cons: consensusParts{terms: newTermParts()}}
-		if err := a.setTermKeys(fleet, false); err != nil {
-			t.Fatal(err)
-		}
-		return a
+	newBook := func() *Book {
+		b := New(Config{File: dir + "/snapshot.terms"})
+		b.SetKeys(fleet, nil, false)
+		return b
 	}
-	a := newAgent()
-	a.handleTermEvent(context.Background(), serf.UserEvent{Name: consensus.TermEvent, Payload: signedTerm(t, fleet, 3, "db2")})
+	a := newBook()
+	a.Handle(context.Background(), serf.UserEvent{Name: consensus.TermEvent, Payload: signedTerm(t, fleet, 3, "db2")})
 	st, err := os.Stat(dir + "/snapshot.terms")
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("terms file: %v, mode %v", err, st.Mode())
 	}
-	b := newAgent()
-	b.loadTerms()
-	if got := b.termView().Terms["main"]; got.Number != 3 || got.Writer != "db2" {
+	b := newBook()
+	b.Load()
+	if got := b.View().Terms["main"]; got.Number != 3 || got.Writer != "db2" {
 		t.Fatalf("after a restart: term %+v, want 3 to db2", got)
 	}
 
 	// A file whose term another key signed, or that is not JSON, teaches
 	// nothing.
-	forged, _ := json.Marshal(termsFile{V: termsFileVersion, Terms: map[string][]byte{"main": signedTerm(t, stranger, 9, "evil")}})
+	forged, _ := json.Marshal(termsFile{V: fileVersion, Terms: map[string][]byte{"main": signedTerm(t, stranger, 9, "evil")}})
 	for _, data := range [][]byte{forged, []byte("{not json")} {
 		if err := os.WriteFile(dir+"/snapshot.terms", data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		c := newAgent()
-		c.loadTerms()
-		if got := c.termView().Terms["main"]; got.Number != 0 {
+		c := newBook()
+		c.Load()
+		if got := c.View().Terms["main"]; got.Number != 0 {
 			t.Fatalf("file %.20q: learned %+v", data, got)
 		}
 	}
