@@ -12,10 +12,12 @@
 // publishing the local tags, health first, with the tags file (package
 // publish), maintenance mode (package maint), the graceful leave and the
 // force-leave's name resolution (package leave), the hook events and
-// `shoal hooks test` (package hookevent), the writer terms this agent knows
-// (package term) and the fencing of its own server (package fencing).
-// Agent only holds the parts and connects them (parts.go lists those
-// without a package); TestAgentIsWiring bounds its fields and makes every mutex name what it
+// `shoal hooks test` (package hookevent), what a router update changed
+// (package poolevent), the writer terms this agent knows (package term),
+// the fencing of its own server (package fencing) and its part in
+// switchovers (package switchover, switchwiring.go). Agent only holds the
+// parts and connects them (parts.go lists those without a package);
+// TestAgentIsWiring bounds its fields and makes every mutex name what it
 // guards, and TestFunctionsStayShort keeps functions under 80 lines. Time
 // comes from one clock (Agent.clock), handed to every part.
 package agent

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/serf/serf"
 
 	"github.com/shoaldb/shoal/internal/agent/hookevent"
+	"github.com/shoaldb/shoal/internal/agent/poolevent"
 	"github.com/shoaldb/shoal/internal/hooks"
 	"github.com/shoaldb/shoal/internal/metrics"
 	"github.com/shoaldb/shoal/internal/probe"
@@ -64,8 +65,8 @@ func (a *Agent) serfInfoHandlers(authed bool) map[string]string {
 }
 
 // hookPool queues a pool-change event when the update is one.
-func (a *Agent) hookPool(u routing.Update, d poolDelta) {
-	if !d.any(u) {
+func (a *Agent) hookPool(u routing.Update, d poolevent.Delta) {
+	if !d.Any(u) {
 		return
 	}
 	if err := a.rep.hooks.EnqueueShoal(hookevent.PoolChange(u)); err != nil {

@@ -6,6 +6,8 @@ import (
 	"github.com/hashicorp/serf/serf"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/shoaldb/shoal/internal/agent/hookevent"
+	"github.com/shoaldb/shoal/internal/agent/poolevent"
 	"github.com/shoaldb/shoal/internal/metrics"
 	"github.com/shoaldb/shoal/internal/probe"
 	"github.com/shoaldb/shoal/internal/routing"
@@ -100,16 +102,16 @@ func (a *Agent) countEvent(me serf.MemberEvent) {
 }
 
 // countPool counts transitions, and conflicts and isolations that started.
-func (a *Agent) countPool(u routing.Update, d poolDelta) {
+func (a *Agent) countPool(u routing.Update, d poolevent.Delta) {
 	for _, c := range u.Changes {
-		a.rep.metrics.PoolTransitions.WithLabelValues(metrics.Label(c.Cluster), roleName(c.To), metrics.Label(string(c.Reason))).Inc()
+		a.rep.metrics.PoolTransitions.WithLabelValues(metrics.Label(c.Cluster), hookevent.RoleName(c.To), metrics.Label(string(c.Reason))).Inc()
 	}
-	for _, c := range d.conflicts {
-		if len(c.now) > 0 && len(c.was) == 0 {
-			a.rep.metrics.PoolConflicts.WithLabelValues(metrics.Label(c.cluster)).Inc()
+	for _, c := range d.Conflicts {
+		if len(c.Now) > 0 && len(c.Was) == 0 {
+			a.rep.metrics.PoolConflicts.WithLabelValues(metrics.Label(c.Cluster)).Inc()
 		}
 	}
-	if d.isolation && u.Isolated {
+	if d.Isolation && u.Isolated {
 		a.rep.metrics.PoolIsolations.Inc()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shoaldb/shoal/internal/agent/poolevent"
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/internal/view"
@@ -16,26 +17,11 @@ func poolNodes(ns []pool.Node, lags map[string]pool.Lag) []view.PoolNode {
 	for _, n := range ns {
 		v := view.PoolNode{Name: n.Name, Addr: n.Addr, Reason: string(n.Reason), Detail: n.Detail, Until: n.Until}
 		if l, ok := lags[n.Name]; ok {
-			v.Lag = lagView(l)
+			v.Lag = poolevent.LagView(l)
 		}
 		out = append(out, v)
 	}
 	return out
-}
-
-// lagView is a replica's lag as the API shows it: seconds absent when
-// unknown, transactions only when measured by GTID.
-func lagView(l pool.Lag) *view.Lag {
-	v := &view.Lag{Source: string(l.Source), AtLeast: l.AtLeast}
-	if l.Known {
-		s := l.Seconds
-		v.Seconds = &s
-	}
-	if l.Source == pool.LagGTID {
-		n := l.Transactions
-		v.Transactions = &n
-	}
-	return v
 }
 
 // clusterPools returns p's clusters (only the named one unless cluster is
@@ -76,7 +62,7 @@ func (a *Agent) PoolView(cluster string) (view.Pool, error) {
 	sinks := a.sinkStatus() // before the pool: no sink is ahead of its generation
 	u := a.pool.router.Current()
 	r := view.Pool{Clusters: []view.ClusterPool{}, Isolated: u.Isolated, UpdatedAt: u.At, Generation: u.Generation}
-	r.Isolation, r.Held = isolationText(u.Isolation), u.Isolation.Held
+	r.Isolation, r.Held = poolevent.IsolationText(u.Isolation), u.Isolation.Held
 	// The routed pool: what the sinks apply, with held nodes in their role.
 	r.Clusters = clusterPools(u.Routed, u.Lags, cluster)
 	if cluster != "" && len(r.Clusters) == 0 {
@@ -99,7 +85,7 @@ func (a *Agent) ReplicaLags() map[string]view.Lag {
 	out := map[string]view.Lag{}
 	for _, nodes := range u.Lags.Nodes {
 		for name, l := range nodes {
-			out[name] = *lagView(l)
+			out[name] = *poolevent.LagView(l)
 		}
 	}
 	return out
@@ -153,19 +139,4 @@ func (a *Agent) MemberRTT(name string) (time.Duration, bool) {
 		return 0, false
 	}
 	return me.DistanceTo(them), true
-}
-
-// isolationText explains the isolation state to operators; "" when this
-// agent reaches the fleet.
-func isolationText(s pool.IsolationState) string {
-	r := s.Reach
-	switch {
-	case s.Expired:
-		return fmt.Sprintf("this agent has not reached the fleet for longer than pool.isolation_max (%d of %d members, %d of %d db agents answered its pings): it no longer holds nodes and acts on its own view",
-			r.Reached, r.Fleet, r.ReachedDB, r.FleetDB)
-	case s.Isolated:
-		return fmt.Sprintf("this agent cannot reach the fleet (%d of %d members, %d of %d db agents answered its pings): it holds %d nodes whose failure it cannot verify in the role they had, and its sinks withhold removals it cannot verify",
-			r.Reached, r.Fleet, r.ReachedDB, r.FleetDB, s.Held)
-	}
-	return ""
 }

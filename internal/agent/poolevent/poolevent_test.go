@@ -1,4 +1,4 @@
-package agent
+package poolevent
 
 import (
 	"testing"
@@ -32,7 +32,7 @@ func TestHistoryDetailCarriesLag(t *testing.T) {
 		// No lag known for it (another cluster, or gone): as it is.
 		{pool.Change{Cluster: "other", Node: "db2", Reason: pool.ReasonStale, Detail: stale}, stale},
 	} {
-		if got := changeDetail(tc.c, lags); got != tc.want {
+		if got := ChangeDetail(tc.c, lags); got != tc.want {
 			t.Errorf("%s/%s %s: detail %q, want %q", tc.c.Cluster, tc.c.Node, tc.c.Reason, got, tc.want)
 		}
 	}
