@@ -278,6 +278,11 @@ func (n *Node) Grant(ctx context.Context, g pool.Grant) (pool.Term, error) {
 	if err != nil {
 		return pool.Term{}, err
 	}
+	return n.applyGrant(ctx, b, g)
+}
+
+// applyGrant applies a grant's entry and returns the term it made current.
+func (n *Node) applyGrant(ctx context.Context, b []byte, g pool.Grant) (pool.Term, error) {
 	r, err := n.apply(ctx, b)
 	if err != nil {
 		return pool.Term{}, fmt.Errorf("grant term %d in %q: %w", g.Term.Number, g.Term.Cluster, err)
@@ -318,17 +323,7 @@ func (n *Node) GrantSwitch(ctx context.Context, id string, g pool.Grant) (pool.T
 	if err != nil {
 		return pool.Term{}, err
 	}
-	r, err := n.apply(ctx, b)
-	if err != nil {
-		return pool.Term{}, fmt.Errorf("grant term %d in %q: %w", g.Term.Number, g.Term.Cluster, err)
-	}
-	switch r := r.(type) {
-	case pool.Term:
-		return r, nil
-	case error:
-		return pool.Term{}, r
-	}
-	return pool.Term{}, fmt.Errorf("grant term %d in %q: no result", g.Term.Number, g.Term.Cluster)
+	return n.applyGrant(ctx, b, g)
 }
 
 // applyIntent applies an intent's entry and returns the FSM's intent.

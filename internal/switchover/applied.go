@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/serf/serf"
 
 	"github.com/shoaldb/shoal/internal/consensus"
+	"github.com/shoaldb/shoal/internal/gossip"
 	"github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/sink"
@@ -438,7 +439,7 @@ func (s *Switcher) appliedMembers() ([]serf.Member, func(string) bool) {
 // until the query times out or ctx ends, then closes the query.
 func forwardAnswers(ctx context.Context, resp *serf.QueryResponse, out chan<- serf.NodeResponse, limit int) {
 	n := 0
-	EachAnswer(ctx, resp, func(r serf.NodeResponse) bool {
+	gossip.EachAnswer(ctx, resp, func(r serf.NodeResponse) bool {
 		select {
 		case out <- r:
 		case <-ctx.Done():

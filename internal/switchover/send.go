@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/serf/serf"
 
 	"github.com/shoaldb/shoal/internal/consensus"
+	"github.com/shoaldb/shoal/internal/gossip"
 )
 
 // outcomeLimit bounds an intent's outcome text (a step must fit serf's
@@ -98,7 +99,7 @@ func (s *Switcher) askStep(ctx context.Context, st consensus.SwitchStep, timeout
 	}
 	var ans consensus.SwitchAnswer
 	err = fmt.Errorf("%w within %s", errNoAnswer, timeout)
-	EachAnswer(ctx, resp, func(r serf.NodeResponse) bool {
+	gossip.EachAnswer(ctx, resp, func(r serf.NodeResponse) bool {
 		if r.From != st.Node {
 			return true
 		}
@@ -123,20 +124,4 @@ func (s *Switcher) checkAnswer(st consensus.SwitchStep, payload []byte) (consens
 		return consensus.SwitchAnswer{}, errors.New("unsigned answer: the node has no consensus key")
 	}
 	return ans, nil
-}
-
-// EachAnswer calls f with each answer to a query until the query ends,
-// ctx ends or f returns false, then closes the query.
-func EachAnswer(ctx context.Context, resp *serf.QueryResponse, f func(serf.NodeResponse) bool) {
-	defer resp.Close()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case r, ok := <-resp.ResponseCh():
-			if !ok || !f(r) {
-				return
-			}
-		}
-	}
 }

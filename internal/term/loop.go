@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/serf/serf"
 
 	"github.com/shoaldb/shoal/internal/consensus"
+	"github.com/shoaldb/shoal/internal/gossip"
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/tags"
 )
@@ -164,27 +165,11 @@ func (b *Book) ask(ctx context.Context) {
 		b.asks.Add(1)
 		go func() {
 			defer b.asks.Done()
-			EachAnswer(ctx, resp, func(r serf.NodeResponse) bool {
+			gossip.EachAnswer(ctx, resp, func(r serf.NodeResponse) bool {
 				b.safely("term answer", func() { b.acceptSigned(r.Payload, "answer from "+r.From) })
 				return true
 			})
 		}()
-	}
-}
-
-// EachAnswer calls f with each answer to a query until the query ends,
-// ctx ends or f returns false, then closes the query.
-func EachAnswer(ctx context.Context, resp *serf.QueryResponse, f func(serf.NodeResponse) bool) {
-	defer resp.Close()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case r, ok := <-resp.ResponseCh():
-			if !ok || !f(r) {
-				return
-			}
-		}
 	}
 }
 
