@@ -68,8 +68,7 @@ func (in SwitchIntent) Check() error {
 
 // Errors of the switchover intents (wrapped: test with errors.Is).
 var (
-	// ErrSwitchBusy: another switchover of the cluster is recorded, or a
-	// grant without it was asked for while one is.
+	// ErrSwitchBusy: another switchover of the cluster is recorded.
 	ErrSwitchBusy = errors.New("another switchover of the cluster is recorded")
 	// ErrSwitchGranted: a rollback of a switchover whose grant is
 	// applied: too late, it can only be completed.
@@ -159,14 +158,17 @@ func (f *FSM) endSwitch(e switchEnd) (SwitchIntent, error) {
 	return cur, nil
 }
 
-// checkSwitchGrant says whether a grant may be applied given the
-// recorded intents (f.mu held): one with id, or none without. It returns
-// the intent to mark granted, if any.
+// checkSwitchGrant says whether a grant with a switchover's id may be
+// applied (f.mu held), and returns the intent to mark granted. A grant
+// without one is applied as before, intent or not: a voter of an earlier
+// release, which knows no intents, applies it too, and every voter must
+// hold the same terms. The leader decides no term for a cluster with a
+// recorded switchover (loop.go); should such a grant land anyway, the
+// switchover's own grant finds the term moved (ErrStale) and nothing is
+// restored (the old writer no longer holds the term).
 func (f *FSM) checkSwitchGrant(id string, g pool.Grant) (SwitchIntent, bool, error) {
 	cur, ok := f.switches[g.Term.Cluster]
 	switch {
-	case id == "" && ok:
-		return SwitchIntent{}, false, fmt.Errorf("grant of term %d in %q: %w (%s by %s)", g.Term.Number, g.Term.Cluster, ErrSwitchBusy, cur.ID, cur.By)
 	case id == "":
 		return SwitchIntent{}, false, nil
 	case !ok || cur.ID != id:

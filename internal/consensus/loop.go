@@ -238,8 +238,7 @@ func (n *Node) decide(ctx context.Context, v View) {
 			return
 		}
 		if in, ok := n.fsm.Switch(g.Term.Cluster); ok {
-			// The switchover (or the leader's resume) moves this term;
-			// the FSM would refuse the grant anyway.
+			// The switchover (or the leader's resume) moves this term.
 			n.log.Debug("consensus: no term decided during a switchover", "cluster", g.Term.Cluster, "switchover", in.ID, "target", in.Target)
 			continue
 		}
