@@ -50,12 +50,13 @@ of the fleet's state (the agent says why), or the steps say what happened.
 				return err
 			}
 			// The API takes 0 for the default; a flag set to 0 is a
-			// mistake (the flags' defaults are shown in --help).
+			// mistake (the flags' defaults are shown in --help), and the
+			// flags' message names no such default.
 			for _, f := range []struct {
 				name string
 				d    time.Duration
 			}{{"catch-up", catchUp}, {"applied", applied}} {
-				if cmd.Flags().Changed(f.name) && f.d == 0 {
+				if cmd.Flags().Changed(f.name) && (f.d < view.MinSwitchoverWait || f.d > view.MaxSwitchoverWait) {
 					return usagef("switchover: --%s %s: must be from %s to %s", f.name, f.d, view.MinSwitchoverWait, view.MaxSwitchoverWait)
 				}
 			}
