@@ -41,6 +41,10 @@ type SwitchIntent struct {
 // maxOutcome bounds the outcome an intent ends with.
 const maxOutcome = 250
 
+// ShortenOutcome cuts an outcome to what an end step and its raft entry
+// take, on a rune boundary.
+func ShortenOutcome(s string) string { return shortenTo(s, maxOutcome) }
+
 // Check validates an intent's fields.
 func (in SwitchIntent) Check() error {
 	switch {

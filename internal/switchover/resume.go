@@ -107,7 +107,7 @@ func (s *Switcher) finish(ctx context.Context, in consensus.SwitchIntent, why st
 	if !in.Granted {
 		n, err := s.leader()
 		if err == nil {
-			_, err = n.EndSwitch(ctx, in.Cluster, in.ID, shorten("rolled back by the raft leader "+s.cfg.Node+": "+why), true)
+			_, err = n.EndSwitch(ctx, in.Cluster, in.ID, consensus.ShortenOutcome("rolled back by the raft leader "+s.cfg.Node+": "+why), true)
 		}
 		switch {
 		case errors.Is(err, consensus.ErrSwitchGranted):
@@ -147,7 +147,7 @@ func (s *Switcher) complete(ctx context.Context, p plan, log *slog.Logger, why s
 	}
 	n, err := s.leader()
 	if err == nil {
-		_, err = n.EndSwitch(ctx, p.cluster, p.id, shorten("completed by the raft leader "+s.cfg.Node+": "+why), false)
+		_, err = n.EndSwitch(ctx, p.cluster, p.id, consensus.ShortenOutcome("completed by the raft leader "+s.cfg.Node+": "+why), false)
 	}
 	if err != nil && !errors.Is(err, consensus.ErrNoSwitch) {
 		log.Warn("switchover completed but not ended in raft; trying again", "error", err)

@@ -92,7 +92,7 @@ func (s *Switcher) promote(ctx context.Context, p plan, res *result) bool {
 func (s *Switcher) end(ctx context.Context, p plan, res *result, outcome string) {
 	t0 := s.cfg.Clock.Now()
 	st := p.step(consensus.OpEnd, p.leader)
-	st.Outcome = shorten(outcome)
+	st.Outcome = consensus.ShortenOutcome(outcome)
 	_, err := s.sendLeader(ctx, st)
 	res.record("end the switchover in raft", p.leader, s.cfg.Clock.Since(t0), err, outcome)
 }
@@ -105,7 +105,7 @@ func (s *Switcher) end(ctx context.Context, p plan, res *result, outcome string)
 func (s *Switcher) restore(ctx context.Context, p plan, res *result, why error) {
 	t0 := s.cfg.Clock.Now()
 	st := p.step(consensus.OpEnd, p.leader)
-	st.Rollback, st.Outcome = true, shorten("rolled back: "+why.Error())
+	st.Rollback, st.Outcome = true, consensus.ShortenOutcome("rolled back: "+why.Error())
 	if _, err := s.sendLeader(ctx, st); err != nil {
 		res.ReadOnly = s.cfg.Clock.Since(res.start)
 		res.record("roll the switchover back in raft", p.leader, s.cfg.Clock.Since(t0), err, "")

@@ -5,29 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hashicorp/serf/serf"
 
 	"github.com/shoaldb/shoal/internal/consensus"
 	"github.com/shoaldb/shoal/internal/gossip"
 )
-
-// outcomeLimit bounds an intent's outcome text (a step must fit serf's
-// query size).
-const outcomeLimit = 200
-
-// shorten cuts s to outcomeLimit bytes on a rune boundary.
-func shorten(s string) string {
-	if len(s) <= outcomeLimit {
-		return s
-	}
-	s = s[:outcomeLimit-len("…")]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
-}
 
 // sendLeader sends a leader's step (begin, grant, end) to the raft
 // leader, following the leadership if it moves, until stepLimit.
