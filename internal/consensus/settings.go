@@ -102,6 +102,11 @@ type Settings struct {
 	// contact with a raft leader (or, leading, with a quorum) before it
 	// fences its own server; 0 means the default (LeaseDuration).
 	Lease time.Duration `yaml:"lease"`
+	// Failover: the raft leader replaces a dead writer by itself
+	// (docs/consensus.md, "Failover"): it confirms the death from more
+	// than one witness, picks the most advanced replica, and grants it
+	// the next term. Off by default in this release.
+	Failover bool `yaml:"failover"`
 }
 
 // LeaseDuration is the writer's lease: lease when given, else 2 ×
