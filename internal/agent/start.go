@@ -299,7 +299,7 @@ func (a *Agent) startLoops(ctx context.Context, _ *startup) error {
 		}
 	}
 	a.startSinks(ctx)
-	loops := []func(context.Context){a.reannounce, a.pub.Run, a.pool.router.Run, a.retryJoin, a.watchSerf, a.runConsensus, a.cons.terms.Run, a.runFence, a.cons.sw.Resume}
+	loops := []func(context.Context){a.reannounce, a.pub.Run, a.pool.router.Run, a.retryJoin, a.watchSerf, a.runConsensus, a.cons.terms.Run, a.runFence, a.cons.sw.Resume, a.runFailover}
 	if a.mesh.peers != nil {
 		loops = append(loops, a.mesh.peers.Run, a.mesh.peers.Rejoin)
 		a.mesh.peers.MarkDirty()

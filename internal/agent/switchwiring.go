@@ -24,6 +24,7 @@ func (a *Agent) startSwitcher() {
 		Clock:    a.clock,
 		Log:      a.log,
 		ReplUser: a.cons.replUser, ReplPassword: a.cons.replPassword,
+		Lease: a.cfg.Consensus.LeaseDuration(),
 	}
 	if a.probe != nil {
 		cfg.CheckNow = a.probe.CheckNow
@@ -46,6 +47,13 @@ func (a *Agent) switchVoter() switchover.Voter {
 		return nil
 	}
 	return a.cons.node
+}
+
+// runFailover runs the failover loop (package switchover): every agent
+// starts again replication that a failover's survey stopped in vain; the
+// raft leader, with consensus.failover on, fails dead writers over.
+func (a *Agent) runFailover(ctx context.Context) {
+	a.cons.sw.Failover(ctx, a.cfg.Consensus.Failover)
 }
 
 // Switchover moves a cluster's writer (package switchover).

@@ -36,7 +36,17 @@ type SwitchIntent struct {
 	// Granted is set by the FSM when the intent's grant is applied: from
 	// then on it can only be completed.
 	Granted bool `json:"granted,omitempty"`
+	// Kind is KindFailover for a failover, "" for a switchover. A
+	// failover's old writer is dead: it is never demoted nor restored.
+	// (A voter of an earlier release ignores the field and records the
+	// intent as a switchover: the grant that follows is the same.)
+	Kind string `json:"kind,omitempty"`
 }
+
+// KindFailover marks the intent of a failover (docs/consensus.md,
+// "Failover"): the raft leader runs it, after the writer's death was
+// confirmed, to the most advanced replica.
+const KindFailover = "failover"
 
 // maxOutcome bounds the outcome an intent ends with.
 const maxOutcome = 250
@@ -54,6 +64,8 @@ func (in SwitchIntent) Check() error {
 		return fmt.Errorf("switchover cluster %.80q: not a valid cluster name", in.Cluster)
 	case in.From == 0:
 		return fmt.Errorf("switchover of %q: no term to start from", in.Cluster)
+	case in.Kind != "" && in.Kind != KindFailover:
+		return fmt.Errorf("switchover of %q: kind %.40q unknown", in.Cluster, in.Kind)
 	case in.Old == in.Target:
 		return fmt.Errorf("switchover of %q: the target is the old writer", in.Cluster)
 	case !in.Deadline.After(in.Started):

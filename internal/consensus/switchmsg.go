@@ -35,9 +35,14 @@ const (
 	OpRepoint = "repoint" // any other server of the cluster: replicate from the target
 	OpBegin   = "begin"   // raft leader: record the switchover's intent (WaitMS: its time budget)
 	OpEnd     = "end"     // raft leader: end it (Rollback: rolled back; Outcome: what happened)
+	// A failover's own steps, to each candidate (Target: the candidate,
+	// Old: the dead writer).
+	OpSurvey = "survey" // stop the IO thread, apply what was received (WaitMS), answer Survey
+	OpResume = "resume" // start the IO thread again: the failover did not go ahead
 )
 
-var switchOps = map[string]bool{OpDemote: true, OpRestore: true, OpCatchUp: true, OpGrant: true, OpPromote: true, OpRepoint: true, OpBegin: true, OpEnd: true}
+var switchOps = map[string]bool{OpDemote: true, OpRestore: true, OpCatchUp: true, OpGrant: true, OpPromote: true, OpRepoint: true, OpBegin: true, OpEnd: true,
+	OpSurvey: true, OpResume: true}
 
 // Limits of a switchover message: it must fit serf's query and response
 // size limits (1,024 bytes with the name and serf's own fields).
@@ -71,6 +76,8 @@ type SwitchStep struct {
 	// Outcome and Rollback: the end step's (OpEnd).
 	Outcome  string `json:"outcome,omitempty"`
 	Rollback bool   `json:"rollback,omitempty"`
+	// Kind: the begin step's (SwitchIntent.Kind).
+	Kind string `json:"kind,omitempty"`
 }
 
 // Check validates a step's fields (not its expiry: CheckFresh).
@@ -92,6 +99,8 @@ func (s SwitchStep) Check() error {
 		return fmt.Errorf("switchover wait %d ms: out of range", s.WaitMS)
 	case !tags.ValidGroup(s.Group):
 		return fmt.Errorf("switchover raft group %.40q: want %d lowercase hex digits", s.Group, tags.GroupLen)
+	case s.Kind != "" && s.Kind != KindFailover:
+		return fmt.Errorf("switchover kind %.40q: unknown", s.Kind)
 	}
 	for _, n := range []struct{ what, name string }{{"node", s.Node}, {"by", s.By}, {"old writer", s.Old}, {"target", s.Target}} {
 		if d := member.CheckName(n.name); d != "" {
@@ -130,12 +139,29 @@ type SwitchAnswer struct {
 	Killed int    `json:"killed,omitempty"` // demote: client connections killed
 	Term   uint64 `json:"term,omitempty"`   // grant: the term granted
 	Detail string `json:"detail,omitempty"`
+	// Survey: a survey step's (GTID: the candidate's gtid_current_pos once
+	// it applied what it received; Detail: its SQL thread's error).
+	Survey *SurveyAnswer `json:"survey,omitempty"`
 	// Retry: the step may succeed if sent again soon (busy, not the
 	// leader, the gossip not caught up yet).
 	Retry bool `json:"retry,omitempty"`
 	// Signed is set by DecodeSwitchAnswer: the answer verified with a term
 	// key. Never sent.
 	Signed bool `json:"-"`
+}
+
+// SurveyAnswer is what a failover candidate reports besides its position.
+type SurveyAnswer struct {
+	ServerID   uint32 `json:"server_id"`
+	Replica    bool   `json:"replica"`
+	SQLRunning bool   `json:"sql_running"`
+	// Drained: the SQL thread applied everything the IO thread received.
+	Drained bool `json:"drained"`
+	// Received: what its IO thread had received (Gtid_IO_Pos).
+	Received string `json:"received,omitempty"`
+	// Own: the GTIDs of gtid_binlog_pos that carry the candidate's own
+	// server_id (written on it, not replicated to it).
+	Own string `json:"own,omitempty"`
 }
 
 // Wire format: one byte, 1 for a signed message (JSON, then the ed25519
@@ -179,6 +205,9 @@ func EncodeSwitchAnswer(kr *Keyring, a SwitchAnswer) ([]byte, error) {
 	a.Error, a.Detail = shortenTo(a.Error, maxDetail), shortenTo(a.Detail, maxDetail)
 	if len(a.GTID) > maxGTID {
 		return nil, fmt.Errorf("switchover answer: GTID position of %d bytes, more than %d", len(a.GTID), maxGTID)
+	}
+	if a.Survey != nil && (len(a.Survey.Own) > maxGTID || len(a.Survey.Received) > maxGTID) {
+		return nil, fmt.Errorf("switchover answer: survey positions of %d and %d bytes, more than %d", len(a.Survey.Own), len(a.Survey.Received), maxGTID)
 	}
 	if kr == nil {
 		msg, err := json.Marshal(a)

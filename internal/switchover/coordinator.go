@@ -40,6 +40,9 @@ type plan struct {
 	// others are the cluster's other db members (the old writer first),
 	// which replicate from the target afterwards.
 	others []string
+	// failover: the old writer is dead; it is neither demoted, restored
+	// nor re-pointed.
+	failover bool
 }
 
 // step is the switchover's step op, addressed to node.

@@ -50,6 +50,9 @@ type fakeServer struct {
 	// until its ctx ends or the wait passes.
 	catchUp error
 	block   bool
+	// survey is Survey's answer; resumed counts ResumeReplication.
+	survey  fence.Survey
+	resumed int
 }
 
 func (f *fakeServer) did(op string) {
@@ -105,6 +108,21 @@ func (f *fakeServer) Promote(context.Context) (string, error) {
 
 func (f *fakeServer) Repoint(context.Context, fence.Source) error {
 	f.did("repoint")
+	return nil
+}
+
+func (f *fakeServer) Survey(context.Context, time.Duration) (fence.Survey, error) {
+	f.did("survey")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.survey, nil
+}
+
+func (f *fakeServer) ResumeReplication(context.Context) error {
+	f.did("resume")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.resumed++
 	return nil
 }
 
@@ -232,7 +250,10 @@ type fleet struct {
 	servers map[string]*fakeServer
 	sw      map[string]*Switcher
 	down    map[string]bool // switchers that no longer answer
-	mu      sync.Mutex
+	// health and status override what members says of a node.
+	health map[string]*tags.Health
+	status map[string]pool.Status
+	mu     sync.Mutex
 }
 
 const group = "0a1b2c3d"
@@ -307,10 +328,33 @@ func (f *fleet) pool() *pool.Pool {
 }
 
 func (f *fleet) members() []pool.Member {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	var out []pool.Member
 	for _, name := range []string{"db1", "db2", "db3"} {
 		ro, _ := f.servers[name].state()
-		out = append(out, pool.Member{Name: name, Health: &tags.Health{ReadOnly: ro}})
+		m := pool.Member{Name: name, Addr: name + ":3306", Status: pool.StatusAlive,
+			Tags: map[string]string{tags.KeyRole: tags.RoleDB, tags.KeyCluster: "main"}, Health: &tags.Health{ReadOnly: ro}}
+		if h, ok := f.health[name]; ok {
+			m.Health = h
+		}
+		if st, ok := f.status[name]; ok {
+			m.Status = st
+		}
+		out = append(out, m)
 	}
 	return out
+}
+
+// setMember sets what the gossip says of a member (nil health: keep).
+func (f *fleet) setMember(name string, st pool.Status, h *tags.Health) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.health == nil {
+		f.health, f.status = map[string]*tags.Health{}, map[string]pool.Status{}
+	}
+	if h != nil {
+		f.health[name] = h
+	}
+	f.status[name] = st
 }

@@ -116,7 +116,7 @@ func (s *Switcher) takeSafely(ctx context.Context, st consensus.SwitchStep) (ans
 // changesServer reports whether op changes the local server.
 func changesServer(op string) bool {
 	switch op {
-	case consensus.OpDemote, consensus.OpRestore, consensus.OpPromote, consensus.OpRepoint:
+	case consensus.OpDemote, consensus.OpRestore, consensus.OpPromote, consensus.OpRepoint, consensus.OpSurvey, consensus.OpResume:
 		return true
 	}
 	return false
@@ -151,6 +151,10 @@ func (s *Switcher) take(ctx context.Context, st consensus.SwitchStep, ans *conse
 		return s.promoteHere(ctx, act, st)
 	case consensus.OpRepoint:
 		return s.repointHere(ctx, act, st, ans)
+	case consensus.OpSurvey:
+		return s.surveyHere(ctx, act, st, ans)
+	case consensus.OpResume:
+		return s.resumeHere(ctx, act, st)
 	}
 	return fmt.Errorf("unknown step %q", st.Op)
 }
@@ -194,6 +198,7 @@ func (s *Switcher) promoteHere(ctx context.Context, act Actuator, st consensus.S
 	if _, err := act.Promote(ctx); err != nil {
 		return err
 	}
+	s.unhold(st.Cluster)
 	s.history(st, "read-only", "writable", fmt.Sprintf("switchover from %s by %s: holds term %d, replication reset, read_only=OFF", st.Old, st.By, st.From+1))
 	return nil
 }
@@ -211,6 +216,7 @@ func (s *Switcher) repointHere(ctx context.Context, act Actuator, st consensus.S
 		}
 		return err
 	}
+	s.unhold(st.Cluster)
 	ans.Detail = "replicates from " + st.Target + " (" + st.Addr + ")"
 	return nil
 }

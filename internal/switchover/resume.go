@@ -46,6 +46,12 @@ func (s *Switcher) resumeOrphans(ctx context.Context) {
 	now := s.cfg.Clock.Now()
 	for _, in := range n.FSM().Switches() {
 		why := orphaned(in, alive, now, in.By == s.cfg.Node && s.running.Load())
+		if isFailover(in) && !(in.By == s.cfg.Node && s.failoverRunning(in.Cluster)) {
+			// A failover is run by the leader that started it, on its
+			// own goroutine: no other agent, nor this one after a
+			// restart or a change of leader, will finish it.
+			why = fmt.Sprintf("the leader that ran it (%s) no longer does", in.By)
+		}
 		if why == "" || !s.startResume(in.ID) {
 			continue
 		}
@@ -102,7 +108,7 @@ func (s *Switcher) doneResume(id string) {
 func (s *Switcher) finish(ctx context.Context, in consensus.SwitchIntent, why string) {
 	s.stats.Resumed.Add(1)
 	p := plan{id: in.ID, cluster: in.Cluster, from: in.From, old: in.Old, target: in.Target, addr: in.Addr,
-		leader: s.cfg.Node, group: s.cfg.Terms.OwnGroup(), by: s.cfg.Node}
+		leader: s.cfg.Node, group: s.cfg.Terms.OwnGroup(), by: s.cfg.Node, failover: isFailover(in)}
 	log := s.cfg.Log.With("id", in.ID, "cluster", in.Cluster, "coordinator", in.By, "old", in.Old, "target", in.Target)
 	if !in.Granted {
 		n, err := s.leader()
@@ -114,6 +120,12 @@ func (s *Switcher) finish(ctx context.Context, in consensus.SwitchIntent, why st
 			in.Granted = true // granted meanwhile: complete it
 		case err != nil:
 			log.Warn("switchover not rolled back; trying again", "why", why, "error", err)
+			return
+		case p.failover:
+			// The dead writer is not restored: the candidates start
+			// receiving again, and the leader judges the writer anew.
+			log.Warn("failover rolled back by the raft leader", "why", why)
+			s.resumeAll(ctx, p, s.failoverCandidates(p))
 			return
 		default:
 			log.Warn("switchover rolled back by the raft leader", "why", why)
@@ -135,9 +147,13 @@ func (s *Switcher) complete(ctx context.Context, p plan, log *slog.Logger, why s
 		log.Error("switchover not completed: the target was not made writable; trying again", "why", why, "error", err)
 		return
 	}
-	if c := switchCluster(s.cfg.Pool(), p.cluster, ""); c != nil {
+	c := switchCluster(s.cfg.Pool(), p.cluster, "")
+	switch {
+	case c != nil && p.failover:
+		p.others = failoverOthers(c, p.old, p.target)
+	case c != nil:
 		p.others = others(c, p.old, p.target)
-	} else {
+	case !p.failover:
 		p.others = []string{p.old}
 	}
 	for _, st := range s.repointAll(ctx, p) {

@@ -54,6 +54,8 @@ type Actuator interface {
 	CatchUp(ctx context.Context, gtid string, wait time.Duration) error
 	Promote(ctx context.Context) (string, error)
 	Repoint(ctx context.Context, src fence.Source) error
+	Survey(ctx context.Context, drain time.Duration) (fence.Survey, error)
+	ResumeReplication(ctx context.Context) error
 }
 
 // Config is a Switcher's ports.
@@ -79,7 +81,10 @@ type Config struct {
 	// replicates from the new one with; "" keeps the server's own.
 	ReplUser, ReplPassword string
 	// Go runs f on a goroutine the agent waits for at shutdown.
-	Go    func(f func())
+	Go func(f func())
+	// Lease is the writer's lease (consensus.Settings.LeaseDuration): a
+	// failover whose writer's agent is gone waits that long.
+	Lease time.Duration
 	Clock clockwork.Clock
 	Log   *slog.Logger
 }
@@ -108,6 +113,8 @@ type Switcher struct {
 	// resuming holds the intents the leader is finishing, by ID.
 	resuming map[string]bool
 
+	fo failoverState
+
 	stats Stats
 	// ask sends one attempt of a step and waits for its answer: askStep,
 	// which tests replace.
@@ -132,6 +139,7 @@ func New(cfg Config) *Switcher {
 	}
 	s := &Switcher{cfg: cfg, answers: map[string][]byte{}, demoted: map[string]uint64{}, resuming: map[string]bool{}}
 	s.ask = s.askStep
+	s.fo.init()
 	return s
 }
 

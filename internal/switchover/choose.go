@@ -1,0 +1,240 @@
+package switchover
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/shoaldb/shoal/internal/consensus"
+	"github.com/shoaldb/shoal/internal/tags"
+)
+
+// gtid is one MariaDB GTID: domain-server-seq.
+type gtid struct {
+	Domain, Server uint32
+	Seq            uint64
+}
+
+// gtidList is a MariaDB GTID position ("0-1-100,1-2-5"): the last
+// transaction of each domain.
+type gtidList map[uint32]gtid
+
+// parseGTIDList reads a MariaDB GTID position; "" is the empty one.
+func parseGTIDList(s string) (gtidList, error) {
+	out := gtidList{}
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return out, nil
+	}
+	for part := range strings.SplitSeq(s, ",") {
+		f := strings.Split(strings.TrimSpace(part), "-")
+		if len(f) != 3 {
+			return nil, fmt.Errorf("GTID %.40q: want domain-server-seq", part)
+		}
+		d, err1 := strconv.ParseUint(f[0], 10, 32)
+		sv, err2 := strconv.ParseUint(f[1], 10, 32)
+		n, err3 := strconv.ParseUint(f[2], 10, 64)
+		if err1 != nil || err2 != nil || err3 != nil {
+			return nil, fmt.Errorf("GTID %.40q: want domain-server-seq in decimal", part)
+		}
+		if _, dup := out[uint32(d)]; dup {
+			return nil, fmt.Errorf("GTID position %.80q: domain %d twice", s, d)
+		}
+		out[uint32(d)] = gtid{Domain: uint32(d), Server: uint32(sv), Seq: n}
+	}
+	return out, nil
+}
+
+// behind is how many transactions of o the list l lacks (per domain, how
+// far l's sequence number is below o's).
+func (l gtidList) behind(o gtidList) uint64 {
+	var n uint64
+	for d, g := range o {
+		if g.Seq > l[d].Seq {
+			n += g.Seq - l[d].Seq
+		}
+	}
+	return n
+}
+
+// candidate is one replica's answer to a failover's survey.
+type candidate struct {
+	Name, Addr string
+	// Err: the survey failed (no answer, or an error): the candidate's
+	// position is unknown.
+	Err error
+	// Pos is what it applied (gtid_current_pos after the drain);
+	// Received what its IO thread had received.
+	Pos, Received gtidList
+	Survey        consensus.SurveyAnswer
+	SQLError      string
+}
+
+// choice is the candidate a failover promotes, and why; or why none.
+type choice struct {
+	Pick string // "" when none may be promoted
+	Addr string
+	Why  string
+	// Out says why each candidate not picked was passed over.
+	Out map[string]string
+}
+
+// choose picks the replica a failover promotes: a replica whose SQL
+// thread runs, that applied everything it received, that has no errant
+// transactions, and whose position holds every transaction any surveyed
+// replica applied or received. Ties go to the first by name. old is the
+// dead writer's last gossiped position: a transaction a candidate wrote
+// itself that neither old nor any other replica has is errant (its
+// server_id is the candidate's own, its sequence number beyond
+// everyone's). None is picked when no candidate holds every transaction:
+// promoting one would lose what the others have.
+func choose(cands []candidate, old tags.Position) choice {
+	ch := choice{Out: map[string]string{}}
+	var eligible []candidate
+	for _, c := range cands {
+		if why := ineligible(c, cands, old); why != "" {
+			ch.Out[c.Name] = why
+			continue
+		}
+		eligible = append(eligible, c)
+	}
+	slices.SortFunc(eligible, func(a, b candidate) int { return strings.Compare(a.Name, b.Name) })
+	var best *candidate
+	for i := range eligible {
+		c := &eligible[i]
+		if lack := lacking(*c, cands, old); lack != "" {
+			ch.Out[c.Name] = lack
+			continue
+		}
+		if best == nil {
+			best = c
+		} else {
+			ch.Out[c.Name] = fmt.Sprintf("as advanced as %s, which goes first by name", best.Name)
+		}
+	}
+	if best == nil {
+		ch.Why = "no candidate may be promoted: " + outText(ch.Out)
+		return ch
+	}
+	ch.Pick, ch.Addr = best.Name, best.Addr
+	ch.Why = fmt.Sprintf("%s is the most advanced replica (%s)", best.Name, orNone(formatList(best.Pos)))
+	return ch
+}
+
+// ineligible says why c may not be promoted whatever the others hold.
+func ineligible(c candidate, all []candidate, old tags.Position) string {
+	switch {
+	case c.Err != nil:
+		return "no survey: " + c.Err.Error()
+	case !c.Survey.Replica:
+		return "not a replica"
+	case c.SQLError != "":
+		return "replication SQL thread stopped on an error: " + c.SQLError
+	case !c.Survey.SQLRunning:
+		return "replication SQL thread not running"
+	case !c.Survey.Drained:
+		return "has not applied what it received (relay log not drained)"
+	}
+	errant, err := errantOf(c, all, old)
+	switch {
+	case err != nil:
+		return "own GTIDs: " + err.Error()
+	case len(errant) > 0:
+		return fmt.Sprintf("errant transactions: %s was written on it and no other server has it", formatList(errant))
+	}
+	return ""
+}
+
+// errantOf returns c's errant transactions, the last of each domain: a
+// GTID of its own server_id with a sequence number beyond what the old
+// writer and every other surveyed replica have.
+func errantOf(c candidate, all []candidate, old tags.Position) (gtidList, error) {
+	own, err := parseGTIDList(c.Survey.Own)
+	if err != nil {
+		return nil, err
+	}
+	errant := gtidList{}
+	for d, g := range own {
+		if g.Server != c.Survey.ServerID {
+			continue
+		}
+		top, _ := old.Seq(d)
+		for _, o := range all {
+			if o.Name != c.Name && o.Err == nil {
+				top = max(top, o.Pos[d].Seq, o.Received[d].Seq)
+			}
+		}
+		if g.Seq > top {
+			errant[d] = g
+		}
+	}
+	return errant, nil
+}
+
+// lacking says which transactions of the other surveyed replicas c does
+// not hold, "" when none. Another's errant transactions do not count.
+func lacking(c candidate, all []candidate, old tags.Position) string {
+	var parts []string
+	for _, o := range all {
+		if o.Name == c.Name || o.Err != nil {
+			continue
+		}
+		errant, _ := errantOf(o, all, old)
+		pos, recv := without(o.Pos, errant), without(o.Received, errant)
+		if n := c.Pos.behind(pos); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d transactions %s applied", n, o.Name))
+		} else if n := c.Pos.behind(recv); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d transactions %s received", n, o.Name))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	slices.Sort(parts)
+	return "lacks " + strings.Join(parts, ", ")
+}
+
+// without is l but the domains of errant.
+func without(l, errant gtidList) gtidList {
+	if len(errant) == 0 {
+		return l
+	}
+	out := gtidList{}
+	for d, g := range l {
+		if _, ok := errant[d]; !ok {
+			out[d] = g
+		}
+	}
+	return out
+}
+
+func formatList(l gtidList) string {
+	ds := make([]uint32, 0, len(l))
+	for d := range l {
+		ds = append(ds, d)
+	}
+	slices.Sort(ds)
+	parts := make([]string, 0, len(ds))
+	for _, d := range ds {
+		g := l[d]
+		parts = append(parts, fmt.Sprintf("%d-%d-%d", g.Domain, g.Server, g.Seq))
+	}
+	return strings.Join(parts, ",")
+}
+
+func outText(out map[string]string) string {
+	if len(out) == 0 {
+		return "no replica answered"
+	}
+	names := make([]string, 0, len(out))
+	for n := range out {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, n+": "+out[n])
+	}
+	return strings.Join(parts, "; ")
+}

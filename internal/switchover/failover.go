@@ -1,0 +1,476 @@
+package switchover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/consensus"
+	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/tags"
+)
+
+// Failover timings.
+const (
+	// failoverEvery is how often the leader judges the writers, and every
+	// agent looks at the replication it stopped for a survey.
+	failoverEvery = 250 * time.Millisecond
+	// confirmFast is how long the witnesses must agree, when the writer's
+	// own agent reports its server down, before the failover starts.
+	confirmFast = 500 * time.Millisecond
+	// surveyDrain bounds how long a candidate applies what it received.
+	surveyDrain = 10 * time.Second
+	// surveyHold is how long a candidate keeps its IO thread stopped for
+	// a failover that raft has not recorded: after it, the candidate
+	// starts it again by itself (the leader that surveyed it died).
+	surveyHold = 30 * time.Second
+	// failoverRetry is how long the leader waits after a failover that
+	// did not go ahead before it tries again for the same term.
+	failoverRetry = 10 * time.Second
+	// maxFailoversPerHour bounds the failovers of one cluster that one
+	// leader starts in an hour: a flapping fleet is not failed over for
+	// ever. A count, not a block window: a failover after a quiet hour is
+	// never refused.
+	maxFailoversPerHour = 3
+)
+
+// failoverState is the leader's and the candidates' failover bookkeeping.
+type failoverState struct {
+	mu sync.Mutex
+	// deadSince: when the witnesses first agreed on the death of a
+	// cluster's writer, by cluster (term number, time).
+	deadSince map[string]deadMark
+	running   map[string]bool      // clusters a failover runs for
+	retryAt   map[string]time.Time // a cluster's next try, after one did not go ahead
+	started   map[string][]time.Time
+	// held: the survey this server stands still for, by cluster.
+	held map[string]heldMark
+	// last is the latest failover decision, for the status.
+	last map[string]string
+}
+
+type deadMark struct {
+	term  uint64
+	since time.Time
+}
+
+type heldMark struct {
+	id string
+	at time.Time
+}
+
+func (f *failoverState) init() {
+	f.deadSince = map[string]deadMark{}
+	f.running = map[string]bool{}
+	f.retryAt = map[string]time.Time{}
+	f.started = map[string][]time.Time{}
+	f.held = map[string]heldMark{}
+	f.last = map[string]string{}
+}
+
+// Failover runs until ctx ends. On every agent it starts again the
+// replication that a survey stopped when no failover followed
+// (surveyHold). On the raft leader, when enabled, it judges each
+// cluster's writer (writerDeath) and fails a dead one over: confirmed
+// from more than one witness, for confirmFast when its own agent reports
+// its server down, else for the writer's lease.
+func (s *Switcher) Failover(ctx context.Context, enabled bool) {
+	t := s.cfg.Clock.NewTicker(failoverEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.Chan():
+		}
+		s.releaseHeld(ctx)
+		if enabled {
+			s.judgeWriters(ctx)
+		}
+	}
+}
+
+// judgeWriters starts a failover for each cluster whose writer is dead
+// long enough, on the leader.
+func (s *Switcher) judgeWriters(ctx context.Context) {
+	n := s.voter()
+	f := &s.fo
+	if n == nil || !n.IsLeader() {
+		f.mu.Lock()
+		clear(f.deadSince)
+		f.mu.Unlock()
+		return
+	}
+	members := s.cfg.Members()
+	now := s.cfg.Clock.Now()
+	intents := n.FSM().Switches()
+	for cluster, t := range n.FSM().Terms() {
+		if _, ok := intents[cluster]; ok {
+			continue
+		}
+		v := writerDeath(t, members)
+		f.mu.Lock()
+		if !v.Dead {
+			delete(f.deadSince, cluster)
+			f.mu.Unlock()
+			continue
+		}
+		d, ok := f.deadSince[cluster]
+		if !ok || d.term != t.Number {
+			d = deadMark{term: t.Number, since: now}
+			f.deadSince[cluster] = d
+			s.cfg.Log.Warn("failover: the writer is dead by its witnesses", "cluster", cluster, "writer", t.Writer, "term", t.Number, "why", v.Why)
+		}
+		need := confirmFast
+		if !v.Fast {
+			need = s.cfg.Lease
+		}
+		go_ := now.Sub(d.since) >= need && !f.running[cluster] && !now.Before(f.retryAt[cluster])
+		if go_ {
+			f.started[cluster] = recent(f.started[cluster], now)
+			if len(f.started[cluster]) >= maxFailoversPerHour {
+				f.last[cluster] = fmt.Sprintf("not failed over: %d failovers of %s in the last hour (the most)", len(f.started[cluster]), cluster)
+				f.retryAt[cluster] = now.Add(failoverRetry)
+				s.cfg.Log.Error("failover refused: too many in an hour", "cluster", cluster, "writer", t.Writer, "count", len(f.started[cluster]))
+				go_ = false
+			} else {
+				f.running[cluster] = true
+			}
+		}
+		f.mu.Unlock()
+		if go_ {
+			s.cfg.Go(func() {
+				ok := s.failover(ctx, n, t, v.Why)
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				delete(f.running, cluster)
+				if ok {
+					f.started[cluster] = append(f.started[cluster], s.cfg.Clock.Now())
+				} else {
+					f.retryAt[cluster] = s.cfg.Clock.Now().Add(failoverRetry)
+				}
+			})
+		}
+	}
+}
+
+// failoverRunning reports whether this agent runs a failover of cluster.
+func (s *Switcher) failoverRunning(cluster string) bool {
+	s.fo.mu.Lock()
+	defer s.fo.mu.Unlock()
+	return s.fo.running[cluster]
+}
+
+// recent is ts without the times more than an hour before now.
+func recent(ts []time.Time, now time.Time) []time.Time {
+	out := ts[:0]
+	for _, t := range ts {
+		if now.Sub(t) < time.Hour {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// failover replaces the dead writer of term t: the candidates (the
+// cluster's other voters) stop receiving and apply what they received
+// (survey), the most advanced is chosen (choose), the failover's intent
+// is recorded in raft with it as the target, the term granted to it, it
+// is promoted and the others replicate from it. It reports whether the
+// term moved. Before the intent nothing is changed but the candidates'
+// IO threads, which are started again should the failover not go ahead.
+func (s *Switcher) failover(ctx context.Context, n Voter, t pool.Term, death string) bool {
+	log := s.cfg.Log.With("cluster", t.Cluster, "old", t.Writer, "term", t.Number)
+	p := plan{id: newID(), cluster: t.Cluster, from: t.Number, old: t.Writer, leader: s.cfg.Node, group: s.cfg.Terms.OwnGroup(), by: s.cfg.Node, failover: true}
+	cands := s.candidates(n, t)
+	if len(cands) == 0 {
+		s.failoverDecided(t.Cluster, "not failed over: no other voter of the cluster is alive to take the term")
+		log.Error("failover: no candidate: no other voter of the cluster is alive", "death", death)
+		return false
+	}
+	log.Warn("failover starting: surveying the candidates", "id", p.id, "death", death, "candidates", len(cands))
+	surveyed := s.survey(ctx, p, cands)
+	// The world may have moved while the candidates drained.
+	members := s.cfg.Members()
+	var oldPos tags.Position
+	for _, m := range members {
+		if m.Name == t.Writer && m.Health != nil {
+			oldPos = m.Health.Position
+		}
+	}
+	abort := func(why string) bool {
+		s.failoverDecided(t.Cluster, "not failed over: "+why)
+		log.Error("failover not going ahead", "id", p.id, "why", why)
+		s.resumeAll(ctx, p, cands)
+		return false
+	}
+	if !n.IsLeader() {
+		return abort("this agent no longer leads the raft group")
+	}
+	if v := writerDeath(t, members); !v.Dead {
+		return abort("the writer is no longer dead by its witnesses: " + v.Why)
+	}
+	if cur := n.FSM().Term(t.Cluster); cur.Number != t.Number || cur.Writer != t.Writer {
+		return abort(fmt.Sprintf("the term moved to %d held by %s", cur.Number, cur.Writer))
+	}
+	ch := choose(surveyed, oldPos)
+	if ch.Pick == "" {
+		return abort(ch.Why)
+	}
+	p.target, p.addr = ch.Pick, ch.Addr
+	now := s.cfg.Clock.Now()
+	in := consensus.SwitchIntent{ID: p.id, Cluster: p.cluster, From: p.from, Old: p.old, Target: p.target, Addr: p.addr, By: s.cfg.Node,
+		Started: now, Deadline: now.Add(intentMargin), Kind: consensus.KindFailover}
+	if _, err := n.BeginSwitch(ctx, in); err != nil {
+		return abort("the failover was not recorded in raft: " + err.Error())
+	}
+	why := shortWhy(fmt.Sprintf("failover from %s (term %d): %s; %s", t.Writer, t.Number, death, ch.Why))
+	g := pool.Grant{Expect: t.Number, Term: pool.Term{Cluster: t.Cluster, Number: t.Number + 1, Writer: p.target, Addr: p.addr, Granted: now, Why: why}}
+	err := n.ProveWriter(ctx, g.Term)
+	var granted pool.Term
+	if err == nil {
+		granted, err = n.GrantSwitch(ctx, p.id, g)
+	}
+	if err != nil {
+		// Not granted: end the intent (nothing was changed but the IO
+		// threads), or leave it to the next leader's Resume.
+		if _, eerr := n.EndSwitch(ctx, p.cluster, p.id, consensus.ShortenOutcome("failover not granted: "+err.Error()), true); eerr != nil {
+			log.Error("failover not granted, and its intent not ended: the raft leader's resume ends it", "id", p.id, "error", err, "end_error", eerr)
+		}
+		return abort("the term was not granted to " + p.target + ": " + err.Error())
+	}
+	s.cfg.Terms.Publish([]pool.Term{granted})
+	log.Warn("failover: writer term granted", "id", p.id, "writer", p.target, "new_term", granted.Number, "why", why)
+	s.failoverDecided(t.Cluster, fmt.Sprintf("failed over to %s (term %d): %s", p.target, granted.Number, ch.Why))
+	for name, w := range ch.Out {
+		log.Info("failover: candidate passed over", "id", p.id, "node", name, "why", w)
+	}
+	s.complete(ctx, p, log, "failover")
+	return true
+}
+
+// maxWhy bounds a term's why (pool.Term.Check allows 256 bytes).
+const maxWhy = 250
+
+func shortWhy(s string) string {
+	if len(s) <= maxWhy {
+		return s
+	}
+	s = s[:maxWhy-3]
+	for len(s) > 0 && s[len(s)-1]&0xC0 == 0x80 {
+		s = s[:len(s)-1]
+	}
+	if len(s) > 0 && s[len(s)-1] >= 0xC0 {
+		s = s[:len(s)-1]
+	}
+	return s + "..."
+}
+
+func (s *Switcher) failoverDecided(cluster, what string) {
+	s.fo.mu.Lock()
+	defer s.fo.mu.Unlock()
+	s.fo.last[cluster] = what
+}
+
+// LastFailover is the latest failover decision of each cluster on this
+// agent (while it led), for the status.
+func (s *Switcher) LastFailover() map[string]string {
+	s.fo.mu.Lock()
+	defer s.fo.mu.Unlock()
+	out := make(map[string]string, len(s.fo.last))
+	for c, w := range s.fo.last {
+		out[c] = w
+	}
+	return out
+}
+
+// candidates are the cluster's db members other than the dead writer
+// that are voters and alive in the gossip, with their MySQL addresses.
+func (s *Switcher) candidates(n Voter, t pool.Term) []candidate {
+	voters := n.Voters()
+	var out []candidate
+	for _, m := range s.cfg.Members() {
+		if m.Tags[tags.KeyRole] != tags.RoleDB || tags.Cluster(m.Tags) != t.Cluster || m.Name == t.Writer {
+			continue
+		}
+		if _, ok := voters[m.Name]; !ok || m.Status != pool.StatusAlive || m.Addr == "" {
+			continue
+		}
+		out = append(out, candidate{Name: m.Name, Addr: m.Addr})
+	}
+	return out
+}
+
+// survey sends the survey step to every candidate at once.
+func (s *Switcher) survey(ctx context.Context, p plan, cands []candidate) []candidate {
+	out := make([]candidate, len(cands))
+	var wg sync.WaitGroup
+	for i, c := range cands {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := p.step(consensus.OpSurvey, c.Name)
+			st.Target, st.Addr, st.WaitMS = c.Name, c.Addr, surveyDrain.Milliseconds()
+			ans, err := s.sendStep(ctx, st, surveyDrain+stepTimeout, surveyDrain+stepLimit)
+			out[i] = surveyed(c, ans, err)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// surveyed fills a candidate in from its survey answer.
+func surveyed(c candidate, ans consensus.SwitchAnswer, err error) candidate {
+	switch {
+	case err != nil:
+		c.Err = err
+		return c
+	case ans.Survey == nil:
+		c.Err = errors.New("the answer carries no survey")
+		return c
+	}
+	c.Survey = *ans.Survey
+	c.SQLError = ans.Detail
+	if c.Pos, err = parseGTIDList(ans.GTID); err == nil {
+		c.Received, err = parseGTIDList(ans.Survey.Received)
+	}
+	if err != nil {
+		c.Err = fmt.Errorf("its position: %w", err)
+	}
+	return c
+}
+
+// resumeAll starts the candidates' IO threads again.
+func (s *Switcher) resumeAll(ctx context.Context, p plan, cands []candidate) {
+	var wg sync.WaitGroup
+	for _, c := range cands {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := p.step(consensus.OpResume, c.Name)
+			st.Target, st.Addr = c.Name, c.Addr
+			if _, err := s.sendStep(ctx, st, stepTimeout, 2*stepTimeout); err != nil {
+				s.cfg.Log.Warn("failover: a candidate's replication not started again (it starts it itself later)", "node", c.Name, "error", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// surveyHere is a candidate's survey step: it stops receiving from the
+// dead writer and applies what it received, and says what it holds.
+func (s *Switcher) surveyHere(ctx context.Context, act Actuator, st consensus.SwitchStep, ans *consensus.SwitchAnswer) error {
+	if st.Target != s.cfg.Node {
+		return fmt.Errorf("%s is not the candidate %s", s.cfg.Node, st.Target)
+	}
+	if t := s.cfg.Terms.View().Terms[st.Cluster]; t.Number != st.From || t.Writer != st.Old {
+		return fmt.Errorf("term %d of %s is not held by %s (this agent knows term %d, held by %s)", st.From, st.Cluster, st.Old, t.Number, t.Writer)
+	}
+	s.fo.mu.Lock()
+	s.fo.held[st.Cluster] = heldMark{id: st.ID, at: s.cfg.Clock.Now()}
+	s.fo.mu.Unlock()
+	sv, err := act.Survey(ctx, time.Duration(st.WaitMS)*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	ans.GTID = sv.CurrentPos
+	ans.Detail = sv.SQLError
+	ans.Survey = &consensus.SurveyAnswer{ServerID: sv.ServerID, Replica: sv.Replica, SQLRunning: sv.SQLRunning, Drained: sv.Drained,
+		Received: sv.IOPos, Own: ownGTIDs(sv.BinlogPos, sv.ServerID)}
+	return nil
+}
+
+// ownGTIDs are the GTIDs of pos that carry serverID.
+func ownGTIDs(pos string, serverID uint32) string {
+	l, err := parseGTIDList(pos)
+	if err != nil {
+		return ""
+	}
+	for d, g := range l {
+		if g.Server != serverID {
+			delete(l, d)
+		}
+	}
+	return formatList(l)
+}
+
+// resumeHere starts this server's IO thread again.
+func (s *Switcher) resumeHere(ctx context.Context, act Actuator, st consensus.SwitchStep) error {
+	s.fo.mu.Lock()
+	h, ok := s.fo.held[st.Cluster]
+	if ok && h.id == st.ID {
+		delete(s.fo.held, st.Cluster)
+	}
+	s.fo.mu.Unlock()
+	return act.ResumeReplication(ctx)
+}
+
+// unhold forgets the survey of cluster: the server was promoted or
+// re-pointed.
+func (s *Switcher) unhold(cluster string) {
+	s.fo.mu.Lock()
+	defer s.fo.mu.Unlock()
+	delete(s.fo.held, cluster)
+}
+
+// releaseHeld starts replication again where a survey stopped it more
+// than surveyHold ago and raft holds no failover of that ID: the leader
+// that surveyed died before it recorded the failover, or the failover
+// ended without re-pointing this server.
+func (s *Switcher) releaseHeld(ctx context.Context) {
+	act := s.cfg.Actuator
+	if act == nil {
+		return
+	}
+	now := s.cfg.Clock.Now()
+	var intents map[string]consensus.SwitchIntent
+	if n := s.voter(); n != nil {
+		intents = n.FSM().Switches()
+	}
+	s.fo.mu.Lock()
+	var release []string
+	for c, h := range s.fo.held {
+		if in, ok := intents[c]; ok && in.ID == h.id {
+			continue
+		}
+		if now.Sub(h.at) >= surveyHold {
+			release = append(release, c)
+			delete(s.fo.held, c)
+		}
+	}
+	s.fo.mu.Unlock()
+	for _, c := range release {
+		if err := act.ResumeReplication(ctx); err != nil {
+			s.cfg.Log.Error("failover: replication stopped by a survey not started again", "cluster", c, "error", err)
+			continue
+		}
+		s.cfg.Log.Warn("failover: replication started again: the failover that stopped it did not follow", "cluster", c)
+	}
+}
+
+// failoverOthers are the servers a failover re-points: the cluster's db
+// members but the target and the dead writer.
+func failoverOthers(c *pool.Cluster, old, target string) []string {
+	out := others(c, old, target)
+	return out[1:]
+}
+
+// isFailover reports whether an intent is a failover's.
+func isFailover(in consensus.SwitchIntent) bool {
+	return strings.EqualFold(in.Kind, consensus.KindFailover)
+}
+
+// failoverCandidates are the servers a failover's survey may have
+// stopped: the cluster's db members but the dead writer.
+func (s *Switcher) failoverCandidates(p plan) []candidate {
+	var out []candidate
+	for _, m := range s.cfg.Members() {
+		if m.Tags[tags.KeyRole] == tags.RoleDB && tags.Cluster(m.Tags) == p.cluster && m.Name != p.old && m.Status == pool.StatusAlive && m.Addr != "" {
+			out = append(out, candidate{Name: m.Name, Addr: m.Addr})
+		}
+	}
+	return out
+}

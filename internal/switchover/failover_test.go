@@ -1,0 +1,240 @@
+package switchover
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/consensus"
+	"github.com/shoaldb/shoal/internal/fence"
+	"github.com/shoaldb/shoal/internal/pool"
+	"github.com/shoaldb/shoal/internal/tags"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
+)
+
+// deadWriter makes db1's agent report its mysqld down and both replicas
+// lose it; db2 applied up to seq 10, db3 up to seq 12.
+func deadWriter(f *fleet) {
+	f.setMember("db1", pool.StatusAlive, &tags.Health{State: tags.Critical, Reason: "refused", ServerID: 1})
+	for i, n := range []string{"db2", "db3"} {
+		f.setMember(n, pool.StatusAlive, &tags.Health{State: tags.Passing, ReadOnly: true, Replica: true, SQLRunning: true, ServerID: uint32(i + 2), SourceServerID: 1})
+	}
+	f.servers["db2"].survey = fence.Survey{Replica: true, SQLRunning: true, Drained: true, ServerID: 2, IOPos: "0-1-10", BinlogPos: "0-1-10", CurrentPos: "0-1-10"}
+	f.servers["db3"].survey = fence.Survey{Replica: true, SQLRunning: true, Drained: true, ServerID: 3, IOPos: "0-1-12", BinlogPos: "0-1-12", CurrentPos: "0-1-12"}
+}
+
+// A dead writer, confirmed by its agent and both replicas for
+// confirmFast: the leader surveys both, picks db3 (the most advanced),
+// grants it term 2 under a failover intent, promotes it and re-points
+// db2; the dead db1 is not touched, and the intent ends.
+func TestFailoverPromotesTheMostAdvanced(t *testing.T) {
+	f := newFleet(t, true)
+	deadWriter(f)
+	ctx := context.Background()
+	leader := f.sw["db2"]
+	leader.judgeWriters(ctx)
+	f.clock.Advance(confirmFast - time.Millisecond)
+	leader.judgeWriters(ctx)
+	f.sw["db3"].judgeWriters(ctx) // not the leader: nothing
+	if o := ops(f, "db2"); len(o) != 0 {
+		t.Fatalf("a failover started before the death was confirmed for %s: %v", confirmFast, o)
+	}
+	f.clock.Advance(time.Millisecond)
+	leader.judgeWriters(ctx)
+	testkit.WaitFor(t, 10*time.Second, "term 2 to db3 and the intent ended", func() bool {
+		tm := f.raft.fsm.Term("main")
+		return tm.Number == 2 && tm.Writer == "db3" && len(f.raft.fsm.Switches()) == 0 && !leader.failoverRunning("main")
+	})
+	tm := f.raft.fsm.Term("main")
+	if !strings.Contains(tm.Why, "failover from db1 (term 1)") || !strings.Contains(tm.Why, "db3 is the most advanced replica (0-1-12)") {
+		t.Errorf("why %q", tm.Why)
+	}
+	if readOnly(f, "db3") {
+		t.Error("db3 is not writable")
+	}
+	if !slices.Equal(ops(f, "db3"), []string{"survey", "promote"}) || !slices.Equal(ops(f, "db2"), []string{"survey", "repoint"}) || len(ops(f, "db1")) != 0 {
+		t.Errorf("steps: db1 %v, db2 %v, db3 %v", ops(f, "db1"), ops(f, "db2"), ops(f, "db3"))
+	}
+	if got := leader.LastFailover()["main"]; !strings.HasPrefix(got, "failed over to db3 (term 2)") {
+		t.Errorf("last failover %q", got)
+	}
+	// The survey holds are gone: nothing starts replication again later.
+	f.clock.Advance(surveyHold)
+	for _, n := range []string{"db2", "db3"} {
+		f.sw[n].releaseHeld(ctx)
+		if f.servers[n].resumed != 0 {
+			t.Errorf("%s's replication started again after the failover", n)
+		}
+	}
+}
+
+// Not dead while a replica still receives from the writer, nor while it
+// is slow, hung or passing: no survey, no step at all.
+func TestNoFailoverWithoutTheWitnesses(t *testing.T) {
+	for name, set := range map[string]func(f *fleet){
+		"a replica still receives": func(f *fleet) {
+			f.setMember("db3", pool.StatusAlive, &tags.Health{State: tags.Passing, ReadOnly: true, Replica: true, IORunning: true, SQLRunning: true, ServerID: 3, SourceServerID: 1})
+		},
+		"the writer hangs (timeout)": func(f *fleet) {
+			f.setMember("db1", pool.StatusAlive, &tags.Health{State: tags.Critical, Reason: "timeout", ServerID: 1})
+		},
+		"the writer is slow": func(f *fleet) {
+			f.setMember("db1", pool.StatusAlive, &tags.Health{State: tags.Warning, Reason: "slow", ServerID: 1})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFleet(t, true)
+			deadWriter(f)
+			set(f)
+			for range 5 {
+				f.sw["db2"].judgeWriters(context.Background())
+				f.clock.Advance(time.Minute)
+			}
+			for _, n := range []string{"db1", "db2", "db3"} {
+				if o := ops(f, n); len(o) != 0 {
+					t.Errorf("%s took steps: %v", n, o)
+				}
+			}
+			if tm := f.raft.fsm.Term("main"); tm.Number != 1 {
+				t.Errorf("term moved: %+v", tm)
+			}
+		})
+	}
+}
+
+// When no candidate holds every transaction (two domains, each replica
+// ahead in one), nothing is promoted: the candidates start receiving
+// again, the term stays, and the leader tries again only after
+// failoverRetry.
+func TestFailoverRefusedWhenNoCandidateHasEverything(t *testing.T) {
+	f := newFleet(t, true)
+	deadWriter(f)
+	f.servers["db2"].survey.CurrentPos, f.servers["db2"].survey.IOPos = "0-1-12,1-1-5", "0-1-12,1-1-5"
+	f.servers["db3"].survey.CurrentPos, f.servers["db3"].survey.IOPos = "0-1-13,1-1-4", "0-1-13,1-1-4"
+	ctx := context.Background()
+	leader := f.sw["db2"]
+	leader.judgeWriters(ctx)
+	f.clock.Advance(confirmFast)
+	leader.judgeWriters(ctx)
+	testkit.WaitFor(t, 10*time.Second, "the failover given up", func() bool { return !leader.failoverRunning("main") && leader.LastFailover()["main"] != "" })
+	if tm := f.raft.fsm.Term("main"); tm.Number != 1 || len(f.raft.fsm.Switches()) != 0 {
+		t.Fatalf("term %+v, intents %v", tm, f.raft.fsm.Switches())
+	}
+	got := leader.LastFailover()["main"]
+	if !strings.Contains(got, "no candidate may be promoted") || !strings.Contains(got, "db2: lacks 1 transactions db3 applied") {
+		t.Errorf("last failover %q", got)
+	}
+	for _, n := range []string{"db2", "db3"} {
+		if !slices.Equal(ops(f, n), []string{"survey", "resume"}) {
+			t.Errorf("%s: %v, want survey then resume", n, ops(f, n))
+		}
+	}
+	f.clock.Advance(failoverRetry - time.Second)
+	leader.judgeWriters(ctx)
+	time.Sleep(50 * time.Millisecond)
+	if n := len(ops(f, "db2")); n != 2 {
+		t.Errorf("surveyed again before failoverRetry: %v", ops(f, "db2"))
+	}
+}
+
+// A writer whose agent is gone too (failed in the gossip) is failed over
+// only after the writer's lease: by then it fenced itself if it lives.
+func TestFailoverWaitsForTheLeaseWhenTheAgentIsGone(t *testing.T) {
+	f := newFleet(t, true)
+	deadWriter(f)
+	f.setMember("db1", pool.StatusFailed, nil)
+	leader := f.sw["db2"]
+	leader.cfg.Lease = 5 * time.Second
+	ctx := context.Background()
+	leader.judgeWriters(ctx)
+	f.clock.Advance(4 * time.Second)
+	leader.judgeWriters(ctx)
+	if o := ops(f, "db3"); len(o) != 0 {
+		t.Fatalf("surveyed before the lease passed: %v", o)
+	}
+	f.clock.Advance(time.Second)
+	leader.judgeWriters(ctx)
+	testkit.WaitFor(t, 10*time.Second, "term 2 to db3", func() bool {
+		tm := f.raft.fsm.Term("main")
+		return tm.Number == 2 && tm.Writer == "db3"
+	})
+}
+
+// A candidate whose survey no failover followed (the leader died before
+// it recorded one) starts receiving again by itself after surveyHold; one
+// whose failover is recorded waits.
+func TestSurveyHoldIsReleased(t *testing.T) {
+	f := newFleet(t, true)
+	deadWriter(f)
+	ctx := context.Background()
+	p := plan{id: "00000000000000aa", cluster: "main", from: 1, old: "db1", target: "db3", addr: "db3:3306", leader: "db2", group: group, by: "db2"}
+	st := p.step(consensus.OpSurvey, "db3")
+	st.Expires = f.clock.Now().Add(time.Minute)
+	if ans := f.sw["db3"].takeSafely(ctx, st); !ans.OK || ans.Survey == nil || ans.GTID != "0-1-12" {
+		t.Fatalf("survey: %+v", ans)
+	}
+	f.clock.Advance(surveyHold - time.Second)
+	f.sw["db3"].releaseHeld(ctx)
+	if f.servers["db3"].resumed != 0 {
+		t.Fatal("released before surveyHold")
+	}
+	f.clock.Advance(time.Second)
+	f.sw["db3"].releaseHeld(ctx)
+	if f.servers["db3"].resumed != 1 {
+		t.Fatal("not released after surveyHold")
+	}
+
+	// Recorded in raft: held on.
+	p.id = "00000000000000bb"
+	st = p.step(consensus.OpSurvey, "db3")
+	st.Expires = f.clock.Now().Add(time.Minute)
+	f.sw["db3"].takeSafely(ctx, st)
+	in := consensus.SwitchIntent{ID: p.id, Cluster: "main", From: 1, Old: "db1", Target: "db3", Addr: "db3:3306", By: "db2",
+		Started: f.clock.Now(), Deadline: f.clock.Now().Add(time.Hour), Kind: consensus.KindFailover}
+	if _, err := (fakeVoter{f.raft, "db2"}).BeginSwitch(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(2 * surveyHold)
+	f.sw["db3"].releaseHeld(ctx)
+	if f.servers["db3"].resumed != 1 {
+		t.Fatal("released while its failover is recorded")
+	}
+}
+
+// A failover intent whose leader no longer runs it: before the grant the
+// new leader ends it and the candidates receive again (the dead writer
+// is never "restored"); after the grant it completes it without
+// re-pointing the dead writer.
+func TestResumeOfAFailover(t *testing.T) {
+	for _, granted := range []bool{false, true} {
+		f := newFleet(t, true)
+		deadWriter(f)
+		ctx := context.Background()
+		in := consensus.SwitchIntent{ID: "00000000000000cc", Cluster: "main", From: 1, Old: "db1", Target: "db3", Addr: "db3:3306", By: "db3",
+			Started: f.clock.Now(), Deadline: f.clock.Now().Add(time.Hour), Kind: consensus.KindFailover}
+		v := fakeVoter{f.raft, "db2"}
+		if _, err := v.BeginSwitch(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		if granted {
+			g := pool.Grant{Expect: 1, Term: pool.Term{Cluster: "main", Number: 2, Writer: "db3", Addr: "db3:3306", Granted: f.clock.Now(), Why: "failover"}}
+			if _, err := v.GrantSwitch(ctx, in.ID, g); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.sw["db2"].resumeOrphans(ctx) // db3 (alive) ran it but no longer leads
+		testkit.WaitFor(t, 10*time.Second, "the intent ended", func() bool { return len(f.raft.fsm.Switches()) == 0 })
+		if o := ops(f, "db1"); len(o) != 0 {
+			t.Errorf("granted %v: the dead writer took steps: %v", granted, o)
+		}
+		tm := f.raft.fsm.Term("main")
+		switch {
+		case !granted && (tm.Number != 1 || !slices.Contains(ops(f, "db2"), "resume") || !slices.Contains(ops(f, "db3"), "resume")):
+			t.Errorf("rolled back: term %+v, db2 %v, db3 %v", tm, ops(f, "db2"), ops(f, "db3"))
+		case granted && (tm.Writer != "db3" || readOnly(f, "db3") || !slices.Equal(ops(f, "db2"), []string{"repoint"})):
+			t.Errorf("completed: term %+v, db3 read-only %v, db2 %v", tm, readOnly(f, "db3"), ops(f, "db2"))
+		}
+	}
+}

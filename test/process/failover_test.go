@@ -1,0 +1,229 @@
+package process
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoaldb/shoal/internal/testutil/mariadbtest"
+	"github.com/shoaldb/shoal/internal/testutil/ports"
+	"github.com/shoaldb/shoal/internal/testutil/testkit"
+)
+
+// failoverFleet is three voting db agents with consensus.failover on, on
+// real MariaDB servers: db1 the writer by term 1, db2 and db3 GTID
+// replicas of it, a table fo.t with a row per acknowledged write.
+type failoverFleet struct {
+	names  []string
+	srvs   map[string]*mariadbtest.Server
+	agents map[string]*proc
+	acked  []int // ids of the rows db1 acknowledged
+}
+
+func startFailoverFleet(t *testing.T, failover bool) *failoverFleet {
+	t.Helper()
+	mariadbtest.Require(t)
+	const pw = "pw-failover"
+	gkey, ckey := newKey(t), newKey(t)
+	t.Setenv("SHOAL_MYSQL_PASSWORD", pw)
+	f := &failoverFleet{names: []string{"db1", "db2", "db3"}, srvs: map[string]*mariadbtest.Server{}, agents: map[string]*proc{}}
+	for i, name := range f.names {
+		f.srvs[name] = mariadbtest.Start(t, mariadbtest.Options{ReadOnly: i > 0})
+		f.srvs[name].CreateUser(mariadbtest.User{Name: "shoal", Password: pw, Grants: switchGrants})
+	}
+	f.srvs["db1"].MustExec("CREATE DATABASE fo")
+	f.srvs["db1"].MustExec("CREATE TABLE fo.t (id INT PRIMARY KEY)")
+	for _, name := range f.names[1:] {
+		f.srvs[name].ReplicateFrom(f.srvs["db1"])
+		if got := gtidWait(t, f.srvs[name], gtidOf(t, f.srvs["db1"]), 30*time.Second); got != 0 {
+			t.Fatalf("%s did not replicate db1's schema: MASTER_GTID_WAIT = %d", name, got)
+		}
+	}
+	replPW := filepath.Join(t.TempDir(), "repl.password")
+	if err := os.WriteFile(replPW, []byte(mariadbtest.ReplPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range f.names {
+		args := []string{"--mysql-addr", f.srvs[name].Addr(), "--mysql-user", "shoal", "--cluster", "main",
+			"--mysql-replication-user", mariadbtest.ReplUser, "--mysql-replication-password-file", replPW,
+			"--consensus-key", ckey, "--consensus-keyring-file", t.TempDir() + "/consensus.keyring",
+			"--consensus-bind", ports.Free(t), "--consensus-bootstrap-expect", "3"}
+		if failover {
+			args = append(args, "--consensus-failover")
+		}
+		if name != "db1" {
+			args = append(args, "--join", f.agents["db1"].bind)
+		}
+		f.agents[name] = startAgent(t, name, gkey, args...)
+	}
+	testkit.WaitFor(t, 60*time.Second, "term to db1, db1 the writer, db2 and db3 readers in every agent's pool", func() bool {
+		for _, name := range f.names {
+			tm := termOf(consensusOf(f.agents[name]), "main")
+			w, r := poolOf(f.agents[name])
+			if tm.Term == 0 || tm.Writer != "db1" || w != "db1" || !strings.Contains(","+r+",", ",db2,") || !strings.Contains(","+r+",", ",db3,") {
+				return false
+			}
+		}
+		return true
+	})
+	return f
+}
+
+// write inserts rows from..to on db1, each acknowledged (autocommit).
+func (f *failoverFleet) write(t *testing.T, from, to int) {
+	t.Helper()
+	for id := from; id <= to; id++ {
+		if err := f.srvs["db1"].Exec("INSERT INTO fo.t VALUES (?)", id); err != nil {
+			t.Fatalf("write %d on db1: %v", id, err)
+		}
+		f.acked = append(f.acked, id)
+	}
+}
+
+// writerNow is the server that takes writes, holds the current term in
+// every agent of alive, and is every such agent's pool writer.
+func (f *failoverFleet) writerNow(alive []string) (string, bool) {
+	for _, s := range f.names {
+		if readOnlyOf(f.srvs[s]) != "0" {
+			continue
+		}
+		held := true
+		var term uint64
+		for _, a := range alive {
+			tm := termOf(consensusOf(f.agents[a]), "main")
+			w, _ := poolOf(f.agents[a])
+			if tm.Writer != s || (term != 0 && tm.Term != term) || w != s {
+				held = false
+			}
+			term = tm.Term
+		}
+		if held {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+func (f *failoverFleet) describe(alive []string) string {
+	var b strings.Builder
+	for _, name := range f.names {
+		fmt.Fprintf(&b, "\n  server %s: read_only=%s", name, readOnlyOf(f.srvs[name]))
+	}
+	for _, name := range alive {
+		tm := termOf(consensusOf(f.agents[name]), "main")
+		w, r := poolOf(f.agents[name])
+		fmt.Fprintf(&b, "\n  agent %s: term %d held by %q (%s); pool writers [%s] readers [%s]", name, tm.Term, tm.Writer, tm.Why, w, r)
+	}
+	return b.String()
+}
+
+// rowsOn counts the acknowledged rows present on s.
+func (f *failoverFleet) missingOn(t *testing.T, s *mariadbtest.Server) []int {
+	t.Helper()
+	var missing []int
+	for _, id := range f.acked {
+		var n int
+		if err := s.DB().QueryRow("SELECT COUNT(*) FROM fo.t WHERE id = ?", id).Scan(&n); err != nil {
+			t.Fatalf("read row %d on %s: %v", id, s.Addr(), err)
+		}
+		if n != 1 {
+			missing = append(missing, id)
+		}
+	}
+	return missing
+}
+
+// TestFailoverMysqldKill: the writer's mariadbd is killed with SIGKILL
+// while db3 is ahead of db2 (db2's IO thread was stopped before the last
+// acknowledged writes). With consensus.failover on, within 30 s a server
+// must take writes again: db3, the most advanced replica (promoting db2
+// would lose acknowledged writes), holding term 2 in every surviving
+// agent and routed to by their pools, with every acknowledged write;
+// db2 then replicates from db3 and catches up; no two servers writable
+// at any 100 ms sample; and when db1's mariadbd comes back (writable, as
+// its my.cnf says) its agent sets it read-only: it no longer holds the
+// term.
+//
+// Before failover existed the cluster stayed without a writer until a
+// person promoted one: the test fails with "no server takes writes".
+func TestFailoverMysqldKill(t *testing.T) {
+	f := startFailoverFleet(t, true)
+	f.write(t, 1, 5)
+	if got := gtidWait(t, f.srvs["db2"], gtidOf(t, f.srvs["db1"]), 30*time.Second); got != 0 {
+		t.Fatalf("db2 did not catch up: %d", got)
+	}
+	// db2 stops receiving; db3 gets three more acknowledged writes.
+	f.srvs["db2"].MustExec("STOP SLAVE IO_THREAD")
+	f.write(t, 6, 8)
+	if got := gtidWait(t, f.srvs["db3"], gtidOf(t, f.srvs["db1"]), 30*time.Second); got != 0 {
+		t.Fatalf("db3 did not catch up: %d", got)
+	}
+	sampler := startWritableSampler(f.srvs, f.names)
+	defer sampler.stop()
+
+	killed := time.Now()
+	f.srvs["db1"].Kill()
+	t.Logf("killed db1's mariadbd (SIGKILL); acknowledged rows 1-8, db2 has 1-5")
+
+	alive := f.names
+	deadline := time.Now().Add(30 * time.Second)
+	writer, ok := f.writerNow(alive[1:])
+	for ; (!ok || writer == "db1") && time.Now().Before(deadline); writer, ok = f.writerNow(alive[1:]) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !ok {
+		t.Fatalf("30s after db1's mariadbd was killed, no server takes writes:%s", f.describe(alive))
+	}
+	took := time.Since(killed)
+	t.Logf("%s takes writes, holds the term and is every surviving agent's writer %s after the kill", writer, took.Round(time.Millisecond))
+	if writer != "db3" {
+		t.Fatalf("the failover promoted %s, not db3, the most advanced replica:%s", writer, f.describe(alive))
+	}
+	if m := f.missingOn(t, f.srvs["db3"]); len(m) > 0 {
+		t.Fatalf("acknowledged rows %v missing on the new writer db3", m)
+	}
+	tm := termOf(consensusOf(f.agents["db2"]), "main")
+	if !strings.Contains(tm.Why, "failover from db1") {
+		t.Errorf("term %d's why %q does not say it is a failover from db1", tm.Term, tm.Why)
+	}
+	// The new writer takes writes; db2 replicates from it and catches up.
+	f.srvs["db3"].MustExec("INSERT INTO fo.t VALUES (9)")
+	testkit.WaitFor(t, 30*time.Second, "db2 replicating from db3 with every row", func() bool {
+		var n int
+		return f.srvs["db2"].DB().QueryRow("SELECT COUNT(*) FROM fo.t").Scan(&n) == nil && n == 9
+	})
+	// db1 comes back writable: its agent fences it (it no longer holds the term).
+	f.srvs["db1"].Restart()
+	testkit.WaitFor(t, 30*time.Second, "db1 back and read-only (fenced by its agent)", func() bool {
+		return readOnlyOf(f.srvs["db1"]) == "1"
+	})
+	if w, _ := poolOf(f.agents["db2"]); w != "db3" {
+		t.Errorf("after db1 came back, db2's pool routes writes to %q, not db3", w)
+	}
+	sampler.stop()
+	if v := sampler.violations(); len(v) > 0 {
+		t.Errorf("two servers writable at once at %d sample points, the first: %s", len(v), v[0])
+	}
+}
+
+// TestNoFailoverWithoutTheSetting: the same kill without
+// consensus.failover leaves the cluster without a writer (the default of
+// this release), and nothing touches the replicas: both still configured
+// to replicate from db1.
+func TestNoFailoverWithoutTheSetting(t *testing.T) {
+	f := startFailoverFleet(t, false)
+	f.write(t, 1, 3)
+	f.srvs["db1"].Kill()
+	time.Sleep(10 * time.Second)
+	if w, ok := f.writerNow(f.names[1:]); ok {
+		t.Fatalf("%s takes writes without consensus.failover:%s", w, f.describe(f.names[1:]))
+	}
+	for _, name := range f.names[1:] {
+		if readOnlyOf(f.srvs[name]) != "1" {
+			t.Errorf("%s is writable without consensus.failover", name)
+		}
+	}
+}
