@@ -72,6 +72,29 @@ func Conflict(p *pool.Pool, self string, isolated bool) (cluster, why string, ok
 	return "", "", false
 }
 
+// selfState says whether self is out of p as critical (its server down),
+// or in it as a writer or reader.
+func selfState(p *pool.Pool, self string) (down, in bool) {
+	if p == nil {
+		return false, false
+	}
+	for _, c := range p.Clusters {
+		for _, l := range [][]pool.Node{c.Writers, c.Readers} {
+			for _, n := range l {
+				if n.Name == self {
+					in = true
+				}
+			}
+		}
+		for _, n := range c.Out {
+			if n.Name == self && n.Reason == pool.ReasonCritical {
+				down = true
+			}
+		}
+	}
+	return down, in
+}
+
 // leaseWatch follows a voter's last contact with a raft leader: itself
 // while it leads (hashicorp/raft's leader steps down when it has not heard
 // from a quorum for leader_lease_timeout), else raft's last contact.

@@ -81,6 +81,14 @@ type loop struct {
 	conflict, lease episode
 	watch           leaseWatch
 	back            leaseReturn
+	// fresh: the server has not been in the pool since this agent saw it
+	// down (critical). A conflict then is a server that started writable
+	// while another holds the term (a dead writer replaced by a failover,
+	// a demoted one restarted with read_only=OFF in its file), not an
+	// operator promoting in the wrong order: it is fenced at once, not
+	// after fence_after. Not at the agent's own start: its terms may be
+	// older than the fleet's until it hears the newer ones.
+	fresh bool
 }
 
 // Run fences the server, until ctx ends, when Conflict has held for
@@ -107,7 +115,17 @@ func (f *Fencer) Run(ctx context.Context) {
 func (f *Fencer) look(ctx context.Context, l *loop) {
 	p, isolated := f.cfg.Pool()
 	cluster, why, on := Conflict(p, f.cfg.Node, isolated)
-	f.fenceIf(ctx, &l.conflict, on, f.cfg.After, cluster, why)
+	after := f.cfg.After
+	if on && l.fresh {
+		after, why = 0, why+"; it came back writable: fenced at once"
+	}
+	f.fenceIf(ctx, &l.conflict, on, after, cluster, why)
+	switch down, in := selfState(p, f.cfg.Node); {
+	case down:
+		l.fresh = true
+	case in:
+		l.fresh = false
+	}
 	if f.cfg.Lease <= 0 || f.cfg.Contact == nil || f.cfg.Terms == nil {
 		return
 	}

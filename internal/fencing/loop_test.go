@@ -142,3 +142,49 @@ func TestFenceRun(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// A server that comes back writable from down (its mysqld restarted)
+// while another holds the term is fenced at once, not after fence_after;
+// one that was a reader in between waits fence_after as before.
+func TestFenceAtOnceAfterDown(t *testing.T) {
+	conflicted := conflictPool(t)
+	tv := pool.TermView{Terms: map[string]pool.Term{"default": {Cluster: "default", Number: 3, Writer: "db1", Addr: "db1:3306"}}}
+	down, _ := pool.ComputeFresh([]pool.Member{fenceMember("db1", true, tags.Passing), fenceMember("db2", true, tags.Critical)},
+		pool.Policy{}, nil, pool.Freshness{}, tv)
+	reader, _ := pool.ComputeFresh([]pool.Member{fenceMember("db1", true, tags.Passing), fenceMember("db2", false, tags.Passing)},
+		pool.Policy{}, nil, pool.Freshness{}, tv)
+	if d, _ := selfState(down, "db2"); !d {
+		t.Fatal("the down pool does not show db2 critical")
+	}
+	if _, in := selfState(reader, "db2"); !in {
+		t.Fatal("the reader pool does not show db2 in")
+	}
+	for _, tc := range []struct {
+		name   string
+		before *pool.Pool
+		want   int // fences in the first 2 s of conflict
+	}{
+		{"back from down: at once", down, 1},
+		{"a reader before: after fence_after", reader, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clockwork.NewFakeClock()
+			act := &fakeActuator{}
+			cur := tc.before
+			f := New(Config{Node: "db2", After: 3 * time.Second, Actuator: act, Clock: clk, Pool: func() (*pool.Pool, bool) { return cur, false }})
+			var l loop
+			for range 4 {
+				f.look(context.Background(), &l)
+				clk.Advance(tick)
+			}
+			cur = conflicted
+			for range 8 {
+				f.look(context.Background(), &l)
+				clk.Advance(tick)
+			}
+			if got := act.calls(); got != tc.want {
+				t.Fatalf("%d fences in 2 s of conflict, want %d", got, tc.want)
+			}
+		})
+	}
+}
