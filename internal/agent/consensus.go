@@ -295,7 +295,10 @@ func (a *Agent) consensusInfo() *view.Consensus {
 	if !cs.Enabled() && cs.TermKey == "" {
 		return nil
 	}
-	out := &view.Consensus{BootstrapExpect: cs.BootstrapExpect}
+	out := &view.Consensus{BootstrapExpect: cs.BootstrapExpect, Failover: cs.Failover, Failovers: map[string]string{}}
+	for c, what := range a.cons.sw.LastFailover() {
+		out.Failovers[gossiped.Escape(c)] = gossiped.Escape(what)
+	}
 	groups := a.cons.terms.Groups()
 	out.Group = groups.Own
 	for _, id := range slices.Sorted(maps.Keys(groups.Voters)) {

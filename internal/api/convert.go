@@ -83,6 +83,10 @@ func toConsensus(c *view.Consensus) *client.Consensus {
 		out.Voters = append(out.Voters, client.ConsensusVoter{ID: v.ID, Addr: v.Addr, Leader: v.Leader, Failing: v.Failing, LastContact: v.LastContact})
 	}
 	maps.Copy(out.Refused, c.Refused)
+	out.Failover, out.Failovers = c.Failover, make(map[string]string, len(c.Failovers))
+	for k, v := range c.Failovers {
+		out.Failovers[k] = v
+	}
 	out.Group, out.Groups = c.Group, make([]client.ConsensusGroup, 0, len(c.Groups))
 	for _, g := range c.Groups {
 		out.Groups = append(out.Groups, client.ConsensusGroup{ID: g.ID, Voters: append([]string{}, g.Voters...)})

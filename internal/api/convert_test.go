@@ -150,7 +150,7 @@ func TestConsensusOnTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"voter":false,"id":"","addr":"","bootstrap_expect":3,"state":"","leader":"","leader_addr":"","bootstrapped":false,` +
-		`"raft_term":0,"last_index":0,"applied_index":0,"voters":[],"refused":{},"group":"","groups":[],"terms":[],"term_keys":[]}`
+		`"raft_term":0,"last_index":0,"applied_index":0,"voters":[],"refused":{},"group":"","groups":[],"terms":[],"term_keys":[],"failover":false,"failovers":{}}`
 	if string(b) != want {
 		t.Fatalf("not a voter:\n got %s\nwant %s", b, want)
 	}

@@ -6,6 +6,9 @@ import "github.com/prometheus/client_golang/prometheus"
 // (package switchover).
 type SwitchoverCounts struct {
 	Taken, Refused, Resumed func() uint64
+	// Failovers: dead writers this agent, as the raft leader, replaced
+	// (promoted) or judged dead but did not replace (not going ahead).
+	FailoversPromoted, FailoversNotDone func() uint64
 }
 
 // NewSwitchoverCollectors returns the switchover counters.
@@ -14,5 +17,7 @@ func NewSwitchoverCollectors(c SwitchoverCounts) []prometheus.Collector {
 		counter{"switchover_steps_total", "Switchover steps this agent took (on its own server, or in raft as the leader).", nil, c.Taken},
 		counter{"switchover_steps_refused_total", "Switchover steps refused: not signed with a term key, expired, or of another raft group.", nil, c.Refused},
 		counter{"switchover_resumed_total", "Switchovers this agent, as the raft leader, finished for a coordinator that died or passed its deadline: rolled back before the grant, completed after it.", nil, c.Resumed},
+		counter{"failovers_total", "Failovers this agent ran as the raft leader, by outcome: promoted (a replica holds the next term), not_done (the writer was judged dead, but no replica was promoted: none could be without losing transactions, the writer came back, or no grant).", prometheus.Labels{"outcome": "promoted"}, c.FailoversPromoted},
+		counter{"failovers_total", "Failovers this agent ran as the raft leader, by outcome: promoted (a replica holds the next term), not_done (the writer was judged dead, but no replica was promoted: none could be without losing transactions, the writer came back, or no grant).", prometheus.Labels{"outcome": "not_done"}, c.FailoversNotDone},
 	)
 }

@@ -187,6 +187,7 @@ func (s *Switcher) failover(ctx context.Context, n Voter, t pool.Term, death str
 	p := plan{id: newID(), cluster: t.Cluster, from: t.Number, old: t.Writer, leader: s.cfg.Node, group: s.cfg.Terms.OwnGroup(), by: s.cfg.Node, failover: true}
 	cands := s.candidates(n, t)
 	if len(cands) == 0 {
+		s.stats.FailoversNotDone.Add(1)
 		s.failoverDecided(t.Cluster, "not failed over: no other voter of the cluster is alive to take the term")
 		log.Error("failover: no candidate: no other voter of the cluster is alive", "death", death)
 		return false
@@ -202,6 +203,7 @@ func (s *Switcher) failover(ctx context.Context, n Voter, t pool.Term, death str
 		}
 	}
 	abort := func(why string) bool {
+		s.stats.FailoversNotDone.Add(1)
 		s.failoverDecided(t.Cluster, "not failed over: "+why)
 		log.Error("failover not going ahead", "id", p.id, "why", why)
 		s.resumeAll(ctx, p, cands)
@@ -243,6 +245,7 @@ func (s *Switcher) failover(ctx context.Context, n Voter, t pool.Term, death str
 		return abort("the term was not granted to " + p.target + ": " + err.Error())
 	}
 	s.cfg.Terms.Publish([]pool.Term{granted})
+	s.stats.FailoversPromoted.Add(1)
 	log.Warn("failover: writer term granted", "id", p.id, "writer", p.target, "new_term", granted.Number, "why", why)
 	s.failoverDecided(t.Cluster, fmt.Sprintf("failed over to %s (term %d): %s", p.target, granted.Number, ch.Why))
 	for name, w := range ch.Out {

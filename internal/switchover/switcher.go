@@ -124,6 +124,9 @@ type Switcher struct {
 // Stats counts what the switcher did, for /metrics and tests.
 type Stats struct {
 	Taken, Refused, Resumed atomic.Uint64
+	// FailoversPromoted and FailoversNotDone count the failovers this
+	// agent ran as the leader.
+	FailoversPromoted, FailoversNotDone atomic.Uint64
 }
 
 // New returns a switcher; nothing runs until Resume or a request.

@@ -149,6 +149,11 @@ type Consensus struct {
 	// those voters: more than one is a split (docs/consensus.md, "Fleet
 	// identity") and no writes are routed where a term is required.
 	Groups []ConsensusGroup
+	// Failover: consensus.failover is on here (the raft leader replaces a
+	// dead writer). Failovers is the last failover decision of each
+	// cluster this agent made as the leader (escaped).
+	Failover  bool
+	Failovers map[string]string
 }
 
 // ConsensusGroup is one raft group as the gossip shows it.

@@ -167,6 +167,13 @@ type Consensus struct {
 	// (base64; public, not secret); never null. Empty: it cannot verify
 	// terms, so it routes no writes to a cluster that requires one.
 	TermKeys []string `json:"term_keys"`
+	// Failover is true when consensus.failover is on at this agent (the
+	// raft leader replaces a dead writer by itself).
+	Failover bool `json:"failover"`
+	// Failovers is the last failover decision of each cluster this agent
+	// made as the raft leader ("failed over to db3 (term 4): ..." or "not
+	// failed over: ..."); never null.
+	Failovers map[string]string `json:"failovers"`
 }
 
 // ConsensusGroup is one raft group as the gossip shows it.

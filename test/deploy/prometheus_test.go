@@ -41,6 +41,7 @@ var wantAlerts = map[string]struct{ expr, hold string }{
 	"ShoalNoWriterTerm":      {`shoal_pool_writer_term == 0`, "1m"},
 	"ShoalRaftGroupSplit":    {`shoal_consensus_raft_groups > 1`, "30s"},
 	"ShoalSwitchoverResumed": {`increase(shoal_switchover_resumed_total[15m]) > 0`, ""},
+	"ShoalFailover":          {`increase(shoal_failovers_total[15m]) > 0`, ""},
 	"ShoalMemberFailed":      {`shoal_members{status="failed"} > 0`, "1m"},
 	"ShoalNoReaders":         {`shoal_pool_nodes{role="reader"} < 1`, "30s"},
 	"ShoalNoWriter":          {`shoal_pool_nodes{role="writer"} < 1`, "30s"},

@@ -196,6 +196,16 @@ func TestFailoverMysqldKill(t *testing.T) {
 	if !strings.Contains(tm.Why, "failover from db1") {
 		t.Errorf("term %d's why %q does not say it is a failover from db1", tm.Term, tm.Why)
 	}
+	// The leader that ran it says so in `shoal info` (the API's consensus.failovers).
+	var said []string
+	for _, name := range alive { // db1's agent lives on, and may lead
+		if c := consensusOf(f.agents[name]); c != nil && c.Failovers["main"] != "" {
+			said = append(said, name+": "+c.Failovers["main"])
+		}
+	}
+	if len(said) != 1 || !strings.Contains(said[0], "failed over to db3 (term 2)") {
+		t.Errorf("the agents' last failover decisions: %q, want one leader's \"failed over to db3 (term 2)\"", said)
+	}
 	// The new writer takes writes; db2 replicates from it and catches up.
 	f.srvs["db3"].MustExec("INSERT INTO fo.t VALUES (9)")
 	deadline = time.Now().Add(30 * time.Second)
@@ -242,4 +252,31 @@ func TestNoFailoverWithoutTheSetting(t *testing.T) {
 			t.Errorf("%s is writable without consensus.failover", name)
 		}
 	}
+}
+
+// TestNoFailoverWhileReplicasReceive: the writer's agent is killed
+// (SIGKILL) while its mariadbd runs on. The agent is one witness, but the
+// replicas still receive from the writer: no failover, however long, and
+// the replicas still replicate from db1.
+func TestNoFailoverWhileReplicasReceive(t *testing.T) {
+	f := startFailoverFleet(t, true)
+	f.write(t, 1, 3)
+	if err := f.agents["db1"].cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Past the writer's lease (5 s with the defaults) and then some.
+	time.Sleep(15 * time.Second)
+	for _, name := range f.names[1:] {
+		if tm := termOf(consensusOf(f.agents[name]), "main"); tm.Term != 1 || tm.Writer != "db1" {
+			t.Errorf("agent %s: term %d held by %s (%s), want term 1 still db1's", name, tm.Term, tm.Writer, tm.Why)
+		}
+		if ro := readOnlyOf(f.srvs[name]); ro != "1" {
+			t.Errorf("%s read_only=%s", name, ro)
+		}
+		st, err := f.srvs[name].SlaveStatus()
+		if err != nil || st["Slave_IO_Running"] != "Yes" || st["Master_Port"] != fmt.Sprint(f.srvs["db1"].Port()) {
+			t.Errorf("%s no longer replicates from db1: IO %q source port %q, %v", name, st["Slave_IO_Running"], st["Master_Port"], err)
+		}
+	}
+	f.write(t, 4, 4) // db1, with no agent to fence it, still takes writes
 }
