@@ -56,6 +56,12 @@ func (a *Agent) runFailover(ctx context.Context) {
 	a.cons.sw.Failover(ctx, a.cfg.Consensus.Failover)
 }
 
+// Failover fails a cluster with a dead writer over now, or plans it
+// (package switchover).
+func (a *Agent) Failover(ctx context.Context, req view.FailoverRequest) (view.Failover, error) {
+	return a.cons.sw.FailoverNow(ctx, req)
+}
+
 // Switchover moves a cluster's writer (package switchover).
 func (a *Agent) Switchover(ctx context.Context, req view.SwitchoverRequest) (view.Switchover, error) {
 	return a.cons.sw.Switchover(ctx, req)

@@ -52,6 +52,11 @@ type Backend interface {
 	// means it could not start (answered 409, or 400 for a
 	// *view.SwitchoverRequestError).
 	Switchover(ctx context.Context, req view.SwitchoverRequest) (view.Switchover, error)
+	// Failover runs (or with DryRun, plans) the failover of a cluster
+	// whose writer is dead; an error wrapping view.ErrFailoverRequest is
+	// answered 400, view.ErrFailover 409 (with the result when there is
+	// one).
+	Failover(ctx context.Context, req view.FailoverRequest) (view.Failover, error)
 	History(f history.Filter) view.History
 	// ReplicaLags is each replica's lag as the agent judges it now, by
 	// node name (GET /v1/members shows it on the member).
@@ -113,6 +118,7 @@ func New(b Backend, log *slog.Logger, httpAddr string, metrics http.Handler) *Se
 		{method: "GET", path: "/v1/agent/maint", open: true, h: s.maint},
 		{method: "PUT", path: "/v1/agent/maint", h: s.setMaint},
 		{method: "POST", path: "/v1/switchover", h: s.switchover},
+		{method: "POST", path: "/v1/failover", h: s.failover},
 		{method: "GET", path: "/v1/history", open: true, h: s.history},
 		// The status page (internal/ui): static files that read the open
 		// routes above; no write is possible from it.
@@ -643,6 +649,24 @@ func (s *Server) switchover(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &re):
 		writeError(w, http.StatusBadRequest, err)
 	case errors.Is(err, view.ErrSwitchover):
+		writeError(w, http.StatusConflict, err)
+	default:
+		writeError(w, http.StatusInternalServerError, err)
+	}
+}
+
+func (s *Server) failover(w http.ResponseWriter, r *http.Request) {
+	var req client.FailoverRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	res, err := s.b.Failover(r.Context(), view.FailoverRequest{Cluster: req.Cluster, DryRun: req.DryRun})
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, toFailover(res))
+	case errors.Is(err, view.ErrFailoverRequest):
+		writeError(w, http.StatusBadRequest, err)
+	case errors.Is(err, view.ErrFailover):
 		writeError(w, http.StatusConflict, err)
 	default:
 		writeError(w, http.StatusInternalServerError, err)

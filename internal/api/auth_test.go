@@ -48,6 +48,7 @@ var wantRoutes = map[string]bool{
 	"GET /v1/monitor":            false, // logs
 	"PUT /v1/agent/maint":        false,
 	"POST /v1/switchover":        false,
+	"POST /v1/failover":          false,
 	"POST /v1/hooks/test":        false,
 }
 

@@ -239,6 +239,15 @@ func toHookStats(hs []hooks.HandlerStats) []client.HookStats {
 	return out
 }
 
+func toFailover(v view.Failover) client.Failover {
+	out := client.Failover{Cluster: v.Cluster, Writer: v.Writer, Term: v.Term, Dead: v.Dead, Death: v.Death, DryRun: v.DryRun,
+		Candidates: []client.FailoverCandidate{}, Pick: v.Pick, Why: v.Why, Done: v.Done, NewTerm: v.NewTerm, Outcome: v.Outcome}
+	for _, c := range v.Candidates {
+		out.Candidates = append(out.Candidates, client.FailoverCandidate{Node: c.Node, Position: c.Position, Out: c.Out})
+	}
+	return out
+}
+
 func toSwitchover(v view.Switchover) client.Switchover {
 	out := client.Switchover{ID: v.ID, Cluster: v.Cluster, Old: v.Old, Target: v.Target, From: v.From, Term: v.Term,
 		Steps: []client.SwitchStep{}, ReadOnlySeconds: v.ReadOnly.Seconds(), Seconds: v.Took.Seconds(), Error: v.Error,

@@ -45,6 +45,19 @@ func consensusRows(row func(k, v string), c *client.Consensus) {
 	row("raft log", fmt.Sprintf("term %d, last index %d, applied %d", c.RaftTerm, c.LastIndex, c.AppliedIndex))
 	row("raft refused", refusedText(c.Refused))
 	row("term keys", termKeysText(c.TermKeys))
+	row("failover", failoverText(c))
+	for _, cl := range slices.Sorted(maps.Keys(c.Failovers)) {
+		row("failover of "+sanitize(cl), c.Failovers[cl])
+	}
+}
+
+// failoverText is the failover row: whether this agent, leading, replaces
+// a dead writer.
+func failoverText(c *client.Consensus) string {
+	if c.Failover {
+		return "on: as the raft leader, this agent replaces a dead writer (docs/consensus.md, Failover)"
+	}
+	return "off: a dead writer is not replaced until an operator acts (consensus.failover; shoal failover)"
 }
 
 // groupText is the raft group row: the group this agent follows, or the

@@ -47,7 +47,7 @@ func TestConsensusGolden(t *testing.T) {
 			LastContact: consensusContact, Voters: voters, Refused: map[string]uint64{"timeout": 1, "bad-key": 3, "per-ip": 12}, Terms: sampleTerms(),
 			Group: "0a1b2c3d", Groups: []client.ConsensusGroup{{ID: "0a1b2c3d", Voters: []string{"db1", "db2", "db3"}}},
 			TermKeys: []string{"uNq8cvGMNm1DwQ0rNBe8P9ZCKnSqz9FYiY1g7Z0Q2gA="}}},
-		{"consensus.leader", &client.Consensus{Voter: true, ID: "db1", Addr: "10.0.0.11:7950", BootstrapExpect: 3, State: "leader",
+		{"consensus.leader", &client.Consensus{Failover: true, Failovers: map[string]string{"main": "failed over to db2 (term 5): db2 is the most advanced replica (0-1-120)"}, Voter: true, ID: "db1", Addr: "10.0.0.11:7950", BootstrapExpect: 3, State: "leader",
 			Leader: "db1", LeaderAddr: "10.0.0.11:7950", Bootstrapped: true, RaftTerm: 5, LastIndex: 60, AppliedIndex: 59,
 			Voters: leaderVoters, Refused: map[string]uint64{}, Terms: sampleTerms(), Group: "0a1b2c3d",
 			Groups: []client.ConsensusGroup{{ID: "0a1b2c3d", Voters: []string{"db1", "db2", "db3"}}, {ID: "9f8e7d6c", Voters: []string{"db4"}}}}},

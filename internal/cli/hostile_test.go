@@ -115,6 +115,12 @@ func TestRenderersEscapeHostileText(t *testing.T) {
 				Routers: client.RoutersApplied{Applied: []string{s}, Pending: map[string]string{s: s}, Unreachable: map[string]string{s: s}}})
 			return b.Bytes()
 		},
+		"failover": func(s string) []byte {
+			var b bytes.Buffer
+			writeFailover(&b, &client.Failover{Cluster: s, Writer: s, Term: 1, Dead: true, Death: s, Pick: s, Why: s, Outcome: s,
+				Candidates: []client.FailoverCandidate{{Node: s, Position: s}, {Node: s, Position: s, Out: s}}})
+			return b.Bytes()
+		},
 		"health": func(s string) []byte {
 			var b bytes.Buffer
 			lag := int64(3)
@@ -260,5 +266,5 @@ func hostileConsensus(s string) *client.Consensus {
 	return &client.Consensus{Voter: true, ID: s, Addr: s, State: s, Leader: s, LeaderAddr: s, Bootstrapped: true,
 		LastContact: historyTime, Refused: map[string]uint64{s: 1},
 		Voters: []client.ConsensusVoter{{ID: s, Addr: s, Leader: true}, {ID: s, Addr: s, Failing: true, LastContact: historyTime}},
-		Terms:  []client.Term{{Cluster: s, Term: 2, Writer: s, Addr: s, Granted: historyTime, Why: s}}}
+		Terms:  []client.Term{{Cluster: s, Term: 2, Writer: s, Addr: s, Granted: historyTime, Why: s}}, Failovers: map[string]string{s: s}}
 }

@@ -39,10 +39,13 @@ const (
 	// Old: the dead writer).
 	OpSurvey = "survey" // stop the IO thread, apply what was received (WaitMS), answer Survey
 	OpResume = "resume" // start the IO thread again: the failover did not go ahead
+	// OpFailover asks the raft leader to fail the cluster over now (shoal
+	// failover on another voter): Old holds term From.
+	OpFailover = "failover"
 )
 
 var switchOps = map[string]bool{OpDemote: true, OpRestore: true, OpCatchUp: true, OpGrant: true, OpPromote: true, OpRepoint: true, OpBegin: true, OpEnd: true,
-	OpSurvey: true, OpResume: true}
+	OpSurvey: true, OpResume: true, OpFailover: true}
 
 // Limits of a switchover message: it must fit serf's query and response
 // size limits (1,024 bytes with the name and serf's own fields).

@@ -142,17 +142,7 @@ func (s *Switcher) judgeWriters(ctx context.Context) {
 		}
 		f.mu.Unlock()
 		if go_ {
-			s.cfg.Go(func() {
-				ok := s.failover(ctx, n, t, v.Why)
-				f.mu.Lock()
-				defer f.mu.Unlock()
-				delete(f.running, cluster)
-				if ok {
-					f.started[cluster] = append(f.started[cluster], s.cfg.Clock.Now())
-				} else {
-					f.retryAt[cluster] = s.cfg.Clock.Now().Add(failoverRetry)
-				}
-			})
+			s.cfg.Go(func() { s.releaseFailover(cluster, s.failover(ctx, n, t, v.Why)) })
 		}
 	}
 }

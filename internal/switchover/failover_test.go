@@ -2,6 +2,7 @@ package switchover
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/internal/testutil/testkit"
+	"github.com/shoaldb/shoal/internal/view"
 )
 
 // deadWriter makes db1's agent report its mysqld down and both replicas
@@ -236,5 +238,46 @@ func TestResumeOfAFailover(t *testing.T) {
 		case granted && (tm.Writer != "db3" || readOnly(f, "db3") || !slices.Equal(ops(f, "db2"), []string{"repoint"})):
 			t.Errorf("completed: term %+v, db3 read-only %v, db2 %v", tm, readOnly(f, "db3"), ops(f, "db2"))
 		}
+	}
+}
+
+// shoal failover --dry-run: the verdict and the pick from the gossiped
+// positions, nothing changed; a run on a writer that is not dead is
+// refused; an unknown cluster is the request's fault.
+func TestFailoverNow(t *testing.T) {
+	f := newFleet(t, true)
+	deadWriter(f)
+	at := func(seq uint64) tags.Position {
+		p, _ := tags.NewPosition([]tags.Domain{{ID: 0, Seq: seq}})
+		return p
+	}
+	for n, seq := range map[string]uint64{"db2": 10, "db3": 12} {
+		h := *f.health[n]
+		h.Position = at(seq)
+		f.setMember(n, pool.StatusAlive, &h)
+	}
+	ctx := context.Background()
+	res, err := f.sw["db3"].FailoverNow(ctx, view.FailoverRequest{DryRun: true})
+	if err != nil || !res.Dead || res.Pick != "db3" || len(res.Candidates) != 2 || res.Candidates[1].Node != "db2" ||
+		!strings.Contains(res.Candidates[1].Out, "lacks 2 transactions db3 applied") || res.Done {
+		t.Fatalf("dry run: %+v, %v", res, err)
+	}
+	for _, n := range []string{"db1", "db2", "db3"} {
+		if o := ops(f, n); len(o) != 0 {
+			t.Errorf("the dry run made %s take steps: %v", n, o)
+		}
+	}
+	if _, err := f.sw["db3"].FailoverNow(ctx, view.FailoverRequest{Cluster: "nope"}); !errors.Is(err, view.ErrFailoverRequest) {
+		t.Errorf("unknown cluster: %v", err)
+	}
+	f.setMember("db1", pool.StatusAlive, &tags.Health{State: tags.Passing, ServerID: 1})
+	if res, err := f.sw["db2"].FailoverNow(ctx, view.FailoverRequest{}); !errors.Is(err, view.ErrFailover) || res.Dead {
+		t.Errorf("a live writer failed over: %+v, %v", res, err)
+	}
+	// Dead again; db2 leads: the run promotes db3.
+	deadWriter(f)
+	res, err = f.sw["db2"].FailoverNow(ctx, view.FailoverRequest{Cluster: "main"})
+	if err != nil || !res.Done || res.NewTerm != 2 || res.Pick != "db3" || !strings.HasPrefix(res.Outcome, "failed over to db3") {
+		t.Fatalf("run: %+v, %v", res, err)
 	}
 }

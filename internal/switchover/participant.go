@@ -134,6 +134,8 @@ func (s *Switcher) take(ctx context.Context, st consensus.SwitchStep, ans *conse
 		return err
 	case consensus.OpEnd:
 		return s.endIntent(ctx, st)
+	case consensus.OpFailover:
+		return s.failoverAsked(ctx, st, ans)
 	}
 	act := s.cfg.Actuator
 	if act == nil {

@@ -588,6 +588,17 @@ func (c *Client) TestHook(ctx context.Context, req HookTestRequest) (*HookTestRe
 // router applied the new term (or the waits ran out). An error means it
 // did not start (the agent says why) or the request failed; a switchover
 // that ran and failed returns its steps with Error set.
+// Failover asks the agent for the failover of a cluster whose writer is
+// dead, or with DryRun what one would do. A run takes up to about two
+// minutes (the survey's drain and every step).
+func (c *Client) Failover(ctx context.Context, req FailoverRequest) (*Failover, error) {
+	var r Failover
+	if err := c.doWithin(ctx, 3*time.Minute, http.MethodPost, "/v1/failover", nil, req, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
 func (c *Client) Switchover(ctx context.Context, req SwitchoverRequest) (*Switchover, error) {
 	var r Switchover
 	extra := time.Duration((max(req.CatchUpSeconds, switchoverCatchUpSeconds)+max(req.AppliedSeconds, switchoverAppliedSeconds))*float64(time.Second)) + time.Minute

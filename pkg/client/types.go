@@ -588,6 +588,43 @@ type HookTestResponse struct {
 	TimedOut bool        `json:"timed_out,omitempty"` // stopped waiting before every run finished
 }
 
+// FailoverRequest asks for the failover of a cluster whose writer is dead
+// (POST /v1/failover, on a voter's agent), or with DryRun what one would
+// do.
+type FailoverRequest struct {
+	Cluster string `json:"cluster,omitempty"` // default: the only cluster with a writer term
+	DryRun  bool   `json:"dry_run,omitempty"`
+}
+
+// Failover is what a failover found and did (docs/consensus.md,
+// "Failover"). Dead and Death are the witnesses' verdict on the writer;
+// Pick and Why the candidate chosen (from the gossiped positions on a dry
+// run: a run surveys each candidate first), Candidates every one
+// considered, with why it was passed over; Done, NewTerm and Outcome what
+// a run did.
+type Failover struct {
+	Cluster    string              `json:"cluster"`
+	Writer     string              `json:"writer"`
+	Term       uint64              `json:"term"`
+	Dead       bool                `json:"dead"`
+	Death      string              `json:"death"`
+	DryRun     bool                `json:"dry_run"`
+	Candidates []FailoverCandidate `json:"candidates"`
+	Pick       string              `json:"pick"`
+	Why        string              `json:"why"`
+	Done       bool                `json:"done"`
+	NewTerm    uint64              `json:"new_term"`
+	Outcome    string              `json:"outcome"`
+}
+
+// FailoverCandidate is one replica a failover considered; Out says why it
+// was passed over ("" for the pick).
+type FailoverCandidate struct {
+	Node     string `json:"node"`
+	Position string `json:"position"`
+	Out      string `json:"out"`
+}
+
 // SwitchoverRequest asks for a planned move of a cluster's writer (POST
 // /v1/switchover, on a voter's agent).
 type SwitchoverRequest struct {

@@ -280,3 +280,67 @@ func TestNoFailoverWhileReplicasReceive(t *testing.T) {
 	}
 	f.write(t, 4, 4) // db1, with no agent to fence it, still takes writes
 }
+
+// TestManualFailover: consensus.failover off (the default). db3 is three
+// acknowledged transactions ahead of db2 when db1's mariadbd is killed:
+// the hand promotion of db2 that lost a write in the field is what
+// `shoal failover` must not do. `shoal failover --dry-run` says the writer
+// is alive before the kill (exit 1), refuses an unknown cluster (exit 2),
+// and after it names db3 and why db2 is passed over (exit 0) without
+// changing anything; `shoal failover` then makes db3 the writer with every
+// acknowledged row (exit 0).
+func TestManualFailover(t *testing.T) {
+	f := startFailoverFleet(t, false)
+	f.write(t, 1, 5)
+	if got := gtidWait(t, f.srvs["db2"], gtidOf(t, f.srvs["db1"]), 30*time.Second); got != 0 {
+		t.Fatalf("db2 did not catch up: %d", got)
+	}
+	f.srvs["db2"].MustExec("STOP SLAVE IO_THREAD")
+	f.write(t, 6, 8)
+	if got := gtidWait(t, f.srvs["db3"], gtidOf(t, f.srvs["db1"]), 30*time.Second); got != 0 {
+		t.Fatalf("db3 did not catch up: %d", got)
+	}
+	api := f.agents["db2"].http
+	out, errOut, code := shoal(t, "failover", "--dry-run", "--http-addr", api)
+	if code != 1 || !strings.Contains(out, "verdict: alive") {
+		t.Fatalf("dry run with db1 alive: exit %d, want 1 and the verdict alive\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := shoal(t, "failover", "--cluster", "nope", "--http-addr", api); code != 2 || !strings.Contains(errOut, `cluster "nope"`) {
+		t.Fatalf("unknown cluster: exit %d, want 2\n%s", code, errOut)
+	}
+	f.srvs["db1"].PersistReadOnly(true)
+	f.srvs["db1"].Kill()
+	testkit.WaitFor(t, 20*time.Second, "shoal failover --dry-run says db1 is dead", func() bool {
+		out, errOut, code = shoal(t, "failover", "--dry-run", "--http-addr", api)
+		return code == 0
+	})
+	t.Logf("shoal failover --dry-run:\n%s", out)
+	for _, want := range []string{"verdict: DEAD", "db3", "the pick", "passed over: lacks 3 transactions db3 applied", "dry run: nothing was changed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run output lacks %q:\n%s%s", want, out, errOut)
+		}
+	}
+	if w, ok := f.writerNow(f.names[1:]); ok {
+		t.Fatalf("%s takes writes after a dry run", w)
+	}
+	// Run it on a voter that does not lead: it asks the leader (a signed step).
+	for _, name := range f.names[1:] {
+		if c := consensusOf(f.agents[name]); c != nil && c.State != "leader" {
+			api = f.agents[name].http
+			t.Logf("shoal failover on %s; the raft leader is %s", name, c.Leader)
+			break
+		}
+	}
+	out, errOut, code = shoal(t, "failover", "--http-addr", api)
+	t.Logf("shoal failover:\n%s%s", out, errOut)
+	if code != 0 || !strings.Contains(out, "failed over: db3 holds term 2") {
+		t.Fatalf("shoal failover: exit %d, want 0 and db3 holding term 2", code)
+	}
+	testkit.WaitFor(t, 15*time.Second, "db3 the writer in db2's and db3's pools", func() bool {
+		w, ok := f.writerNow(f.names[1:])
+		return ok && w == "db3"
+	})
+	if m := f.missingOn(t, f.srvs["db3"]); len(m) > 0 {
+		t.Fatalf("acknowledged rows %v missing on the new writer db3", m)
+	}
+}
