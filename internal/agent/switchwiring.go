@@ -18,6 +18,7 @@ func (a *Agent) startSwitcher() {
 		Voter:    a.switchVoter,
 		Pool:     func() *pool.Pool { return a.pool.router.Current().Pool },
 		Members:  a.poolMembers,
+		Lags:     a.ReplicaLags,
 		History:  a.recordSwitch,
 		Applied:  appliedPort{a},
 		Go:       func(f func()) { a.life.wg.Go(f) },

@@ -630,7 +630,7 @@ func (s *Server) switchover(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	vr, err := view.SwitchoverRequest{To: req.To, Cluster: req.Cluster,
-		CatchUp: seconds(req.CatchUpSeconds), Applied: seconds(req.AppliedSeconds)}.Normalize()
+		CatchUp: seconds(req.CatchUpSeconds), Applied: seconds(req.AppliedSeconds), Force: req.Force}.Normalize()
 	if err == nil {
 		if p, perr := s.b.PoolView(""); perr == nil {
 			err = checkSwitchoverNames(p, vr)

@@ -36,7 +36,9 @@ consensus key, which signs every step):
   6. every router (an agent that drives a sink) reports that it applied
      the new term, up to --applied.
 
-If step 2 or 3 fails, the old writer is made writable again. Exit status 0
+A target behind the writer by more than 1s is refused unless --force: every
+write waits while it catches up (the lag is shown in the first step). If
+step 2 or 3 fails, the old writer is made writable again. Exit status 0
 when every step passed and every reachable router applied the term; 2 when
 the request is wrong and nothing was done (no --to, an unknown node or
 cluster, a wait not from 1s to 2m); 1 otherwise: nothing was done because
@@ -60,7 +62,7 @@ of the fleet's state (the agent says why), or the steps say what happened.
 					return usagef("switchover: --%s %s: must be from %s to %s", f.name, f.d, view.MinSwitchoverWait, view.MaxSwitchoverWait)
 				}
 			}
-			vr, err := view.SwitchoverRequest{To: req.To, Cluster: req.Cluster, CatchUp: catchUp, Applied: applied}.Normalize()
+			vr, err := view.SwitchoverRequest{To: req.To, Cluster: req.Cluster, CatchUp: catchUp, Applied: applied, Force: req.Force}.Normalize()
 			if err != nil {
 				return switchoverUsage(err)
 			}
@@ -90,6 +92,7 @@ of the fleet's state (the agent says why), or the steps say what happened.
 	cmd.Flags().StringVar(&req.Cluster, "cluster", "", "the cluster (default: the target's)")
 	cmd.Flags().DurationVar(&catchUp, "catch-up", view.DefaultSwitchoverCatchUp, "longest wait for the target to catch up (writes wait as long), from 1s to 2m")
 	cmd.Flags().DurationVar(&applied, "applied", view.DefaultSwitchoverApplied, "longest wait for the routers to apply the new term, from 1s to 2m")
+	cmd.Flags().BoolVar(&req.Force, "force", false, "switch over to a target behind the writer by more than 1s (every write waits while it catches up)")
 	cmd.Flags().StringVar(&format, "format", "table", "output format: table or json")
 	return cmd
 }

@@ -90,6 +90,9 @@ func (s *Switcher) Switchover(ctx context.Context, req view.SwitchoverRequest) (
 	s.cfg.Log.Warn("switchover starting", "id", p.id, "cluster", p.cluster, "from", p.old, "to", p.target, "term", p.from)
 	begun := view.SwitchStep{Name: "record the switchover in raft", Node: ans.Node, OK: true, Took: s.cfg.Clock.Since(t0),
 		Detail: "the raft leader finishes it should this agent die"}
+	if lag, _ := s.targetLag(req.To); lag != "" {
+		begun.Detail += "; " + req.To + " behind by " + lag
+	}
 	res := s.run(ctx, p, req, begun)
 	if res.Error != "" {
 		s.cfg.Log.Error("switchover failed", "id", p.id, "cluster", p.cluster, "error", res.Error)
@@ -145,6 +148,10 @@ func (s *Switcher) plan(req view.SwitchoverRequest) (plan, error) {
 	if _, ok := n.Voters()[req.To]; !ok {
 		return plan{}, refuse("%s is not a voter: only a voter can hold the writer term", req.To)
 	}
+	if lag, behind := s.targetLag(req.To); behind && !req.Force {
+		return plan{}, refuse("%s is behind the writer %s (%s): every write would wait while it catches up; wait until it is within %s, or pass --force",
+			req.To, t.Writer, lag, view.MaxSwitchoverLag)
+	}
 	if in, ok := n.FSM().Switch(c.Name); ok {
 		return plan{}, refuse("switchover %s of %q (by %s, to %s) is not finished yet", in.ID, c.Name, in.By, in.Target)
 	}
@@ -159,6 +166,19 @@ func (s *Switcher) plan(req view.SwitchoverRequest) (plan, error) {
 	p := plan{id: newID(), cluster: c.Name, from: t.Number, old: t.Writer, target: req.To, addr: target.Addr, leader: leader, group: group, by: s.cfg.Node}
 	p.others = others(c, t.Writer, req.To)
 	return p, nil
+}
+
+// targetLag is the target's lag as this agent judges it, and whether it
+// is behind the writer by more than view.MaxSwitchoverLag.
+func (s *Switcher) targetLag(name string) (string, bool) {
+	if s.cfg.Lags == nil {
+		return "", false
+	}
+	l, ok := s.cfg.Lags()[name]
+	if !ok || l.Seconds == nil {
+		return "", false
+	}
+	return l.Figures(), *l.Seconds > view.MaxSwitchoverLag.Seconds()
 }
 
 // others are a cluster's db members but target, old first: they

@@ -70,6 +70,8 @@ type Config struct {
 	// Pool is the router's current pool; Members the pool's members now.
 	Pool    func() *pool.Pool
 	Members func() []pool.Member
+	// Lags is each replica's lag as this agent judges it (nil: unknown).
+	Lags func() map[string]view.Lag
 	// CheckNow makes the probe publish the server's state at once (nil:
 	// no probe).
 	CheckNow func()

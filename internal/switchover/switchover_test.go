@@ -2,6 +2,7 @@ package switchover
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -190,5 +191,27 @@ func TestOrphaned(t *testing.T) {
 		if got := orphaned(in, map[string]bool{"db3": c.alive}, c.at, c.running); got != c.want {
 			t.Errorf("alive %v running %v at %s: %q, want %q", c.alive, c.running, c.at, got, c.want)
 		}
+	}
+}
+
+// A target behind the writer by more than view.MaxSwitchoverLag is
+// refused (every write would wait while it catches up) unless forced;
+// the lag is shown.
+func TestSwitchoverRefusesALaggingTarget(t *testing.T) {
+	f := newFleet(t, false)
+	secs, tx := 2.7, uint64(40)
+	f.sw["db3"].cfg.Lags = func() map[string]view.Lag {
+		return map[string]view.Lag{"db2": {Source: "gtid", Seconds: &secs, Transactions: &tx}}
+	}
+	_, err := f.sw["db3"].Switchover(context.Background(), view.SwitchoverRequest{To: "db2", CatchUp: time.Second, Applied: time.Second})
+	if !errors.Is(err, view.ErrSwitchover) || !strings.Contains(err.Error(), "db2 is behind the writer db1 (40 tx, 2.7s)") || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("lagging target: %v", err)
+	}
+	if o := ops(f, "db1"); len(o) != 0 {
+		t.Fatalf("the refused switchover took steps: %v", o)
+	}
+	res, err := f.sw["db3"].Switchover(context.Background(), view.SwitchoverRequest{To: "db2", CatchUp: time.Second, Applied: time.Second, Force: true})
+	if err != nil || res.Error != "" || res.Term != 2 || !strings.Contains(res.Steps[0].Detail, "db2 behind by 40 tx, 2.7s") {
+		t.Fatalf("forced: %v %+v", err, res)
 	}
 }

@@ -60,7 +60,15 @@ type SwitchoverRequest struct {
 	// last transaction; Applied the wait for every router to apply the
 	// new term. Zero: the defaults.
 	CatchUp, Applied time.Duration
+	// Force: switch over to a target behind the writer by more than
+	// MaxSwitchoverLag (every write waits while it catches up).
+	Force bool
 }
+
+// MaxSwitchoverLag is the most a switchover's target may be behind the
+// writer without Force: every write waits while it catches up, and a
+// replica behind by seconds may take many more to apply the backlog.
+const MaxSwitchoverLag = time.Second
 
 // Normalize checks the request on its own (without the pool) and returns
 // it with the defaults for zero waits: To must be set, each wait zero or
