@@ -36,7 +36,7 @@ consensus key, which signs every step):
   6. every router (an agent that drives a sink) reports that it applied
      the new term, up to --applied.
 
-A target behind the writer by more than 1s is refused unless --force: every
+A target behind the writer by more than 2s is refused unless --force: every
 write waits while it catches up (the lag is shown in the first step). If
 step 2 or 3 fails, the old writer is made writable again. Exit status 0
 when every step passed and every reachable router applied the term; 2 when
@@ -92,7 +92,7 @@ of the fleet's state (the agent says why), or the steps say what happened.
 	cmd.Flags().StringVar(&req.Cluster, "cluster", "", "the cluster (default: the target's)")
 	cmd.Flags().DurationVar(&catchUp, "catch-up", view.DefaultSwitchoverCatchUp, "longest wait for the target to catch up (writes wait as long), from 1s to 2m")
 	cmd.Flags().DurationVar(&applied, "applied", view.DefaultSwitchoverApplied, "longest wait for the routers to apply the new term, from 1s to 2m")
-	cmd.Flags().BoolVar(&req.Force, "force", false, "switch over to a target behind the writer by more than 1s (every write waits while it catches up)")
+	cmd.Flags().BoolVar(&req.Force, "force", false, "switch over to a target behind the writer by more than 2s (every write waits while it catches up)")
 	cmd.Flags().StringVar(&format, "format", "table", "output format: table or json")
 	return cmd
 }

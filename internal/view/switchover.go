@@ -68,7 +68,7 @@ type SwitchoverRequest struct {
 // MaxSwitchoverLag is the most a switchover's target may be behind the
 // writer without Force: every write waits while it catches up, and a
 // replica behind by seconds may take many more to apply the backlog.
-const MaxSwitchoverLag = time.Second
+const MaxSwitchoverLag = 2 * time.Second
 
 // Normalize checks the request on its own (without the pool) and returns
 // it with the defaults for zero waits: To must be set, each wait zero or

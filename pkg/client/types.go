@@ -636,8 +636,8 @@ type SwitchoverRequest struct {
 	// Any other value is from 1 to 120; the agent answers 400 otherwise.
 	CatchUpSeconds float64 `json:"catch_up_seconds,omitempty"`
 	AppliedSeconds float64 `json:"applied_seconds,omitempty"`
-	// Force switches over to a target behind the writer by more than a
-	// second (refused otherwise: every write waits while it catches up).
+	// Force switches over to a target behind the writer by more than two
+	// seconds (refused otherwise: every write waits while it catches up).
 	Force bool `json:"force,omitempty"`
 }
 
