@@ -85,6 +85,7 @@ bench:
 	$(BENCH_GO) -run '^TestIdleCPU$$' ./test/bench/ > build/bench/idlecpu.log 2>&1; echo $$? > build/bench/idlecpu.rc
 	$(BENCH_GO) -run '^TestConsensusTerms$$' ./test/bench/ > build/bench/consensus.log 2>&1; echo $$? > build/bench/consensus.rc
 	$(BENCH_GO) -run '^TestSwitchoverOutage$$' ./test/bench/ > build/bench/switchover.log 2>&1; echo $$? > build/bench/switchover.rc
+	$(BENCH_GO) -run '^TestFailoverOutage$$' ./test/bench/ > build/bench/failover.log 2>&1; echo $$? > build/bench/failover.rc
 	@echo "== the writer lease's cost per agent, 15 and 50 agents (about 6 min; BENCH_QUICK=1: about 3)"
 	$(BENCH_GO) -run '^TestLeaseCost$$' ./test/bench/ > build/bench/leasecost.log 2>&1; echo $$? > build/bench/leasecost.rc
 	$(GO) run ./test/bench/report
