@@ -25,7 +25,8 @@ func (a *Agent) startSwitcher() {
 		Clock:    a.clock,
 		Log:      a.log,
 		ReplUser: a.cons.replUser, ReplPassword: a.cons.replPassword,
-		Lease: a.cfg.Consensus.LeaseDuration(),
+		Lease:         a.cfg.Consensus.LeaseDuration(),
+		FailoverLimit: a.cfg.Consensus.FailoverLimit,
 	}
 	if a.probe != nil {
 		cfg.CheckNow = a.probe.CheckNow

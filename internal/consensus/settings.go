@@ -41,6 +41,11 @@ const (
 	// fences its own server (fence_after); MinFenceAfter and MaxFenceAfter
 	// bound it.
 	DefaultFenceAfter = 3 * time.Second
+
+	// DefaultFailoverLimit is failover_limit's default; MaxFailoverLimit
+	// its bound.
+	DefaultFailoverLimit = 3
+	MaxFailoverLimit     = 1000
 	MinFenceAfter     = time.Second
 	MaxFenceAfter     = time.Minute
 )
@@ -107,6 +112,10 @@ type Settings struct {
 	// than one witness, picks the most advanced replica, and grants it
 	// the next term. Off by default in this release.
 	Failover bool `yaml:"failover"`
+	// FailoverLimit bounds the failovers of one cluster that a leader
+	// starts in an hour (a fleet that flaps is not failed over for ever);
+	// a count, not a block window.
+	FailoverLimit int `yaml:"failover_limit"`
 }
 
 // LeaseDuration is the writer's lease: lease when given, else 2 ×
@@ -128,7 +137,7 @@ func (s Settings) LeaseDuration() time.Duration {
 func DefaultSettings() Settings {
 	return Settings{BootstrapExpect: DefaultBootstrapExpect, HeartbeatTimeout: DefaultHeartbeatTimeout,
 		ElectionTimeout: DefaultElectionTimeout, LeaderLeaseTimeout: DefaultLeaderLeaseTimeout,
-		FenceAfter: DefaultFenceAfter}
+		FenceAfter: DefaultFenceAfter, FailoverLimit: DefaultFailoverLimit}
 }
 
 // FenceEnabled reports whether fencing is on: consensus is on and fence is
@@ -265,6 +274,9 @@ func (s Settings) Check() error {
 		errs.Addf("term_key", s.TermKey, "%v", err)
 	}
 	s.checkTimeouts(&errs)
+	if s.FailoverLimit < 1 || s.FailoverLimit > MaxFailoverLimit {
+		errs.Addf("failover_limit", s.FailoverLimit, "must be from 1 to %d (failovers of one cluster per hour)", MaxFailoverLimit)
+	}
 	if s.FenceAfter < MinFenceAfter || s.FenceAfter > MaxFenceAfter {
 		errs.Addf("fence_after", s.FenceAfter, "must be from %s to %s", shortDur(MinFenceAfter), shortDur(MaxFenceAfter))
 	}

@@ -30,11 +30,6 @@ const (
 	// failoverRetry is how long the leader waits after a failover that
 	// did not go ahead before it tries again for the same term.
 	failoverRetry = 10 * time.Second
-	// maxFailoversPerHour bounds the failovers of one cluster that one
-	// leader starts in an hour: a flapping fleet is not failed over for
-	// ever. A count, not a block window: a failover after a quiet hour is
-	// never refused.
-	maxFailoversPerHour = 3
 )
 
 // failoverState is the leader's and the candidates' failover bookkeeping.
@@ -131,7 +126,7 @@ func (s *Switcher) judgeWriters(ctx context.Context) {
 		go_ := now.Sub(d.since) >= need && !f.running[cluster] && !now.Before(f.retryAt[cluster])
 		if go_ {
 			f.started[cluster] = recent(f.started[cluster], now)
-			if len(f.started[cluster]) >= maxFailoversPerHour {
+			if len(f.started[cluster]) >= s.failoverLimit() {
 				f.last[cluster] = fmt.Sprintf("not failed over: %d failovers of %s in the last hour (the most)", len(f.started[cluster]), cluster)
 				f.retryAt[cluster] = now.Add(failoverRetry)
 				s.cfg.Log.Error("failover refused: too many in an hour", "cluster", cluster, "writer", t.Writer, "count", len(f.started[cluster]))
@@ -145,6 +140,17 @@ func (s *Switcher) judgeWriters(ctx context.Context) {
 			s.cfg.Go(func() { s.releaseFailover(cluster, s.failover(ctx, n, t, v.Why)) })
 		}
 	}
+}
+
+// failoverLimit bounds the failovers of one cluster this leader starts in
+// an hour (consensus.failover_limit): a flapping fleet is not failed over
+// for ever. A count, not a block window: a failover after a quiet hour is
+// never refused.
+func (s *Switcher) failoverLimit() int {
+	if s.cfg.FailoverLimit > 0 {
+		return s.cfg.FailoverLimit
+	}
+	return consensus.DefaultFailoverLimit
 }
 
 // failoverRunning reports whether this agent runs a failover of cluster.

@@ -281,3 +281,26 @@ func TestFailoverNow(t *testing.T) {
 		t.Fatalf("run: %+v, %v", res, err)
 	}
 }
+
+// consensus.failover_limit: a leader that started as many failovers of a
+// cluster in the last hour starts no more; an hour later it does.
+func TestFailoverLimit(t *testing.T) {
+	f := newFleet(t, true)
+	deadWriter(f)
+	leader := f.sw["db2"]
+	leader.cfg.FailoverLimit = 1
+	leader.fo.started["main"] = []time.Time{f.clock.Now().Add(-59 * time.Minute)}
+	ctx := context.Background()
+	leader.judgeWriters(ctx)
+	f.clock.Advance(confirmFast)
+	leader.judgeWriters(ctx)
+	if got := leader.LastFailover()["main"]; !strings.Contains(got, "1 failovers of main in the last hour") {
+		t.Fatalf("last failover %q", got)
+	}
+	if o := ops(f, "db3"); len(o) != 0 {
+		t.Fatalf("surveyed over the limit: %v", o)
+	}
+	f.clock.Advance(2 * time.Minute) // past the hour, and past failoverRetry
+	leader.judgeWriters(ctx)
+	testkit.WaitFor(t, 10*time.Second, "term 2 once the hour passed", func() bool { return f.raft.fsm.Term("main").Number == 2 })
+}

@@ -87,8 +87,10 @@ type Config struct {
 	// Lease is the writer's lease (consensus.Settings.LeaseDuration): a
 	// failover whose writer's agent is gone waits that long.
 	Lease time.Duration
-	Clock clockwork.Clock
-	Log   *slog.Logger
+	// FailoverLimit is consensus.failover_limit (0: the default).
+	FailoverLimit int
+	Clock         clockwork.Clock
+	Log           *slog.Logger
 }
 
 // Switcher is one agent's part in switchovers: the one it coordinates,

@@ -30,7 +30,7 @@ func TestFailoverOutage(t *testing.T) {
 	trials := envInt("BENCH_FAILOVER_TRIALS", Pick(20, 3))
 	start := time.Now()
 	ckey := e2e.Keygen(t)
-	c := e2e.NewCluster(t, e2e.Options{DBHosts: 3, AppHosts: 1, DBFlags: append(e2e.ConsensusFlags(ckey, 3), "--consensus-failover"),
+	c := e2e.NewCluster(t, e2e.Options{DBHosts: 3, AppHosts: 1, DBFlags: append(e2e.ConsensusFlags(ckey, 3), "--consensus-failover", "--consensus-failover-limit", "1000"),
 		AppFlags: e2e.ConsensusAppFlags(ckey)})
 	var voters []*e2e.Agent
 	for _, d := range c.DBs {

@@ -344,3 +344,70 @@ func TestManualFailover(t *testing.T) {
 		t.Fatalf("acknowledged rows %v missing on the new writer db3", m)
 	}
 }
+
+// TestFailoverLeaderKilled: the raft leader's agent is killed (SIGKILL)
+// while it fails the dead db1 over, during the survey (db2's SQL thread
+// waits on a row lock, so its drain lasts until the lock goes). Another
+// leader must finish the job: within 60 s a surviving server takes writes,
+// holding the current term in every surviving agent and routed to by
+// their pools, with every acknowledged row; never two servers writable.
+func TestFailoverLeaderKilled(t *testing.T) {
+	f := startFailoverFleet(t, true)
+	f.write(t, 1, 3)
+	for _, name := range f.names[1:] {
+		if got := gtidWait(t, f.srvs[name], gtidOf(t, f.srvs["db1"]), 30*time.Second); got != 0 {
+			t.Fatalf("%s did not catch up: %d", name, got)
+		}
+	}
+	lock := holdRowLock(t, f.srvs["db2"], "SELECT id FROM fo.t WHERE id = 1 FOR UPDATE")
+	t.Cleanup(lock)
+	f.srvs["db1"].MustExec("DELETE FROM fo.t WHERE id = 1") // db2 cannot apply it while the lock is held
+	f.acked = f.acked[1:]
+	f.write(t, 4, 4)
+	f.srvs["db1"].PersistReadOnly(true)
+	sampler := startWritableSampler(f.srvs, f.names)
+	defer sampler.stop()
+	f.srvs["db1"].Kill()
+	killed := time.Now()
+	// The survey has begun once db3's IO thread is stopped (db2's drain waits on the lock).
+	testkit.WaitFor(t, 20*time.Second, "the failover's survey stopped db3's IO thread", func() bool {
+		st, err := f.srvs["db3"].SlaveStatus()
+		return err == nil && st["Slave_IO_Running"] == "No"
+	})
+	var leader string
+	for _, name := range f.names {
+		if c := consensusOf(f.agents[name]); c != nil && c.State == "leader" {
+			leader = name
+		}
+	}
+	if leader == "" {
+		t.Fatal("no raft leader during the failover")
+	}
+	if err := f.agents[leader].cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed the leader %s's agent %.2fs after db1's mariadbd, during the survey", leader, time.Since(killed).Seconds())
+	lock()
+	var alive []string
+	for _, name := range f.names {
+		if name != leader {
+			alive = append(alive, name)
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	writer, ok := f.writerNow(alive)
+	for ; (!ok || writer == "db1") && time.Now().Before(deadline); writer, ok = f.writerNow(alive) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !ok || writer == "db1" {
+		t.Fatalf("60s after the leader died mid-failover, no surviving server takes writes:%s", f.describe(alive))
+	}
+	t.Logf("%s takes writes %.2fs after db1's mariadbd was killed", writer, time.Since(killed).Seconds())
+	if m := f.missingOn(t, f.srvs[writer]); len(m) > 0 {
+		t.Errorf("acknowledged rows %v missing on the new writer %s", m, writer)
+	}
+	sampler.stop()
+	if v := sampler.violations(); len(v) > 0 {
+		t.Errorf("two servers writable at once at %d sample points, the first: %s", len(v), v[0])
+	}
+}
