@@ -69,6 +69,9 @@ type candidate struct {
 	Pos, Received gtidList
 	Survey        consensus.SurveyAnswer
 	SQLError      string
+	// Hint: not surveyed (its agent is gone or did not answer); Pos is
+	// its last gossiped position, which the pick must hold too.
+	Hint bool
 }
 
 // choice is the candidate a failover promotes, and why; or why none.
@@ -125,6 +128,8 @@ func choose(cands []candidate, old tags.Position) choice {
 // ineligible says why c may not be promoted whatever the others hold.
 func ineligible(c candidate, all []candidate, old tags.Position) string {
 	switch {
+	case c.Hint:
+		return "not surveyed (" + c.Err.Error() + "): its last gossiped position counts"
 	case c.Err != nil:
 		return "no survey: " + c.Err.Error()
 	case !c.Survey.Replica:
@@ -161,7 +166,7 @@ func errantOf(c candidate, all []candidate, old tags.Position) (gtidList, error)
 		}
 		top, _ := old.Seq(d)
 		for _, o := range all {
-			if o.Name != c.Name && o.Err == nil {
+			if o.Name != c.Name && (o.Err == nil || o.Hint) {
 				top = max(top, o.Pos[d].Seq, o.Received[d].Seq)
 			}
 		}
@@ -177,12 +182,14 @@ func errantOf(c candidate, all []candidate, old tags.Position) (gtidList, error)
 func lacking(c candidate, all []candidate, old tags.Position) string {
 	var parts []string
 	for _, o := range all {
-		if o.Name == c.Name || o.Err != nil {
+		if o.Name == c.Name || (o.Err != nil && !o.Hint) {
 			continue
 		}
 		errant, _ := errantOf(o, all, old)
 		pos, recv := without(o.Pos, errant), without(o.Received, errant)
-		if n := c.Pos.behind(pos); n > 0 {
+		if n := c.Pos.behind(pos); n > 0 && o.Hint {
+			parts = append(parts, fmt.Sprintf("%d transactions %s had when it last gossiped", n, o.Name))
+		} else if n > 0 {
 			parts = append(parts, fmt.Sprintf("%d transactions %s applied", n, o.Name))
 		} else if n := c.Pos.behind(recv); n > 0 {
 			parts = append(parts, fmt.Sprintf("%d transactions %s received", n, o.Name))

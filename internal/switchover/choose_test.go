@@ -63,6 +63,12 @@ func TestChoose(t *testing.T) {
 			why: "db2: not a replica"},
 		{name: "two domains: each must be covered", cands: []candidate{cand("db2", "0-1-12,1-1-5"), cand("db3", "0-1-13,1-1-4")},
 			why: "no candidate may be promoted", out: map[string]string{"db2": "lacks 1 transactions db3 applied", "db3": "lacks 1 transactions db2 applied"}},
+		{name: "a replica not surveyed that last gossiped more: no pick", cands: []candidate{cand("db2", "0-1-12"),
+			{Name: "db3", Hint: true, Err: errors.New("its agent is failed"), Pos: gl("0-0-13"), Received: gl("0-0-13")}},
+			why: "no candidate may be promoted", out: map[string]string{"db2": "lacks 1 transactions db3 had when it last gossiped", "db3": "not surveyed (its agent is failed)"}},
+		{name: "a replica not surveyed that last gossiped less: the pick stands", cands: []candidate{cand("db2", "0-1-12"),
+			{Name: "db3", Hint: true, Err: errors.New("its agent is failed"), Pos: gl("0-0-11"), Received: gl("0-0-11")}},
+			pick: "db2"},
 		{name: "an empty position is behind", cands: []candidate{cand("db2", ""), cand("db3", "0-1-1")},
 			pick: "db3", out: map[string]string{"db2": "lacks 1 transactions db3 applied"}},
 	} {

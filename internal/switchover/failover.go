@@ -214,7 +214,7 @@ func (s *Switcher) failover(ctx context.Context, n Voter, t pool.Term, death str
 	if cur := n.FSM().Term(t.Cluster); cur.Number != t.Number || cur.Writer != t.Writer {
 		return abort(fmt.Sprintf("the term moved to %d held by %s", cur.Number, cur.Writer))
 	}
-	ch := choose(surveyed, oldPos)
+	ch := choose(withHints(surveyed, members, t), oldPos)
 	if ch.Pick == "" {
 		return abort(ch.Why)
 	}
@@ -318,6 +318,53 @@ func (s *Switcher) survey(ctx context.Context, p plan, cands []candidate) []cand
 		}()
 	}
 	wg.Wait()
+	return out
+}
+
+// withHints adds, to the surveyed candidates, every other db member of
+// the cluster (not the dead writer) with a gossiped position that was not
+// surveyed or whose survey failed: its agent is gone or did not answer,
+// but its server may hold transactions the others lack (it received them
+// before its agent went). The pick must hold its last gossiped position
+// too, or there is none.
+func withHints(cands []candidate, members []pool.Member, t pool.Term) []candidate {
+	seen := map[string]int{}
+	for i, c := range cands {
+		seen[c.Name] = i
+	}
+	var out []candidate
+	for _, c := range cands {
+		if c.Err == nil {
+			out = append(out, c)
+		}
+	}
+	for _, m := range members {
+		if m.Tags[tags.KeyRole] != tags.RoleDB || tags.Cluster(m.Tags) != t.Cluster || m.Name == t.Writer {
+			continue
+		}
+		i, surveyed := seen[m.Name]
+		if surveyed && cands[i].Err == nil {
+			continue
+		}
+		why := "its agent is " + m.Status.String()
+		switch {
+		case surveyed:
+			why = cands[i].Err.Error()
+		case m.Status == pool.StatusAlive:
+			why = "not a voter"
+		}
+		h := candidate{Name: m.Name, Addr: m.Addr, Hint: true, Err: errors.New(why)}
+		if m.Health != nil && m.Health.Position.Known() {
+			h.Pos = gtidList{}
+			for _, d := range m.Health.Position.List() {
+				h.Pos[d.ID] = gtid{Domain: d.ID, Seq: d.Seq}
+			}
+			h.Received = h.Pos
+		} else {
+			h.Hint = false // nothing known: reported, not counted
+		}
+		out = append(out, h)
+	}
 	return out
 }
 

@@ -364,6 +364,16 @@ func TestFailoverLeaderKilled(t *testing.T) {
 	f.srvs["db1"].MustExec("DELETE FROM fo.t WHERE id = 1") // db2 cannot apply it while the lock is held
 	f.acked = f.acked[1:]
 	f.write(t, 4, 4)
+	// Row 4 reached both replicas (db2's relay log holds it behind the
+	// lock): no acknowledged row is lost to asynchronous replication.
+	if got := gtidWait(t, f.srvs["db3"], gtidOf(t, f.srvs["db1"]), 30*time.Second); got != 0 {
+		t.Fatalf("db3 did not catch up: %d", got)
+	}
+	pos := gtidOf(t, f.srvs["db1"])
+	testkit.WaitFor(t, 30*time.Second, "db2 received row 4", func() bool {
+		st, err := f.srvs["db2"].SlaveStatus()
+		return err == nil && st["Gtid_IO_Pos"] == pos
+	})
 	f.srvs["db1"].PersistReadOnly(true)
 	sampler := startWritableSampler(f.srvs, f.names)
 	defer sampler.stop()
