@@ -2,7 +2,9 @@
 // database server, MariaDB or MySQL. It fences the server when it must not
 // take writes, and unfences it (docs/consensus.md, "Fencing"); it takes
 // the steps of a planned switchover on it: demote, catch up, promote,
-// repoint (docs/consensus.md, "Switchover"; switch.go).
+// repoint (docs/consensus.md, "Switchover"; switch.go); and it surveys a
+// failover candidate, a MariaDB replica stopped from receiving and drained
+// of what it received (docs/consensus.md, "Failover"; survey.go).
 //
 // An Actuator (New) acts on one server with the probe's account. It keeps
 // one small pool (two connections at most, one kept idle, each closed after

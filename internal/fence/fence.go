@@ -20,8 +20,8 @@ type Config struct {
 	User     string
 	Password string
 	// Timeout bounds one action (a fencing attempt, a switchover step),
-	// connecting included (default DefaultTimeout); CatchUp is bounded by
-	// its wait plus DefaultTimeout.
+	// connecting included (default DefaultTimeout); CatchUp and Survey are
+	// bounded by their wait plus DefaultTimeout.
 	Timeout time.Duration
 }
 

@@ -248,17 +248,33 @@ func changeSource(flavor, host string, port int, src Source) (string, []any) {
 // replicationUser is the account the server's replication uses; "" when
 // it has none (it never replicated, or RESET REPLICA ALL).
 func replicationUser(ctx context.Context, conn *sql.Conn) (string, error) {
-	rows, err := conn.QueryContext(ctx, "SHOW REPLICA STATUS")
+	st, err := firstRow(ctx, conn, "SHOW REPLICA STATUS")
 	if err != nil {
-		return "", fmt.Errorf("SHOW REPLICA STATUS: %w", err)
+		return "", err
+	}
+	if u, ok := st["Master_User"]; ok {
+		return u, nil
+	}
+	return st["Source_User"], nil
+}
+
+// firstRow is the first row of q by column name (NULL as ""); nil when q
+// returns no row.
+func firstRow(ctx context.Context, conn *sql.Conn, q string) (map[string]string, error) {
+	rows, err := conn.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", q, err)
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
-		return "", fmt.Errorf("SHOW REPLICA STATUS: %w", err)
+		return nil, fmt.Errorf("%s: %w", q, err)
 	}
 	if !rows.Next() {
-		return "", rows.Err()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("%s: %w", q, err)
+		}
+		return nil, nil
 	}
 	vals := make([]sql.RawBytes, len(cols))
 	ptrs := make([]any, len(cols))
@@ -266,12 +282,11 @@ func replicationUser(ctx context.Context, conn *sql.Conn) (string, error) {
 		ptrs[i] = &vals[i]
 	}
 	if err := rows.Scan(ptrs...); err != nil {
-		return "", fmt.Errorf("SHOW REPLICA STATUS: %w", err)
+		return nil, fmt.Errorf("%s: %w", q, err)
 	}
+	out := make(map[string]string, len(cols))
 	for i, c := range cols {
-		if c == "Master_User" || c == "Source_User" {
-			return string(vals[i]), nil
-		}
+		out[c] = string(vals[i])
 	}
-	return "", nil
+	return out, nil
 }
