@@ -47,12 +47,16 @@ func parseGTIDList(s string) (gtidList, error) {
 }
 
 // behind is how many transactions of o the list l lacks (per domain, how
-// far l's sequence number is below o's).
+// far l's sequence number is below o's). The same sequence number from
+// two servers (both known) is two histories: l lacks o's one.
 func (l gtidList) behind(o gtidList) uint64 {
 	var n uint64
 	for d, g := range o {
-		if g.Seq > l[d].Seq {
-			n += g.Seq - l[d].Seq
+		switch mine := l[d]; {
+		case g.Seq > mine.Seq:
+			n += g.Seq - mine.Seq
+		case g.Seq == mine.Seq && g.Seq > 0 && g.Server != 0 && mine.Server != 0 && g.Server != mine.Server:
+			n++
 		}
 	}
 	return n
@@ -165,12 +169,16 @@ func errantOf(c candidate, all []candidate, old tags.Position) (gtidList, error)
 			continue
 		}
 		top, _ := old.Seq(d)
+		clash := false // another server logged this sequence number
 		for _, o := range all {
 			if o.Name != c.Name && (o.Err == nil || o.Hint) {
 				top = max(top, o.Pos[d].Seq, o.Received[d].Seq)
+				for _, x := range []gtid{o.Pos[d], o.Received[d]} {
+					clash = clash || (x.Seq == g.Seq && x.Server != 0 && x.Server != g.Server)
+				}
 			}
 		}
-		if g.Seq > top {
+		if g.Seq > top || clash {
 			errant[d] = g
 		}
 	}

@@ -51,6 +51,10 @@ func TestChoose(t *testing.T) {
 			cand("db2", "0-1-12"),
 			cand("db3", "0-33-13", func(c *candidate) { c.Survey.Own = "0-33-13" }),
 		}, old: oldAt(12), pick: "db2", out: map[string]string{"db3": "errant transactions: 0-33-13 was written on it"}},
+		{name: "an errant write with the sequence number of the writer's next (MariaDB)", cands: []candidate{
+			cand("db2", "0-1-4"),
+			cand("db3", "0-33-4", func(c *candidate) { c.Survey.Own = "0-33-4" }),
+		}, old: oldAt(4), pick: "db2", out: map[string]string{"db3": "errant transactions: 0-33-4"}},
 		{name: "own GTIDs others have are not errant (a former writer)", cands: []candidate{
 			cand("db2", "0-22-12"),
 			cand("db3", "0-22-12", func(c *candidate) { c.Survey.ServerID = 22; c.Survey.Own = "0-22-12" }),
