@@ -46,8 +46,8 @@ const (
 	// its bound.
 	DefaultFailoverLimit = 3
 	MaxFailoverLimit     = 1000
-	MinFenceAfter     = time.Second
-	MaxFenceAfter     = time.Minute
+	MinFenceAfter        = time.Second
+	MaxFenceAfter        = time.Minute
 )
 
 // Settings are the consensus settings as a user gives them: the agent's
