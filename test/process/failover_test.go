@@ -86,6 +86,22 @@ func (f *failoverFleet) write(t *testing.T, from, to int) {
 	}
 }
 
+// db3Ahead writes rows 1-5, which both replicas apply, stops db2's IO
+// thread, and writes rows 6-8, which db3 alone applies: db3 is three
+// acknowledged transactions ahead of db2.
+func (f *failoverFleet) db3Ahead(t *testing.T) {
+	t.Helper()
+	f.write(t, 1, 5)
+	if got := gtidWait(t, f.srvs["db2"], gtidOf(t, f.srvs["db1"]), 30*time.Second); got != 0 {
+		t.Fatalf("db2 did not catch up: %d", got)
+	}
+	f.srvs["db2"].MustExec("STOP SLAVE IO_THREAD")
+	f.write(t, 6, 8)
+	if got := gtidWait(t, f.srvs["db3"], gtidOf(t, f.srvs["db1"]), 30*time.Second); got != 0 {
+		t.Fatalf("db3 did not catch up: %d", got)
+	}
+}
+
 // writerNow is the server that takes writes, holds the current term in
 // every agent of alive, and is every such agent's pool writer.
 func (f *failoverFleet) writerNow(alive []string) (string, bool) {
@@ -153,16 +169,7 @@ func (f *failoverFleet) missingOn(t *testing.T, s *mariadbtest.Server) []int {
 // person promoted one: the test fails with "no server takes writes".
 func TestFailoverMysqldKill(t *testing.T) {
 	f := startFailoverFleet(t, true)
-	f.write(t, 1, 5)
-	if got := gtidWait(t, f.srvs["db2"], gtidOf(t, f.srvs["db1"]), 30*time.Second); got != 0 {
-		t.Fatalf("db2 did not catch up: %d", got)
-	}
-	// db2 stops receiving; db3 gets three more acknowledged writes.
-	f.srvs["db2"].MustExec("STOP SLAVE IO_THREAD")
-	f.write(t, 6, 8)
-	if got := gtidWait(t, f.srvs["db3"], gtidOf(t, f.srvs["db1"]), 30*time.Second); got != 0 {
-		t.Fatalf("db3 did not catch up: %d", got)
-	}
+	f.db3Ahead(t)
 	// As docs/consensus.md asks: read_only=ON in every server's file, the
 	// writer made writable at runtime. A writer that restarts comes back
 	// read-only (a file that says OFF leaves it writable until its agent
@@ -291,15 +298,7 @@ func TestNoFailoverWhileReplicasReceive(t *testing.T) {
 // acknowledged row (exit 0).
 func TestManualFailover(t *testing.T) {
 	f := startFailoverFleet(t, false)
-	f.write(t, 1, 5)
-	if got := gtidWait(t, f.srvs["db2"], gtidOf(t, f.srvs["db1"]), 30*time.Second); got != 0 {
-		t.Fatalf("db2 did not catch up: %d", got)
-	}
-	f.srvs["db2"].MustExec("STOP SLAVE IO_THREAD")
-	f.write(t, 6, 8)
-	if got := gtidWait(t, f.srvs["db3"], gtidOf(t, f.srvs["db1"]), 30*time.Second); got != 0 {
-		t.Fatalf("db3 did not catch up: %d", got)
-	}
+	f.db3Ahead(t)
 	api := f.agents["db2"].http
 	out, errOut, code := shoal(t, "failover", "--dry-run", "--http-addr", api)
 	if code != 1 || !strings.Contains(out, "verdict: alive") {
