@@ -31,6 +31,9 @@ func (a *Agent) startSwitcher() {
 	if a.probe != nil {
 		cfg.CheckNow = a.probe.CheckNow
 	}
+	if a.cfg.Snapshot != "" {
+		cfg.HoldFile = a.cfg.Snapshot + ".survey-hold" // next to the snapshot, like the terms file
+	}
 	a.cons.sw = switchover.New(cfg)
 }
 

@@ -417,6 +417,7 @@ func (s *Switcher) surveyHere(ctx context.Context, act Actuator, st consensus.Sw
 	}
 	s.fo.mu.Lock()
 	s.fo.held[st.Cluster] = heldMark{id: st.ID, at: s.cfg.Clock.Now()}
+	s.saveHolds()
 	s.fo.mu.Unlock()
 	sv, err := act.Survey(ctx, time.Duration(st.WaitMS)*time.Millisecond)
 	if err != nil {
@@ -449,6 +450,7 @@ func (s *Switcher) resumeHere(ctx context.Context, act Actuator, st consensus.Sw
 	h, ok := s.fo.held[st.Cluster]
 	if ok && h.id == st.ID {
 		delete(s.fo.held, st.Cluster)
+		s.saveHolds()
 	}
 	s.fo.mu.Unlock()
 	return act.ResumeReplication(ctx)
@@ -459,7 +461,10 @@ func (s *Switcher) resumeHere(ctx context.Context, act Actuator, st consensus.Sw
 func (s *Switcher) unhold(cluster string) {
 	s.fo.mu.Lock()
 	defer s.fo.mu.Unlock()
-	delete(s.fo.held, cluster)
+	if _, ok := s.fo.held[cluster]; ok {
+		delete(s.fo.held, cluster)
+		s.saveHolds()
+	}
 }
 
 // releaseHeld starts replication again where a survey stopped it more
@@ -486,6 +491,9 @@ func (s *Switcher) releaseHeld(ctx context.Context) {
 			release = append(release, c)
 			delete(s.fo.held, c)
 		}
+	}
+	if len(release) > 0 {
+		s.saveHolds()
 	}
 	s.fo.mu.Unlock()
 	for _, c := range release {

@@ -3,6 +3,8 @@ package switchover
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -303,4 +305,52 @@ func TestFailoverLimit(t *testing.T) {
 	f.clock.Advance(2 * time.Minute) // past the hour, and past failoverRetry
 	leader.judgeWriters(ctx)
 	testkit.WaitFor(t, 10*time.Second, "term 2 once the hour passed", func() bool { return f.raft.fsm.Term("main").Number == 2 })
+}
+
+// A survey's hold outlives an agent restart: the new switcher reads it
+// from the hold file and starts the IO thread again surveyHold after its
+// start, unless raft records that failover; with none left the file goes.
+func TestSurveyHoldSurvivesARestart(t *testing.T) {
+	f := newFleet(t, true)
+	deadWriter(f)
+	file := filepath.Join(t.TempDir(), "snapshot.survey-hold")
+	f.sw["db3"].cfg.HoldFile = file
+	ctx := context.Background()
+	p := plan{id: "00000000000000dd", cluster: "main", from: 1, old: "db1", target: "db3", addr: "db3:3306", leader: "db2", group: group, by: "db2"}
+	st := p.step(consensus.OpSurvey, "db3")
+	st.Expires = f.clock.Now().Add(time.Minute)
+	if ans := f.sw["db3"].takeSafely(ctx, st); !ans.OK {
+		t.Fatalf("survey: %+v", ans)
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("no hold file after the survey: %v", err)
+	}
+	// The agent restarts: a new switcher on the same file.
+	again := New(Config{Node: "db3", Gossip: f.gossip, Terms: f.sw["db3"].cfg.Terms, Voter: f.sw["db3"].cfg.Voter,
+		Actuator: f.servers["db3"], Pool: f.pool, Members: f.members, Clock: f.clock, HoldFile: file})
+	f.clock.Advance(surveyHold - time.Second)
+	again.releaseHeld(ctx)
+	if f.servers["db3"].resumed != 0 {
+		t.Fatal("released before surveyHold from the restart")
+	}
+	f.clock.Advance(time.Second)
+	again.releaseHeld(ctx)
+	if f.servers["db3"].resumed != 1 {
+		t.Fatal("the hold of the run before the restart was not released")
+	}
+	if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the hold file is still there: %v", err)
+	}
+	// A broken file is refused, not trusted.
+	if err := os.WriteFile(file, []byte(`{"bad cluster name!":{"id":"x"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := New(Config{Node: "db3", Clock: f.clock}).loadHolds(); err != nil {
+		t.Fatalf("a switcher without a hold file read one: %v", err)
+	}
+	s := New(Config{Node: "db3", Clock: f.clock})
+	s.cfg.HoldFile = file
+	if err := s.loadHolds(); err == nil {
+		t.Fatal("a broken hold file was accepted")
+	}
 }

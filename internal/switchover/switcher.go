@@ -87,6 +87,9 @@ type Config struct {
 	// Lease is the writer's lease (consensus.Settings.LeaseDuration): a
 	// failover whose writer's agent is gone waits that long.
 	Lease time.Duration
+	// HoldFile keeps the IO threads a failover's survey stopped across an
+	// agent restart ("": not kept).
+	HoldFile string
 	// FailoverLimit is consensus.failover_limit (0: the default).
 	FailoverLimit int
 	Clock         clockwork.Clock
@@ -147,6 +150,9 @@ func New(cfg Config) *Switcher {
 	s := &Switcher{cfg: cfg, answers: map[string][]byte{}, demoted: map[string]uint64{}, resuming: map[string]bool{}}
 	s.ask = s.askStep
 	s.fo.init()
+	if err := s.loadHolds(); err != nil {
+		cfg.Log.Error("failover: survey holds not read: a stopped IO thread is not started again by this agent", "error", err)
+	}
 	return s
 }
 
