@@ -420,3 +420,54 @@ func TestFailoverLeaderKilled(t *testing.T) {
 		t.Errorf("two servers writable at once at %d sample points, the first: %s", len(v), v[0])
 	}
 }
+
+// TestFailoverTwiceInARow: db1's mariadbd is killed and db3 takes over
+// (db2 re-pointed to it); then db3's mariadbd is killed too: db2, the
+// last server, must take over with every acknowledged row, holding term
+// 3 in every agent of the surviving servers' and db1's.
+func TestFailoverTwiceInARow(t *testing.T) {
+	f := startFailoverFleet(t, true)
+	f.db3Ahead(t)
+	for _, name := range f.names {
+		f.srvs[name].PersistReadOnly(true)
+	}
+	sampler := startWritableSampler(f.srvs, f.names)
+	defer sampler.stop()
+	f.srvs["db1"].Kill()
+	deadline := time.Now().Add(30 * time.Second)
+	for w, ok := f.writerNow(f.names[1:]); !ok || w != "db3"; w, ok = f.writerNow(f.names[1:]) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no failover to db3 within 30s:%s", f.describe(f.names))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// db3 takes writes; db2 replicates them from it.
+	for id := 9; id <= 11; id++ {
+		f.srvs["db3"].MustExec("INSERT INTO fo.t VALUES (?)", id)
+		f.acked = append(f.acked, id)
+	}
+	if got := gtidWait(t, f.srvs["db2"], gtidOf(t, f.srvs["db3"]), 30*time.Second); got != 0 {
+		st, _ := f.srvs["db2"].SlaveStatus()
+		t.Fatalf("db2 does not replicate from db3: %d (IO %q, last IO error %q)", got, st["Slave_IO_Running"], st["Last_IO_Error"])
+	}
+	killed := time.Now()
+	f.srvs["db3"].Kill()
+	deadline = time.Now().Add(30 * time.Second)
+	for w, ok := f.writerNow([]string{"db1", "db2"}); !ok || w != "db2"; w, ok = f.writerNow([]string{"db1", "db2"}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no second failover, to db2, within 30s of db3's kill:%s", f.describe(f.names))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("db2 takes writes %.2fs after db3's mariadbd was killed", time.Since(killed).Seconds())
+	if tm := termOf(consensusOf(f.agents["db2"]), "main"); tm.Term != 3 {
+		t.Errorf("term %d, want 3", tm.Term)
+	}
+	if m := f.missingOn(t, f.srvs["db2"]); len(m) > 0 {
+		t.Errorf("acknowledged rows %v missing on db2", m)
+	}
+	sampler.stop()
+	if v := sampler.violations(); len(v) > 0 {
+		t.Errorf("two servers writable at once at %d sample points, the first: %s", len(v), v[0])
+	}
+}
