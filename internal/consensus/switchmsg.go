@@ -81,6 +81,16 @@ type SwitchStep struct {
 	Rollback bool   `json:"rollback,omitempty"`
 	// Kind: the begin step's (SwitchIntent.Kind).
 	Kind string `json:"kind,omitempty"`
+	// Timers: a repoint step's, the new writer's own replication timers
+	// as a replica (nil: keep the server's).
+	Timers *ReplTimers `json:"timers,omitempty"`
+}
+
+// ReplTimers are a replica's connect retry (seconds) and heartbeat period
+// (milliseconds); zero: unknown.
+type ReplTimers struct {
+	ConnectRetry int   `json:"connect_retry,omitempty"`
+	HeartbeatMS  int64 `json:"heartbeat_ms,omitempty"`
 }
 
 // Check validates a step's fields (not its expiry: CheckFresh).
@@ -104,6 +114,8 @@ func (s SwitchStep) Check() error {
 		return fmt.Errorf("switchover raft group %.40q: want %d lowercase hex digits", s.Group, tags.GroupLen)
 	case s.Kind != "" && s.Kind != KindFailover:
 		return fmt.Errorf("switchover kind %.40q: unknown", s.Kind)
+	case s.Timers != nil && (s.Timers.ConnectRetry < 0 || s.Timers.ConnectRetry > maxConnectRetry || s.Timers.HeartbeatMS < 0 || s.Timers.HeartbeatMS > maxHeartbeatMS):
+		return fmt.Errorf("switchover replication timers %+v: out of range", *s.Timers)
 	}
 	for _, n := range []struct{ what, name string }{{"node", s.Node}, {"by", s.By}, {"old writer", s.Old}, {"target", s.Target}} {
 		if d := member.CheckName(n.name); d != "" {
@@ -115,6 +127,13 @@ func (s SwitchStep) Check() error {
 	}
 	return nil
 }
+
+// Bounds of the replication timers a step carries (MySQL's and MariaDB's:
+// a connect retry of a day at most here, a heartbeat period of 4294967 s).
+const (
+	maxConnectRetry = 86400
+	maxHeartbeatMS  = 4294967000
+)
 
 // maxName bounds a target address in a switchover message.
 const maxName = 128
@@ -142,6 +161,9 @@ type SwitchAnswer struct {
 	Killed int    `json:"killed,omitempty"` // demote: client connections killed
 	Term   uint64 `json:"term,omitempty"`   // grant: the term granted
 	Detail string `json:"detail,omitempty"`
+	// Timers: a promote step's, the target's replication timers before
+	// its replication was reset.
+	Timers *ReplTimers `json:"timers,omitempty"`
 	// Survey: a survey step's (GTID: the candidate's gtid_current_pos once
 	// it applied what it received; Detail: its SQL thread's error).
 	Survey *SurveyAnswer `json:"survey,omitempty"`

@@ -90,7 +90,7 @@ func TestActuatorOnePoolMariaDB(t *testing.T) {
 			}
 			return err
 		}},
-		{"promote", 1, replica, func() error { _, err := ra.Promote(ctx); return err }},
+		{"promote", 1, replica, func() error { _, _, err := ra.Promote(ctx); return err }},
 		{"repoint", 0, primary, func() error {
 			return pa.Repoint(ctx, Source{Addr: replica.Addr(), User: mariadbtest.ReplUser, Password: mariadbtest.ReplPassword, FormerWriter: true})
 		}},

@@ -124,18 +124,29 @@ func CheckGTID(s string) error {
 	return nil
 }
 
+// Timers are a replica's connect retry and heartbeat period (seconds;
+// zero: unknown, the server's default is kept).
+type Timers struct {
+	ConnectRetry    int
+	HeartbeatPeriod float64
+}
+
 // Promote makes the server the writer: it stops replication and forgets
 // it (RESET REPLICA ALL, so that it never resumes from the old writer),
 // then sets read_only (and super_read_only) off. The caller makes sure
 // this server holds the cluster's writer term first. It returns the
-// server's flavor.
-func (a *Actuator) Promote(ctx context.Context) (string, error) {
+// server's flavor and the replication timers it had as a replica, which
+// the servers re-pointed to it take over (a former writer would otherwise
+// get the server's defaults: a 60 s connect retry).
+func (a *Actuator) Promote(ctx context.Context) (string, Timers, error) {
 	var fl string
+	var tm Timers
 	err := a.do(ctx, a.cfg.Timeout, func(ctx context.Context, conn *sql.Conn) error {
 		var err error
 		if fl, err = a.flavorOn(ctx, conn); err != nil {
 			return err
 		}
+		tm = replicaTimers(ctx, conn, fl)
 		stmts := []string{"STOP REPLICA", "RESET REPLICA ALL", "SET GLOBAL read_only=OFF"}
 		if fl == string(probe.FlavorMySQL) {
 			stmts = []string{"STOP REPLICA", "RESET REPLICA ALL", "SET GLOBAL super_read_only=OFF", "SET GLOBAL read_only=OFF"}
@@ -147,7 +158,32 @@ func (a *Actuator) Promote(ctx context.Context) (string, error) {
 		}
 		return nil
 	})
-	return fl, err
+	return fl, tm, err
+}
+
+// replicaTimers reads the server's replication timers; zero for what it
+// cannot read (no replication configured, no grant): they are a courtesy
+// to the servers re-pointed later, not a condition of the promotion.
+func replicaTimers(ctx context.Context, conn *sql.Conn, flavor string) Timers {
+	var tm Timers
+	st, err := firstRow(ctx, conn, "SHOW REPLICA STATUS")
+	if err != nil || st == nil {
+		return tm
+	}
+	for _, col := range []string{"Connect_Retry", "Source_Connect_Retry"} {
+		if v, err := strconv.Atoi(st[col]); err == nil && v > 0 {
+			tm.ConnectRetry = v
+		}
+	}
+	q := "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'SLAVE_HEARTBEAT_PERIOD'"
+	if flavor == string(probe.FlavorMySQL) {
+		q = "SELECT HEARTBEAT_INTERVAL FROM performance_schema.replication_connection_configuration LIMIT 1"
+	}
+	var hb sql.NullFloat64
+	if err := conn.QueryRowContext(ctx, q).Scan(&hb); err == nil && hb.Valid && hb.Float64 > 0 {
+		tm.HeartbeatPeriod = hb.Float64
+	}
+	return tm
 }
 
 // Promote makes the server the writer (Actuator.Promote), with an
@@ -155,7 +191,8 @@ func (a *Actuator) Promote(ctx context.Context) (string, error) {
 func Promote(ctx context.Context, cfg Config) (string, error) {
 	a := New(cfg)
 	defer a.Close()
-	return a.Promote(ctx)
+	fl, _, err := a.Promote(ctx)
+	return fl, err
 }
 
 // Source is where Repoint makes a server replicate from, and with which
@@ -169,6 +206,9 @@ type Source struct {
 	// everything it holds (MariaDB MASTER_USE_GTID=current_pos), not from
 	// what it last replicated (slave_pos).
 	FormerWriter bool
+	// Timers, when set, replace the server's connect retry and heartbeat
+	// period (the new writer's own as a replica).
+	Timers Timers
 }
 
 // ErrNoReplicationAccount is Repoint's error for a server that has no
@@ -231,7 +271,7 @@ func changeSource(flavor, host string, port int, src Source) (string, []any) {
 			q += ", SOURCE_USER=?, SOURCE_PASSWORD=?"
 			args = append(args, src.User, src.Password)
 		}
-		return q, args
+		return withTimers(q, args, "SOURCE", src.Timers)
 	}
 	use := "slave_pos"
 	if src.FormerWriter {
@@ -241,6 +281,26 @@ func changeSource(flavor, host string, port int, src Source) (string, []any) {
 	if src.User != "" {
 		q += ", MASTER_USER=?, MASTER_PASSWORD=?"
 		args = append(args, src.User, src.Password)
+	}
+	q, args = withTimers(q, args, "MASTER", src.Timers)
+	return q, args
+}
+
+// maxHeartbeatPeriod is the longest heartbeat period MySQL and MariaDB
+// take, in seconds.
+const maxHeartbeatPeriod = 4294967
+
+// withTimers adds the timers that are set to a CHANGE statement (prefix
+// MASTER or SOURCE); the driver interpolates the numbers.
+func withTimers(q string, args []any, prefix string, tm Timers) (string, []any) {
+	if tm.ConnectRetry > 0 {
+		q += ", " + prefix + "_CONNECT_RETRY=?"
+		args = append(args, tm.ConnectRetry)
+	}
+	if tm.HeartbeatPeriod > 0 && tm.HeartbeatPeriod <= maxHeartbeatPeriod {
+		// A decimal literal written here (the driver could write 1e+06):
+		// a number of ours, bounded, not a string from elsewhere.
+		q += ", " + prefix + "_HEARTBEAT_PERIOD=" + strconv.FormatFloat(tm.HeartbeatPeriod, 'f', 3, 64)
 	}
 	return q, args
 }

@@ -49,8 +49,12 @@ func TestSwitchoverStepsMariaDB(t *testing.T) {
 	if err := CatchUp(ctx, cfgOf(target, "shoal"), gtid, 10*time.Second); err != nil {
 		t.Fatalf("catch up to %s: %v", gtid, err)
 	}
-	if fl, err := Promote(ctx, cfgOf(target, "shoal")); err != nil || fl != "mariadb" {
-		t.Fatalf("promote: %q, %v", fl, err)
+	ta := New(cfgOf(target, "shoal"))
+	defer ta.Close()
+	fl, timers, err := ta.Promote(ctx)
+	// mariadbtest's replicas: MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1.
+	if err != nil || fl != "mariadb" || timers != (Timers{ConnectRetry: 1, HeartbeatPeriod: 1}) {
+		t.Fatalf("promote: %q, timers %+v, %v", fl, timers, err)
 	}
 	if readOnly(t, target) {
 		t.Fatal("the promoted target is read-only")
@@ -67,8 +71,18 @@ func TestSwitchoverStepsMariaDB(t *testing.T) {
 	if !errors.Is(err, ErrNoReplicationAccount) {
 		t.Fatalf("repoint the old primary without an account: %v, want ErrNoReplicationAccount", err)
 	}
-	if err := Repoint(ctx, cfgOf(primary, "shoal"), Source{Addr: target.Addr(), User: mariadbtest.ReplUser, Password: mariadbtest.ReplPassword, FormerWriter: true}); err != nil {
+	if err := Repoint(ctx, cfgOf(primary, "shoal"), Source{Addr: target.Addr(), User: mariadbtest.ReplUser, Password: mariadbtest.ReplPassword,
+		FormerWriter: true, Timers: timers}); err != nil {
 		t.Fatalf("repoint the old primary: %v", err)
+	}
+	// The former writer takes the new writer's timers, not the server's
+	// defaults (a 60 s connect retry).
+	if st, err := primary.SlaveStatus(); err != nil || st["Connect_Retry"] != "1" {
+		t.Errorf("the old primary's connect retry is %q, want the target's 1 (%v)", st["Connect_Retry"], err)
+	}
+	var hb float64
+	if err := primary.DB().QueryRow("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'SLAVE_HEARTBEAT_PERIOD'").Scan(&hb); err != nil || hb != 1 {
+		t.Errorf("the old primary's heartbeat period is %v, want the target's 1 (%v)", hb, err)
 	}
 	target.MustExec("INSERT INTO sw.t VALUES (1000)")
 	var pos string

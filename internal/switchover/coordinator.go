@@ -43,6 +43,9 @@ type plan struct {
 	// failover: the old writer is dead; it is neither demoted, restored
 	// nor re-pointed.
 	failover bool
+	// timers are the target's replication timers as the promote step
+	// answered them: the re-pointed servers take them over.
+	timers *consensus.ReplTimers
 }
 
 // step is the switchover's step op, addressed to node.

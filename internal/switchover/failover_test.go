@@ -64,6 +64,9 @@ func TestFailoverPromotesTheMostAdvanced(t *testing.T) {
 	if got := leader.LastFailover()["main"]; !strings.HasPrefix(got, "failed over to db3 (term 2)") {
 		t.Errorf("last failover %q", got)
 	}
+	if got := f.servers["db2"].timers; got != (fence.Timers{ConnectRetry: 1, HeartbeatPeriod: 1.5}) {
+		t.Errorf("db2 re-pointed with timers %+v, want db3's", got)
+	}
 	// The survey holds are gone: nothing starts replication again later.
 	f.clock.Advance(surveyHold)
 	for _, n := range []string{"db2", "db3"} {

@@ -53,6 +53,7 @@ type fakeServer struct {
 	// survey is Survey's answer; resumed counts ResumeReplication.
 	survey  fence.Survey
 	resumed int
+	timers  fence.Timers // the last repoint's
 }
 
 func (f *fakeServer) did(op string) {
@@ -98,16 +99,19 @@ func (f *fakeServer) CatchUp(ctx context.Context, _ string, wait time.Duration) 
 	return err
 }
 
-func (f *fakeServer) Promote(context.Context) (string, error) {
+func (f *fakeServer) Promote(context.Context) (string, fence.Timers, error) {
 	f.did("promote")
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.readOnly = false
-	return "", nil
+	return "", fence.Timers{ConnectRetry: 1, HeartbeatPeriod: 1.5}, nil
 }
 
-func (f *fakeServer) Repoint(context.Context, fence.Source) error {
+func (f *fakeServer) Repoint(_ context.Context, src fence.Source) error {
 	f.did("repoint")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.timers = src.Timers
 	return nil
 }
 

@@ -150,7 +150,7 @@ func (s *Switcher) take(ctx context.Context, st consensus.SwitchStep, ans *conse
 		}
 		return act.CatchUp(ctx, st.GTID, time.Duration(st.WaitMS)*time.Millisecond)
 	case consensus.OpPromote:
-		return s.promoteHere(ctx, act, st)
+		return s.promoteHere(ctx, act, st, ans)
 	case consensus.OpRepoint:
 		return s.repointHere(ctx, act, st, ans)
 	case consensus.OpSurvey:
@@ -190,15 +190,19 @@ func (s *Switcher) demoteOrRestore(ctx context.Context, act Actuator, st consens
 }
 
 // promoteHere makes the target writable once it holds term From+1.
-func (s *Switcher) promoteHere(ctx context.Context, act Actuator, st consensus.SwitchStep) error {
+func (s *Switcher) promoteHere(ctx context.Context, act Actuator, st consensus.SwitchStep, ans *consensus.SwitchAnswer) error {
 	if st.Target != s.cfg.Node {
 		return fmt.Errorf("%s is not the target %s", s.cfg.Node, st.Target)
 	}
 	if err := s.waitHeld(ctx, st.Cluster, st.From+1); err != nil {
 		return err
 	}
-	if _, err := act.Promote(ctx); err != nil {
+	_, tm, err := act.Promote(ctx)
+	if err != nil {
 		return err
+	}
+	if tm.ConnectRetry > 0 || tm.HeartbeatPeriod > 0 {
+		ans.Timers = &consensus.ReplTimers{ConnectRetry: min(tm.ConnectRetry, 86400), HeartbeatMS: min(int64(tm.HeartbeatPeriod*1000), 4294967000)}
 	}
 	s.unhold(st.Cluster)
 	s.history(st, "read-only", "writable", fmt.Sprintf("switchover from %s by %s: holds term %d, replication reset, read_only=OFF", st.Old, st.By, st.From+1))
@@ -212,6 +216,9 @@ func (s *Switcher) repointHere(ctx context.Context, act Actuator, st consensus.S
 		return errors.New("the target does not replicate from itself")
 	}
 	src := fence.Source{Addr: st.Addr, FormerWriter: st.Old == self, User: s.cfg.ReplUser, Password: s.cfg.ReplPassword}
+	if t := st.Timers; t != nil {
+		src.Timers = fence.Timers{ConnectRetry: t.ConnectRetry, HeartbeatPeriod: float64(t.HeartbeatMS) / 1000}
+	}
 	if err := act.Repoint(ctx, src); err != nil {
 		if errors.Is(err, fence.ErrNoReplicationAccount) {
 			return fmt.Errorf("%w: set mysql.replication_user and mysql.replication_password_file on %s", err, self)

@@ -143,10 +143,12 @@ func (s *Switcher) finish(ctx context.Context, in consensus.SwitchIntent, why st
 // complete finishes a granted switchover: the target promoted, the
 // others re-pointed, the intent ended.
 func (s *Switcher) complete(ctx context.Context, p plan, log *slog.Logger, why string) {
-	if _, err := s.sendStep(ctx, p.step(consensus.OpPromote, p.target), promoteWait+stepTimeout, promoteWait+stepLimit); err != nil {
+	ans, err := s.sendStep(ctx, p.step(consensus.OpPromote, p.target), promoteWait+stepTimeout, promoteWait+stepLimit)
+	if err != nil {
 		log.Error("switchover not completed: the target was not made writable; trying again", "why", why, "error", err)
 		return
 	}
+	p.timers = ans.Timers
 	c := switchCluster(s.cfg.Pool(), p.cluster, "")
 	switch {
 	case c != nil && p.failover:

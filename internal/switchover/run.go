@@ -63,7 +63,7 @@ func (s *Switcher) run(ctx context.Context, p plan, req view.SwitchoverRequest, 
 	}
 	res.Term = ans.Term
 	// 4. The target takes writes once it knows it holds the term.
-	if !s.promote(ctx, p, res) {
+	if !s.promote(ctx, &p, res) {
 		return res.Switchover
 	}
 	// 5. The other servers replicate from the target (at once, each on
@@ -76,9 +76,10 @@ func (s *Switcher) run(ctx context.Context, p plan, req view.SwitchoverRequest, 
 }
 
 // promote makes the target writable once it holds the new term.
-func (s *Switcher) promote(ctx context.Context, p plan, res *result) bool {
+func (s *Switcher) promote(ctx context.Context, p *plan, res *result) bool {
 	t0 := s.cfg.Clock.Now()
-	_, err := s.sendStep(ctx, p.step(consensus.OpPromote, p.target), promoteWait+stepTimeout, promoteWait+stepLimit)
+	ans, err := s.sendStep(ctx, p.step(consensus.OpPromote, p.target), promoteWait+stepTimeout, promoteWait+stepLimit)
+	p.timers = ans.Timers
 	res.ReadOnly = s.cfg.Clock.Since(res.start)
 	if !res.record("make the target writable", p.target, s.cfg.Clock.Since(t0), err, "replication reset, read_only=OFF") {
 		res.Error = fmt.Sprintf("term %d was granted to %s but it could not be made writable (%v): the raft leader tries again at the switchover's deadline; until then no server takes writes", res.Term, p.target, err)
@@ -134,7 +135,9 @@ func (s *Switcher) repointAll(ctx context.Context, p plan) []view.SwitchStep {
 		go func() {
 			defer wg.Done()
 			t0 := s.cfg.Clock.Now()
-			ans, err := s.sendStep(ctx, p.step(consensus.OpRepoint, node), stepTimeout, 2*stepTimeout)
+			st := p.step(consensus.OpRepoint, node)
+			st.Timers = p.timers
+			ans, err := s.sendStep(ctx, st, stepTimeout, 2*stepTimeout)
 			out[i] = view.SwitchStep{Name: "replicate from the new writer", Node: node, OK: err == nil, Took: s.cfg.Clock.Since(t0), Detail: ans.Detail}
 			if err != nil {
 				out[i].Detail = err.Error()

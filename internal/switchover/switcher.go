@@ -52,7 +52,7 @@ type Actuator interface {
 	Demote(ctx context.Context) (fence.Result, string, error)
 	Unfence(ctx context.Context) error
 	CatchUp(ctx context.Context, gtid string, wait time.Duration) error
-	Promote(ctx context.Context) (string, error)
+	Promote(ctx context.Context) (string, fence.Timers, error)
 	Repoint(ctx context.Context, src fence.Source) error
 	Survey(ctx context.Context, drain time.Duration) (fence.Survey, error)
 	ResumeReplication(ctx context.Context) error

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/consensus"
+	"github.com/shoaldb/shoal/internal/fence"
 	"github.com/shoaldb/shoal/internal/testutil/testkit"
 	"github.com/shoaldb/shoal/internal/view"
 )
@@ -46,6 +47,12 @@ func TestSwitchoverRunsThrough(t *testing.T) {
 	}
 	if !f.sw["db1"].WasDemoted("main", 1) {
 		t.Error("db1 does not remember its demote (a lease unfence would make it writable again)")
+	}
+	// The re-pointed servers take the target's replication timers.
+	for _, n := range []string{"db1", "db3"} {
+		if got := f.servers[n].timers; got != (fence.Timers{ConnectRetry: 1, HeartbeatPeriod: 1.5}) {
+			t.Errorf("%s re-pointed with timers %+v, want the target's", n, got)
+		}
 	}
 }
 
