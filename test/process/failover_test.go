@@ -1,6 +1,7 @@
 package process
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -469,5 +470,66 @@ func TestFailoverTwiceInARow(t *testing.T) {
 	sampler.stop()
 	if v := sampler.violations(); len(v) > 0 {
 		t.Errorf("two servers writable at once at %d sample points, the first: %s", len(v), v[0])
+	}
+}
+
+// TestNoFailoverToABrokenReplica: db3's SQL thread stopped on a
+// duplicate key (a row written on db3 alone, then by the writer), so
+// db3's relay log holds a transaction it cannot apply; db2's IO thread
+// was stopped before it, so db2 lacks it. When db1's mariadbd is killed
+// no replica may be promoted: db3 would lose the transaction it cannot
+// apply (a broken SQL thread), db2 lacks it. The cluster stays without a
+// writer, and the leader says why in `shoal info`.
+func TestNoFailoverToABrokenReplica(t *testing.T) {
+	f := startFailoverFleet(t, true)
+	f.write(t, 1, 3)
+	for _, name := range f.names[1:] {
+		if got := gtidWait(t, f.srvs[name], gtidOf(t, f.srvs["db1"]), 30*time.Second); got != 0 {
+			t.Fatalf("%s did not catch up: %d", name, got)
+		}
+	}
+	f.srvs["db2"].MustExec("STOP SLAVE IO_THREAD")
+	ctx := context.Background()
+	conn, err := f.srvs["db3"].DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"SET SESSION sql_log_bin=0", "SET GLOBAL read_only=OFF", "INSERT INTO fo.t VALUES (4)", "SET GLOBAL read_only=ON"} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s on db3: %v", q, err)
+		}
+	}
+	conn.Close()
+	f.write(t, 4, 4) // db3 receives it and stops on the duplicate; db2 never gets it
+	testkit.WaitFor(t, 30*time.Second, "db3's SQL thread stopped on the duplicate key", func() bool {
+		st, err := f.srvs["db3"].SlaveStatus()
+		return err == nil && st["Slave_SQL_Running"] == "No" && st["Last_SQL_Errno"] == "1062"
+	})
+	f.srvs["db1"].PersistReadOnly(true)
+	f.srvs["db1"].Kill()
+	var said string
+	testkit.WaitFor(t, 30*time.Second, "a leader's decision on main", func() bool {
+		for _, name := range f.names {
+			if c := consensusOf(f.agents[name]); c != nil && c.Failovers["main"] != "" {
+				said = c.Failovers["main"]
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("the leader: %s", said)
+	for _, want := range []string{"not failed over", "db3: replication SQL thread stopped on an error: 1062", "db2: lacks 1 transactions db3 received"} {
+		if !strings.Contains(said, want) {
+			t.Errorf("the leader's decision lacks %q", want)
+		}
+	}
+	time.Sleep(5 * time.Second)
+	if w, ok := f.writerNow(f.names[1:]); ok {
+		t.Fatalf("%s was promoted:%s", w, f.describe(f.names))
+	}
+	for _, name := range f.names[1:] {
+		if ro := readOnlyOf(f.srvs[name]); ro != "1" {
+			t.Errorf("%s read_only=%s", name, ro)
+		}
 	}
 }
