@@ -2,6 +2,7 @@ package switchover
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -224,14 +225,18 @@ func without(l, errant gtidList) gtidList {
 	return out
 }
 
-func formatList(l gtidList) string {
-	ds := make([]uint32, 0, len(l))
-	for d := range l {
-		ds = append(ds, d)
+// fromPosition is a gossiped position as a list (server ids unknown: 0).
+func fromPosition(p tags.Position) gtidList {
+	l := gtidList{}
+	for _, d := range p.List() {
+		l[d.ID] = gtid{Domain: d.ID, Seq: d.Seq}
 	}
-	slices.Sort(ds)
-	parts := make([]string, 0, len(ds))
-	for _, d := range ds {
+	return l
+}
+
+func formatList(l gtidList) string {
+	var parts []string
+	for _, d := range slices.Sorted(maps.Keys(l)) {
 		g := l[d]
 		parts = append(parts, fmt.Sprintf("%d-%d-%d", g.Domain, g.Server, g.Seq))
 	}
@@ -242,13 +247,8 @@ func outText(out map[string]string) string {
 	if len(out) == 0 {
 		return "no replica answered"
 	}
-	names := make([]string, 0, len(out))
-	for n := range out {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	parts := make([]string, 0, len(names))
-	for _, n := range names {
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(out)) {
 		parts = append(parts, n+": "+out[n])
 	}
 	return strings.Join(parts, "; ")

@@ -225,7 +225,7 @@ func (s *Switcher) failover(ctx context.Context, n Voter, t pool.Term, death str
 	if _, err := n.BeginSwitch(ctx, in); err != nil {
 		return abort("the failover was not recorded in raft: " + err.Error())
 	}
-	why := shortWhy(fmt.Sprintf("failover from %s (term %d): %s; %s", t.Writer, t.Number, death, ch.Why))
+	why := consensus.ShortenOutcome(fmt.Sprintf("failover from %s (term %d): %s; %s", t.Writer, t.Number, death, ch.Why))
 	g := pool.Grant{Expect: t.Number, Term: pool.Term{Cluster: t.Cluster, Number: t.Number + 1, Writer: p.target, Addr: p.addr, Granted: now, Why: why}}
 	err := n.ProveWriter(ctx, g.Term)
 	var granted pool.Term
@@ -249,23 +249,6 @@ func (s *Switcher) failover(ctx context.Context, n Voter, t pool.Term, death str
 	}
 	s.complete(ctx, p, log, "failover")
 	return true
-}
-
-// maxWhy bounds a term's why (pool.Term.Check allows 256 bytes).
-const maxWhy = 250
-
-func shortWhy(s string) string {
-	if len(s) <= maxWhy {
-		return s
-	}
-	s = s[:maxWhy-3]
-	for len(s) > 0 && s[len(s)-1]&0xC0 == 0x80 {
-		s = s[:len(s)-1]
-	}
-	if len(s) > 0 && s[len(s)-1] >= 0xC0 {
-		s = s[:len(s)-1]
-	}
-	return s + "..."
 }
 
 func (s *Switcher) failoverDecided(cluster, what string) {
@@ -355,10 +338,7 @@ func withHints(cands []candidate, members []pool.Member, t pool.Term) []candidat
 		}
 		h := candidate{Name: m.Name, Addr: m.Addr, Hint: true, Err: errors.New(why)}
 		if m.Health != nil && m.Health.Position.Known() {
-			h.Pos = gtidList{}
-			for _, d := range m.Health.Position.List() {
-				h.Pos[d.ID] = gtid{Domain: d.ID, Seq: d.Seq}
-			}
+			h.Pos = fromPosition(m.Health.Position)
 			h.Received = h.Pos
 		} else {
 			h.Hint = false // nothing known: reported, not counted

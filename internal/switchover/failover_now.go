@@ -193,10 +193,7 @@ func gossipCandidates(cands []candidate, members []pool.Member) []candidate {
 			c.Err = fmt.Errorf("it gossips no GTID position")
 			continue
 		}
-		c.Pos = gtidList{}
-		for _, d := range h.Position.List() {
-			c.Pos[d.ID] = gtid{Domain: d.ID, Seq: d.Seq}
-		}
+		c.Pos = fromPosition(h.Position)
 		c.Received = c.Pos
 	}
 	return cands
