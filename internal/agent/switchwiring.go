@@ -26,6 +26,7 @@ func (a *Agent) startSwitcher() {
 		Log:      a.log,
 		ReplUser: a.cons.replUser, ReplPassword: a.cons.replPassword,
 		Lease:         a.cfg.Consensus.LeaseDuration(),
+		LeaderLease:   a.cfg.Consensus.LeaderLeaseTimeout,
 		FailoverLimit: a.cfg.Consensus.FailoverLimit,
 	}
 	if a.probe != nil {

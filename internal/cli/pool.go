@@ -281,7 +281,11 @@ func writeHealth(w io.Writer, h *client.HealthResponse) error {
 			if m.LagSeconds != nil {
 				lag = fmt.Sprintf("%ds", *m.LagSeconds)
 			}
-			row("replication", fmt.Sprintf("io %v, sql %v, lag %s", m.IORunning, m.SQLRunning, lag))
+			rx := ""
+			if m.NotReceiving {
+				rx = " (receives nothing from its source, not even heartbeats)"
+			}
+			row("replication", fmt.Sprintf("io %v%s, sql %v, lag %s", m.IORunning, rx, m.SQLRunning, lag))
 			if m.LastIOError != "" {
 				row("last io error", m.LastIOError)
 			}

@@ -148,7 +148,7 @@ func (p *Probe) collect(ctx context.Context) (f Facts, replErr, err error) {
 	if err := collectVariables(ctx, p.sess.sc, si, &f); err != nil {
 		return Facts{}, nil, err
 	}
-	repl, err := collectReplication(ctx, p.sess.sc, si)
+	repl, rx, err := collectReplication(ctx, p.sess.sc, si)
 	if err != nil {
 		var me *mysql.MySQLError
 		if errors.As(err, &me) {
@@ -157,9 +157,32 @@ func (p *Probe) collect(ctx context.Context) (f Facts, replErr, err error) {
 		}
 		return Facts{}, nil, err
 	}
+	repl.NotReceiving = p.silent(repl, rx)
 	f.Replication = repl
 	readPosition(si, &f)
 	return f, nil, nil
+}
+
+// ReceiveSilence is how many heartbeat periods a running IO thread may
+// receive nothing before the replica counts as not receiving: a source
+// with nothing to send sends a heartbeat every period, so three missed in
+// a row is silence, not a quiet source (replication-manager watches
+// Slave_received_heartbeats over 3 s the same way).
+const ReceiveSilence = 3
+
+// minSilence is the least silence that counts, whatever the period.
+const minSilence = 2 * time.Second
+
+// silent tracks what repl's channels received (rx) from check to check
+// and reports whether the IO threads run but nothing arrived for
+// ReceiveSilence heartbeat periods.
+func (p *Probe) silent(repl Replication, rx received) bool {
+	now := p.clock.Now()
+	if !repl.IORunning || rx.period == 0 || rx.token != p.rx.token || p.rx.at.IsZero() {
+		p.rx.token, p.rx.at = rx.token, now
+		return false
+	}
+	return now.Sub(p.rx.at) > max(ReceiveSilence*rx.period, minSilence)
 }
 
 // answered returns the facts of a failed check: reachable if the server

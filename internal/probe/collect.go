@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shoaldb/shoal/internal/tags"
 )
@@ -68,16 +69,16 @@ func collectVariables(ctx context.Context, c *sql.Conn, si serverInfo, f *Facts)
 }
 
 // collectReplication runs the replication status statement.
-func collectReplication(ctx context.Context, c *sql.Conn, si serverInfo) (Replication, error) {
+func collectReplication(ctx context.Context, c *sql.Conn, si serverInfo) (Replication, received, error) {
 	q := si.replicationQuery()
 	rows, err := c.QueryContext(ctx, q)
 	if err != nil {
-		return Replication{}, fmt.Errorf("%s: %w", strings.ToLower(q), err)
+		return Replication{}, received{}, fmt.Errorf("%s: %w", strings.ToLower(q), err)
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
-		return Replication{}, fmt.Errorf("%s: %w", strings.ToLower(q), err)
+		return Replication{}, received{}, fmt.Errorf("%s: %w", strings.ToLower(q), err)
 	}
 	var table [][]sql.NullString
 	for rows.Next() {
@@ -87,14 +88,57 @@ func collectReplication(ctx context.Context, c *sql.Conn, si serverInfo) (Replic
 			ptrs[i] = &row[i]
 		}
 		if err := rows.Scan(ptrs...); err != nil {
-			return Replication{}, fmt.Errorf("%s: %w", strings.ToLower(q), err)
+			return Replication{}, received{}, fmt.Errorf("%s: %w", strings.ToLower(q), err)
 		}
 		table = append(table, row)
 	}
 	if err := rows.Err(); err != nil {
-		return Replication{}, fmt.Errorf("%s: %w", strings.ToLower(q), err)
+		return Replication{}, received{}, fmt.Errorf("%s: %w", strings.ToLower(q), err)
 	}
-	return parseReplication(cols, table), nil
+	return parseReplication(cols, table), parseReceived(cols, table), nil
+}
+
+// received is what says that a replica's IO thread receives: a token of
+// every channel's received heartbeats and read position, which moves
+// whenever the source sends anything (an event, or a heartbeat when it
+// has nothing to send), and the longest heartbeat period. MariaDB's
+// SHOW ALL SLAVES STATUS has both; where the columns are missing (MySQL)
+// the period is 0 and nothing is judged.
+type received struct {
+	token  string
+	period time.Duration
+}
+
+// parseReceived reads received from replication status rows.
+func parseReceived(cols []string, rows [][]sql.NullString) received {
+	idx := map[string]int{}
+	for i, c := range cols {
+		idx[strings.ToLower(c)] = i
+	}
+	hb, okHB := idx["slave_received_heartbeats"]
+	per, okPer := idx["slave_heartbeat_period"]
+	if !okHB || !okPer || len(rows) == 0 {
+		return received{}
+	}
+	var r received
+	var b strings.Builder
+	for _, row := range rows {
+		for _, c := range []string{"connection_name", "master_log_file", "read_master_log_pos"} {
+			if i, ok := idx[c]; ok {
+				b.WriteString(row[i].String)
+			}
+			b.WriteByte('/')
+		}
+		b.WriteString(row[hb].String)
+		b.WriteByte(';')
+		s, err := strconv.ParseFloat(row[per].String, 64)
+		if err != nil || s <= 0 {
+			return received{} // a channel without heartbeats: silence proves nothing
+		}
+		r.period = max(r.period, time.Duration(s*float64(time.Second)))
+	}
+	r.token = b.String()
+	return r
 }
 
 // parseReplication aggregates replication status rows, whatever the flavor's

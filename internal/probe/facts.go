@@ -46,6 +46,13 @@ type Replication struct {
 	SQLRunning bool `json:"sql_running"`
 	// IOConnecting: some IO thread reports Connecting (source unreachable).
 	IOConnecting bool `json:"io_connecting"`
+	// NotReceiving: the IO threads report running, but nothing (no event,
+	// no heartbeat) arrived for ReceiveSilence of the heartbeat period: a
+	// source that froze or whose link was cut silently, long before the IO
+	// thread notices (slave_net_timeout, 60 s by default). Judged only
+	// where the server shows its heartbeats (MariaDB) and every channel has
+	// a heartbeat period.
+	NotReceiving bool `json:"not_receiving,omitempty"`
 	// SourceServerID is the server_id of the server the first channel
 	// replicates from (Master_Server_Id / Source_Server_Id); 0 when unknown
 	// (the IO thread never connected) or not a replica.
@@ -104,6 +111,7 @@ func (s Status) Health(port uint16) tags.Health {
 		Replica:        r.IsReplica(),
 		IORunning:      r.IORunning,
 		SQLRunning:     r.SQLRunning,
+		NotReceiving:   r.NotReceiving,
 		LagKnown:       r.LagKnown,
 		LagSeconds:     uint32(min(max(r.LagSeconds, 0), tags.MaxLagSeconds)),
 		ServerID:       f.ServerID,

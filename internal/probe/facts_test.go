@@ -16,7 +16,7 @@ func TestHealthMapsEveryFact(t *testing.T) {
 		Known: Facts{
 			Reachable: true, Flavor: FlavorMariaDB, Version: "11.4.5-MariaDB", ServerID: 2,
 			ReadOnly: true, HasSuperReadOnly: true, SuperReadOnly: true,
-			Replication: Replication{Known: true, Channels: 1, IORunning: true, SQLRunning: true,
+			Replication: Replication{Known: true, Channels: 1, IORunning: true, SQLRunning: true, NotReceiving: true,
 				LagKnown: true, LagSeconds: 3, SourceServerID: 1},
 			Position: tags.Position{N: 1, Domains: [tags.MaxDomains]tags.Domain{{ID: 0, Seq: 9}}},
 			Galera:   Galera{Enabled: true, LocalState: GaleraSynced, ClusterStatus: "Primary"},

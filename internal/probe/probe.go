@@ -38,6 +38,10 @@ type Probe struct {
 	lastConnFail Result // repeated while waiting
 	lostIdle     error  // why the idle watch dropped the connection
 	stall        stallGauge
+	rx           struct {
+		token string    // what the replica had received at the last check
+		at    time.Time // when it last moved
+	}
 
 	mu     sync.Mutex
 	h      *hysteresis

@@ -230,6 +230,33 @@ func TestProbeReplica(t *testing.T) {
 		}
 	})
 
+	// A frozen source (SIGSTOP) sends nothing, not even heartbeats, while
+	// the replica's IO thread reports Yes until slave_net_timeout (60 s):
+	// the probe says not receiving after 3 heartbeat periods (1 s here),
+	// and receiving again once the source runs.
+	t.Run("source frozen", func(t *testing.T) {
+		m := rec.mark()
+		time.Sleep(4 * time.Second) // an idle source: heartbeats only
+		for _, e := range rec.since(m) {
+			if e.Status.Last.Facts.Replication.NotReceiving {
+				t.Fatalf("not receiving from an idle, running source: %+v", e.Status.Last.Facts.Replication)
+			}
+		}
+		m = rec.mark()
+		frozen := time.Now()
+		primary.Stop()
+		defer primary.Cont()
+		e := rec.await(t, m, 10*time.Second, "not receiving", func(e Event) bool { return e.Status.Last.Facts.Replication.NotReceiving })
+		r := e.Status.Last.Facts.Replication
+		t.Logf("not receiving %.1fs after the source froze; io running %v", time.Since(frozen).Seconds(), r.IORunning)
+		if !r.IORunning || !e.Status.Health(0).NotReceiving {
+			t.Errorf("frozen source: io running %v (want the IO thread still reporting Yes), published not receiving %v", r.IORunning, e.Status.Health(0).NotReceiving)
+		}
+		m = rec.mark()
+		primary.Cont()
+		rec.await(t, m, 10*time.Second, "receiving again", func(e Event) bool { return !e.Status.Last.Facts.Replication.NotReceiving })
+	})
+
 	t.Run("SQL thread stopped", func(t *testing.T) {
 		m := rec.mark()
 		replica.MustExec("STOP SLAVE SQL_THREAD")

@@ -21,6 +21,12 @@ func replica(io bool) *tags.Health {
 	return &tags.Health{State: tags.Passing, ReadOnly: true, Replica: true, IORunning: io, SQLRunning: true, ServerID: 2, SourceServerID: 1}
 }
 
+func notReceiving() *tags.Health {
+	h := replica(true)
+	h.NotReceiving = true
+	return h
+}
+
 func TestWriterDeath(t *testing.T) {
 	term := pool.Term{Cluster: "main", Number: 3, Writer: "db1", Addr: "db1:3306"}
 	alive, failed := pool.StatusAlive, pool.StatusFailed
@@ -45,6 +51,12 @@ func TestWriterDeath(t *testing.T) {
 			true, false, "its agent is failed and its replicas lost it (db2)"},
 		{"agent failed, a replica still receives (a partition of the agents only)", []pool.Member{dbm("db1", failed, nil), dbm("db2", alive, replica(true))},
 			false, false, "still receives"},
+		{"host frozen: agent failed, replica's IO thread runs but receives nothing", []pool.Member{dbm("db1", failed, nil), dbm("db2", alive, notReceiving())},
+			true, false, "its agent is failed and its replicas lost it (db2: receives nothing)"},
+		{"mysqld down, a replica receives nothing", []pool.Member{dbm("db1", alive, down("refused")), dbm("db2", alive, notReceiving()), dbm("db3", alive, replica(false))},
+			true, true, "lost it (db2: receives nothing, db3)"},
+		{"agent failed, one replica receives nothing, another receives", []pool.Member{dbm("db1", failed, nil), dbm("db2", alive, notReceiving()), dbm("db3", alive, replica(true))},
+			false, false, "replica db3 still receives"},
 		{"agent gone, no member", []pool.Member{dbm("db2", alive, replica(false))}, true, false, "its agent is no member"},
 		{"no replica to confirm", []pool.Member{dbm("db1", alive, down("refused")), dbm("db2", alive, &tags.Health{State: tags.Passing, ReadOnly: true})},
 			false, false, "no replica is there to confirm it"},
@@ -56,6 +68,9 @@ func TestWriterDeath(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := writerDeath(term, tc.members)
+			if gone := tc.members[0].Name != "db1" || tc.members[0].Status != alive; v.Gone != gone {
+				t.Errorf("gone %v, want %v (%s)", v.Gone, gone, v.Why)
+			}
 			if v.Dead != tc.dead || v.Fast != tc.fast || !strings.Contains(v.Why, tc.why) {
 				t.Errorf("got %+v, want dead %v fast %v why containing %q", v, tc.dead, tc.fast, tc.why)
 			}

@@ -38,6 +38,9 @@ type failoverState struct {
 	// deadSince: when the witnesses first agreed on the death of a
 	// cluster's writer, by cluster (term number, time).
 	deadSince map[string]deadMark
+	// goneSince: when this leader first saw the writer's agent gone from
+	// the gossip, by cluster: the slow path's lease counts from it.
+	goneSince map[string]deadMark
 	running   map[string]bool      // clusters a failover runs for
 	retryAt   map[string]time.Time // a cluster's next try, after one did not go ahead
 	started   map[string][]time.Time
@@ -59,6 +62,7 @@ type heldMark struct {
 
 func (f *failoverState) init() {
 	f.deadSince = map[string]deadMark{}
+	f.goneSince = map[string]deadMark{}
 	f.running = map[string]bool{}
 	f.retryAt = map[string]time.Time{}
 	f.started = map[string][]time.Time{}
@@ -93,21 +97,30 @@ func (s *Switcher) Failover(ctx context.Context, enabled bool) {
 func (s *Switcher) judgeWriters(ctx context.Context) {
 	n := s.voter()
 	f := &s.fo
-	if n == nil || !n.IsLeader() {
-		f.mu.Lock()
-		clear(f.deadSince)
-		f.mu.Unlock()
+	if n == nil {
 		return
 	}
 	members := s.cfg.Members()
 	now := s.cfg.Clock.Now()
+	leader := n.IsLeader()
 	intents := n.FSM().Switches()
 	for cluster, t := range n.FSM().Terms() {
-		if _, ok := intents[cluster]; ok {
-			continue
-		}
 		v := writerDeath(t, members)
 		f.mu.Lock()
+		// Every voter keeps when it first saw the writer's agent gone,
+		// so that a leader elected after it (the writer's agent led)
+		// counts the lease from then.
+		if g, ok := f.goneSince[cluster]; !v.Gone {
+			delete(f.goneSince, cluster)
+		} else if !ok || g.term != t.Number {
+			f.goneSince[cluster] = deadMark{term: t.Number, since: now}
+		}
+		_, switching := intents[cluster]
+		if !leader || switching {
+			delete(f.deadSince, cluster)
+			f.mu.Unlock()
+			continue
+		}
 		if !v.Dead {
 			delete(f.deadSince, cluster)
 			f.mu.Unlock()
@@ -119,11 +132,16 @@ func (s *Switcher) judgeWriters(ctx context.Context) {
 			f.deadSince[cluster] = d
 			s.cfg.Log.Warn("failover: the writer is dead by its witnesses", "cluster", cluster, "writer", t.Writer, "term", t.Number, "why", v.Why)
 		}
-		need := confirmFast
+		// Fast: the witnesses agree for confirmFast. Slow: besides, the
+		// writer's lease (and raft's leader lease: its agent may have led)
+		// has passed since its agent was first seen gone: its own agent
+		// has fenced a living writer by then. The replicas notice the
+		// silence within that lease.
+		ready := now.Sub(d.since) >= confirmFast
 		if !v.Fast {
-			need = s.cfg.Lease
+			ready = ready && now.Sub(f.goneSince[cluster].since) >= s.cfg.Lease+s.cfg.LeaderLease
 		}
-		go_ := now.Sub(d.since) >= need && !f.running[cluster] && !now.Before(f.retryAt[cluster])
+		go_ := ready && !f.running[cluster] && !now.Before(f.retryAt[cluster])
 		if go_ {
 			f.started[cluster] = recent(f.started[cluster], now)
 			if len(f.started[cluster]) >= s.failoverLimit() {

@@ -169,6 +169,67 @@ func TestFailoverWaitsForTheLeaseWhenTheAgentIsGone(t *testing.T) {
 	})
 }
 
+// A frozen host (agent and mysqld stopped): the replicas' IO threads run
+// on but receive nothing after a few heartbeat periods. The lease counts
+// from the first time the leader saw the writer's agent gone, not from
+// when the replicas noticed: the failover starts a lease after the agent
+// went, not a lease after the silence.
+func TestFrozenWriterFailsOverALeaseAfterItsAgentWent(t *testing.T) {
+	f := newFleet(t, true)
+	deadWriter(f)
+	f.setMember("db1", pool.StatusFailed, nil)
+	receiving := func(nr bool) {
+		for i, n := range []string{"db2", "db3"} {
+			f.setMember(n, pool.StatusAlive, &tags.Health{State: tags.Passing, ReadOnly: true, Replica: true, IORunning: true, SQLRunning: true,
+				NotReceiving: nr, ServerID: uint32(i + 2), SourceServerID: 1})
+		}
+	}
+	receiving(false)
+	leader := f.sw["db2"]
+	leader.cfg.Lease = 5 * time.Second
+	ctx := context.Background()
+	leader.judgeWriters(ctx) // t=0: the agent is gone, the replicas still receive
+	f.clock.Advance(3 * time.Second)
+	receiving(true)
+	leader.judgeWriters(ctx) // t=3s: they notice the silence
+	f.clock.Advance(1500 * time.Millisecond)
+	leader.judgeWriters(ctx) // t=4.5s: within the lease
+	if o := ops(f, "db3"); len(o) != 0 {
+		t.Fatalf("surveyed before the lease passed: %v", o)
+	}
+	f.clock.Advance(500 * time.Millisecond)
+	leader.judgeWriters(ctx) // t=5s: a lease after the agent went
+	testkit.WaitFor(t, 10*time.Second, "term 2 to db3", func() bool {
+		tm := f.raft.fsm.Term("main")
+		return tm.Number == 2 && tm.Writer == "db3"
+	})
+}
+
+// Replicas that receive again (the host thawed) call the failover off,
+// however long the agent was gone.
+func TestNoFailoverOnceTheReplicasReceiveAgain(t *testing.T) {
+	f := newFleet(t, true)
+	deadWriter(f)
+	f.setMember("db1", pool.StatusFailed, nil)
+	for i, n := range []string{"db2", "db3"} {
+		f.setMember(n, pool.StatusAlive, &tags.Health{State: tags.Passing, ReadOnly: true, Replica: true, IORunning: true, SQLRunning: true,
+			NotReceiving: true, ServerID: uint32(i + 2), SourceServerID: 1})
+	}
+	leader := f.sw["db2"]
+	leader.cfg.Lease = 5 * time.Second
+	ctx := context.Background()
+	leader.judgeWriters(ctx)
+	f.clock.Advance(4 * time.Second)
+	f.setMember("db3", pool.StatusAlive, replica(true))
+	leader.judgeWriters(ctx)
+	f.clock.Advance(2 * time.Second)
+	leader.judgeWriters(ctx)
+	time.Sleep(50 * time.Millisecond)
+	if o := ops(f, "db3"); len(o) != 0 {
+		t.Fatalf("surveyed while a replica receives: %v", o)
+	}
+}
+
 // A candidate whose survey no failover followed (the leader died before
 // it recorded one) starts receiving again by itself after surveyHold; one
 // whose failover is recorded waits.

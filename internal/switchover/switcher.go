@@ -85,8 +85,10 @@ type Config struct {
 	// Go runs f on a goroutine the agent waits for at shutdown.
 	Go func(f func())
 	// Lease is the writer's lease (consensus.Settings.LeaseDuration): a
-	// failover whose writer's agent is gone waits that long.
-	Lease time.Duration
+	// failover whose writer's agent is gone waits that long, and
+	// LeaderLease (raft's leader_lease_timeout) more: a writer whose agent
+	// led raft counted as in contact until it stepped down.
+	Lease, LeaderLease time.Duration
 	// HoldFile keeps the IO threads a failover's survey stopped across an
 	// agent restart ("": not kept).
 	HoldFile string

@@ -59,14 +59,17 @@ func (s *State) decode(v string) error {
 // Health is the probe result a database agent publishes in the health tag.
 type Health struct {
 	State         State
-	ReadOnly      bool   // @@read_only
-	SuperReadOnly bool   // @@super_read_only
-	Replica       bool   // a replication source is configured
-	IORunning     bool   // replication IO thread running
-	SQLRunning    bool   // replication SQL thread running
-	LagKnown      bool   // false when Seconds_Behind_Master is NULL
-	LagSeconds    uint32 // replication lag; meaningful only if LagKnown
-	ServerID      uint32 // @@server_id
+	ReadOnly      bool // @@read_only
+	SuperReadOnly bool // @@super_read_only
+	Replica       bool // a replication source is configured
+	IORunning     bool // replication IO thread running
+	SQLRunning    bool // replication SQL thread running
+	// NotReceiving: the IO thread runs but receives nothing, not even the
+	// source's heartbeats (a frozen or silently cut source).
+	NotReceiving bool
+	LagKnown     bool   // false when Seconds_Behind_Master is NULL
+	LagSeconds   uint32 // replication lag; meaningful only if LagKnown
+	ServerID     uint32 // @@server_id
 	// SourceServerID is the server_id of the server it replicates from; 0
 	// when unknown or not a replica.
 	SourceServerID uint32
@@ -98,12 +101,13 @@ type Health struct {
 //	rep  yes       a replication source is configured: 0 or 1
 //	io   yes       replication IO thread running: 0 or 1
 //	sql  yes       replication SQL thread running: 0 or 1
+//	nr   no        1 = the IO thread runs but nothing arrived for 3 heartbeat periods; absent = receiving or not judged
 //	lag  no        replication lag in whole seconds, 0..999999999; absent = unknown (NULL)
 //	sid  yes       @@server_id, 0..4294967295
 //	src  no        server_id of the replication source, 1..4294967295; absent = unknown or not a replica
 //	gp   no        GTID position, domain:seq[,domain:seq] (at most MaxDomains, sorted); absent = unknown
 //	g    no        Galera: 1 = synced and in the primary component, 0 = not; absent = not Galera
-//	rs   no        short reason code, at most 32 bytes of [A-Za-z0-9._:/-] (written: at most 24)
+//	rs   no        short reason code, at most 32 bytes of [A-Za-z0-9._:/-] (written: at most 19)
 //	p    no        MySQL port routers send clients to on this host (1..65535)
 //	n    yes       health sequence number, 0..4294967295, bumped on every state change
 var facts = []Fact{
@@ -115,6 +119,17 @@ var facts = []Fact{
 	boolFact("rep", "replica", "replica", func(h *Health) *bool { return &h.Replica }),
 	boolFact("io", "io_running", "io thread", func(h *Health) *bool { return &h.IORunning }),
 	boolFact("sql", "sql_running", "sql thread", func(h *Health) *bool { return &h.SQLRunning }),
+	{Key: "nr", Fields: []Field{{"not_receiving", "not receiving", func(h Health) any { return h.NotReceiving }}},
+		enc: func(b []byte, h Health) []byte {
+			if !h.NotReceiving {
+				return b
+			}
+			return append(b, ";nr=1"...)
+		},
+		dec: func(h *Health, v string) (err error) {
+			h.NotReceiving, err = parseBool(v)
+			return err
+		}},
 	{Key: "lag", Fields: []Field{{"lag_seconds", "lag", func(h Health) any {
 		if !h.LagKnown {
 			return nil

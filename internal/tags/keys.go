@@ -41,9 +41,10 @@ const (
 	// MaxReasonLen is the longest health reason code Encode writes, in
 	// bytes; it truncates longer ones, and Decode truncates the longer ones
 	// (up to maxTokenLen) that earlier releases could write. Reason codes
-	// are short words (the longest is cannot-publish, 14 bytes); the 8 bytes
-	// this saves make room for a 32-bit optional fact.
-	MaxReasonLen = 24
+	// are short words (the longest is cannot-publish, 14 bytes); the 13
+	// bytes this saves (32 before) make room for a 32-bit optional fact and
+	// the replica's not-receiving flag (";nr=1").
+	MaxReasonLen = 19
 	// maxTokenLen is the longest reason code or unknown field value Decode
 	// accepts, in bytes (earlier releases wrote reason codes this long).
 	maxTokenLen = 32

@@ -10,7 +10,7 @@ import (
 
 // worstHealth is the longest health tag Encode can produce.
 var worstHealth = Health{
-	State: Passing, ReadOnly: true, SuperReadOnly: true, Replica: true, IORunning: true, SQLRunning: true,
+	State: Passing, ReadOnly: true, SuperReadOnly: true, Replica: true, IORunning: true, SQLRunning: true, NotReceiving: true,
 	LagKnown: true, LagSeconds: MaxLagSeconds, ServerID: 1<<32 - 1, SourceServerID: 1<<32 - 1,
 	Position: Position{N: MaxDomains, Domains: [MaxDomains]Domain{{1<<32 - 2, 1<<64 - 1}, {1<<32 - 1, 1<<64 - 1}}}, Galera: true, GaleraSynced: true,
 	Reason: strings.Repeat("r", MaxReasonLen), Seq: 1<<32 - 1, Port: 65535,

@@ -9,7 +9,7 @@ import (
 // value, as Encode publishes it. A field added to Health must be set here
 // (TestFullHealthSetsEveryField).
 var fullHealth = Health{
-	State: Passing, ReadOnly: true, SuperReadOnly: true, Replica: true, IORunning: true, SQLRunning: true,
+	State: Passing, ReadOnly: true, SuperReadOnly: true, Replica: true, IORunning: true, SQLRunning: true, NotReceiving: true,
 	LagKnown: true, LagSeconds: 7, ServerID: 2, SourceServerID: 1,
 	Position: Position{N: 1, Domains: [MaxDomains]Domain{{0, 1234}}}, Galera: true, GaleraSynced: true,
 	Reason: "slow", Seq: 9, Port: 3307,

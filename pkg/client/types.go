@@ -37,8 +37,11 @@ type MemberHealth struct {
 	Replica       bool   `json:"replica"`
 	IORunning     bool   `json:"io_running"`
 	SQLRunning    bool   `json:"sql_running"`
-	LagSeconds    *int64 `json:"lag_seconds,omitempty"` // absent when unknown (NULL)
-	ServerID      uint32 `json:"server_id"`
+	// NotReceiving: the IO thread runs but nothing, not even a heartbeat,
+	// arrived from the source for 3 heartbeat periods.
+	NotReceiving bool   `json:"not_receiving,omitempty"`
+	LagSeconds   *int64 `json:"lag_seconds,omitempty"` // absent when unknown (NULL)
+	ServerID     uint32 `json:"server_id"`
 	// SourceServerID is the server_id of the server it replicates from;
 	// absent when unknown or not a replica.
 	SourceServerID uint32 `json:"source_server_id,omitempty"`
@@ -456,6 +459,7 @@ type LocalHealth struct {
 	LagSeconds   *int64    `json:"lag_seconds,omitempty"`
 	// The other facts the agent publishes, as in MemberHealth.
 	SuperReadOnly bool   `json:"super_read_only"`
+	NotReceiving  bool   `json:"not_receiving,omitempty"`
 	Galera        bool   `json:"galera,omitempty"`
 	GaleraSynced  bool   `json:"galera_synced,omitempty"`
 	Port          uint16 `json:"port,omitempty"`
