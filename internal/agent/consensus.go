@@ -299,6 +299,12 @@ func (a *Agent) consensusInfo() *view.Consensus {
 	for c, what := range a.cons.sw.LastFailover() {
 		out.Failovers[gossiped.Escape(c)] = gossiped.Escape(what)
 	}
+	for c, r := range a.cons.sw.Returns() {
+		if out.Returned == nil {
+			out.Returned = map[string]string{}
+		}
+		out.Returned[gossiped.Escape(c)] = gossiped.Escape(r.String())
+	}
 	groups := a.cons.terms.Groups()
 	out.Group = groups.Own
 	for _, id := range slices.Sorted(maps.Keys(groups.Voters)) {

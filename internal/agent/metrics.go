@@ -36,7 +36,7 @@ func (a *Agent) Collectors() []prometheus.Collector {
 	cs = append(cs, a.cons.fence.Collectors()...)
 	sw := a.cons.sw.Stats()
 	cs = append(cs, metrics.NewSwitchoverCollectors(metrics.SwitchoverCounts{Taken: sw.Taken.Load, Refused: sw.Refused.Load, Resumed: sw.Resumed.Load,
-		FailoversPromoted: sw.FailoversPromoted.Load, FailoversNotDone: sw.FailoversNotDone.Load})...)
+		FailoversPromoted: sw.FailoversPromoted.Load, FailoversNotDone: sw.FailoversNotDone.Load, LostTransactions: sw.LostTransactions.Load})...)
 	cs = append(cs, metrics.NewPublishCollectors(a.publishFailures, func() bool { return a.PublishStatus().OK })...)
 	if r := a.mesh.reach; r != nil {
 		cs = append(cs, metrics.NewReachCollectors(metrics.ReachCounts{Rounds: r.Rounds.Load, Pings: r.Pings.Load, Refused: r.Dropped.Load})...)

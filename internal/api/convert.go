@@ -87,6 +87,9 @@ func toConsensus(c *view.Consensus) *client.Consensus {
 	for k, v := range c.Failovers {
 		out.Failovers[k] = v
 	}
+	if len(c.Returned) > 0 {
+		out.Returned = maps.Clone(c.Returned)
+	}
 	out.Group, out.Groups = c.Group, make([]client.ConsensusGroup, 0, len(c.Groups))
 	for _, g := range c.Groups {
 		out.Groups = append(out.Groups, client.ConsensusGroup{ID: g.ID, Voters: append([]string{}, g.Voters...)})

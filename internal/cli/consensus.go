@@ -49,6 +49,9 @@ func consensusRows(row func(k, v string), c *client.Consensus) {
 	for _, cl := range slices.Sorted(maps.Keys(c.Failovers)) {
 		row("failover of "+sanitize(cl), c.Failovers[cl])
 	}
+	for _, cl := range slices.Sorted(maps.Keys(c.Returned)) {
+		row("this server in "+sanitize(cl), c.Returned[cl])
+	}
 }
 
 // failoverText is the failover row: whether this agent, leading, replaces

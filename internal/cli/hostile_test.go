@@ -266,5 +266,5 @@ func hostileConsensus(s string) *client.Consensus {
 	return &client.Consensus{Voter: true, ID: s, Addr: s, State: s, Leader: s, LeaderAddr: s, Bootstrapped: true,
 		LastContact: historyTime, Refused: map[string]uint64{s: 1},
 		Voters: []client.ConsensusVoter{{ID: s, Addr: s, Leader: true}, {ID: s, Addr: s, Failing: true, LastContact: historyTime}},
-		Terms:  []client.Term{{Cluster: s, Term: 2, Writer: s, Addr: s, Granted: historyTime, Why: s}}, Failovers: map[string]string{s: s}}
+		Terms:  []client.Term{{Cluster: s, Term: 2, Writer: s, Addr: s, Granted: historyTime, Why: s}}, Failovers: map[string]string{s: s}, Returned: map[string]string{s: s}}
 }

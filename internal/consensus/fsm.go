@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/tags"
 )
@@ -80,6 +81,8 @@ type FSM struct {
 	terms    map[string]pool.Term
 	group    string
 	switches map[string]SwitchIntent // recorded switchovers, by cluster
+	// failovers: each cluster's latest failover whose grant is applied.
+	failovers map[string]Failover
 	// onApply, when set, is called (outside the lock) with each term that
 	// an applied grant made current.
 	onApply func(pool.Term)
@@ -93,7 +96,7 @@ type FSM struct {
 // save, broadcast): hand the term on, for example to a TermQueue's Put,
 // and do the work on a goroutine of the caller's.
 func NewFSM(onApply func(pool.Term)) *FSM {
-	return &FSM{terms: map[string]pool.Term{}, switches: map[string]SwitchIntent{}, onApply: onApply}
+	return &FSM{terms: map[string]pool.Term{}, switches: map[string]SwitchIntent{}, failovers: map[string]Failover{}, onApply: onApply}
 }
 
 // Apply applies one log entry. It returns nil, the granted pool.Term, the
@@ -185,6 +188,10 @@ func (f *FSM) grant(g pool.Grant, switchID string) (pool.Term, error) {
 	if mark {
 		in.Granted = true
 		f.switches[g.Term.Cluster] = in
+		if in.Kind == KindFailover {
+			f.failovers[g.Term.Cluster] = Failover{Cluster: in.Cluster, Term: g.Term.Number, Old: in.Old, OldServerID: in.OldServerID,
+				Target: in.Target, Position: in.Position}
+		}
 	}
 	f.terms[g.Term.Cluster] = g.Term
 	return g.Term, nil
@@ -204,6 +211,13 @@ func (f *FSM) Group() string {
 	return f.group
 }
 
+// Failovers returns a copy of each cluster's latest failover record.
+func (f *FSM) Failovers() map[string]Failover {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return maps.Clone(f.failovers)
+}
+
 // Terms returns a copy of every cluster's current term.
 func (f *FSM) Terms() map[string]pool.Term {
 	f.mu.RLock()
@@ -217,6 +231,9 @@ type snapshotFormat struct {
 	Group    string         `json:"group,omitempty"`
 	Terms    []pool.Term    `json:"terms"`
 	Switches []SwitchIntent `json:"switches,omitempty"`
+	// Failovers: each cluster's latest failover (a snapshot of an
+	// earlier release has none).
+	Failovers []Failover `json:"failovers,omitempty"`
 }
 
 // Snapshot captures the terms.
@@ -229,6 +246,10 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	sw := f.Switches()
 	for _, c := range slices.Sorted(maps.Keys(sw)) {
 		s.Switches = append(s.Switches, sw[c])
+	}
+	fo := f.Failovers()
+	for _, c := range slices.Sorted(maps.Keys(fo)) {
+		s.Failovers = append(s.Failovers, fo[c])
 	}
 	return &fsmSnapshot{s}, nil
 }
@@ -261,8 +282,15 @@ func (f *FSM) Restore(r io.ReadCloser) error {
 		}
 		switches[in.Cluster] = in
 	}
+	failovers := map[string]Failover{}
+	for _, r := range s.Failovers {
+		if !tags.ValidCluster(r.Cluster) || !validPosition(r.Position) || member.CheckName(r.Old) != "" || member.CheckName(r.Target) != "" {
+			return fmt.Errorf("restore failovers: a bad record of %.80q", r.Cluster)
+		}
+		failovers[r.Cluster] = r
+	}
 	f.mu.Lock()
-	f.terms, f.group, f.switches = terms, s.Group, switches
+	f.terms, f.group, f.switches, f.failovers = terms, s.Group, switches, failovers
 	f.mu.Unlock()
 	return nil
 }

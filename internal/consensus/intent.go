@@ -41,6 +41,42 @@ type SwitchIntent struct {
 	// (A voter of an earlier release ignores the field and records the
 	// intent as a switchover: the grant that follows is the same.)
 	Kind string `json:"kind,omitempty"`
+	// Position is a failover's promotion position: the target's GTID
+	// position (gtid_current_pos) when it was chosen, and OldServerID the
+	// dead writer's server_id. Once the grant is applied they are the
+	// cluster's Failover record: a returning old writer's transactions
+	// beyond Position were never on the new writer (lost), and it rejoins
+	// only without any.
+	Position    string `json:"position,omitempty"`
+	OldServerID uint32 `json:"old_server_id,omitempty"`
+}
+
+// Failover is the record of the latest failover of a cluster, kept in the
+// FSM once its grant is applied: the term it granted, the dead writer and
+// its server_id, the new writer and its GTID position at the promotion.
+type Failover struct {
+	Cluster     string `json:"cluster"`
+	Term        uint64 `json:"term"`
+	Old         string `json:"old"`
+	OldServerID uint32 `json:"old_server_id,omitempty"`
+	Target      string `json:"target"`
+	Position    string `json:"position"`
+}
+
+// maxPosition bounds a promotion position: a GTID list of a few domains.
+const maxPosition = 512
+
+// validPosition: at most maxPosition bytes of digits, '-' and ','.
+func validPosition(p string) bool {
+	if len(p) > maxPosition {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; (c < '0' || c > '9') && c != '-' && c != ',' {
+			return false
+		}
+	}
+	return true
 }
 
 // KindFailover marks the intent of a failover (docs/consensus.md,
@@ -68,6 +104,8 @@ func (in SwitchIntent) Check() error {
 		return fmt.Errorf("switchover of %q: kind %.40q unknown", in.Cluster, in.Kind)
 	case in.Old == in.Target:
 		return fmt.Errorf("switchover of %q: the target is the old writer", in.Cluster)
+	case !validPosition(in.Position):
+		return fmt.Errorf("switchover of %q: position %.80q: want a GTID list (at most %d bytes)", in.Cluster, in.Position, maxPosition)
 	case !in.Deadline.After(in.Started):
 		return fmt.Errorf("switchover of %q: deadline %s not after its start %s", in.Cluster, in.Deadline, in.Started)
 	}

@@ -196,3 +196,69 @@ func TestSwitchEndStepFits(t *testing.T) {
 		t.Error("an outcome over the bound encoded")
 	}
 }
+
+// A failover's grant leaves the cluster's failover record (the promotion
+// position, the dead writer's server_id), which outlives the intent's end
+// and a snapshot; a switchover's grant leaves none.
+func TestFailoverRecord(t *testing.T) {
+	f, index := intentFSM(t)
+	in := sampleIntent("0123456789abcdef")
+	in.Kind, in.Position, in.OldServerID = KindFailover, "0-1-21,1-3-4", 1
+	b, err := EncodeSwitchBegin(in)
+	if _, err := apply(t, f, index, b, err); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Failovers()) != 0 {
+		t.Fatalf("a record before the grant: %v", f.Failovers())
+	}
+	b, err = EncodeGrantSwitch(in.ID, grantTo("db2", 1))
+	if _, err := apply(t, f, index, b, err); err != nil {
+		t.Fatal(err)
+	}
+	b, err = EncodeSwitchEnd("main", in.ID, "done", false)
+	if _, err := apply(t, f, index, b, err); err != nil {
+		t.Fatal(err)
+	}
+	want := Failover{Cluster: "main", Term: 2, Old: "db1", OldServerID: 1, Target: "db2", Position: "0-1-21,1-3-4"}
+	if got := f.Failovers()["main"]; got != want {
+		t.Fatalf("record %+v, want %+v", got, want)
+	}
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf memSink
+	if err := snap.Persist(&buf); err != nil {
+		t.Fatal(err)
+	}
+	g := NewFSM(nil)
+	if err := g.Restore(io.NopCloser(bytes.NewReader(buf.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Failovers()["main"]; got != want {
+		t.Errorf("restored record %+v, want %+v", got, want)
+	}
+	bad := strings.Replace(buf.String(), `"position":"0-1-21,1-3-4"}`, `"position":"0-1-21'; DROP"}`, 1)
+	if err := NewFSM(nil).Restore(io.NopCloser(strings.NewReader(bad))); err == nil || !strings.Contains(err.Error(), "restore failovers") {
+		t.Errorf("a snapshot with a bad record: %v", err)
+	}
+
+	// A switchover (no kind) leaves none.
+	in2 := sampleIntent("fedcba9876543210")
+	in2.From, in2.Old, in2.Target, in2.Addr = 2, "db2", "db3", "db3:3306"
+	b, err = EncodeSwitchBegin(in2)
+	if _, err := apply(t, f, index, b, err); err != nil {
+		t.Fatal(err)
+	}
+	b, err = EncodeGrantSwitch(in2.ID, grantTo("db3", 2))
+	if _, err := apply(t, f, index, b, err); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Failovers()["main"]; got != want {
+		t.Errorf("after a switchover the record is %+v, want the failover's %+v", got, want)
+	}
+	in.Position = "0-1-2'"
+	if _, err := EncodeSwitchBegin(in); err == nil || !strings.Contains(err.Error(), "position") {
+		t.Errorf("a bad position: %v", err)
+	}
+}

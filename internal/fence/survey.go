@@ -73,6 +73,30 @@ func (a *Actuator) Survey(ctx context.Context, drain time.Duration) (Survey, err
 	return sv, err
 }
 
+// Positions reads what Survey reads but stops and waits for nothing: the
+// flavor, whether a replication source is configured, the GTID positions,
+// server_id and read_only. A returning old writer is judged by it.
+func (a *Actuator) Positions(ctx context.Context) (Survey, error) {
+	var sv Survey
+	err := a.do(ctx, a.cfg.Timeout, func(ctx context.Context, conn *sql.Conn) error {
+		fl, err := a.flavorOn(ctx, conn)
+		if err != nil {
+			return err
+		}
+		sv.Flavor = fl
+		if fl == string(probe.FlavorMySQL) {
+			return ErrNotMariaDB
+		}
+		st, err := replicaStatus(ctx, conn)
+		if err != nil {
+			return err
+		}
+		sv.Replica = st != nil
+		return readPositions(ctx, conn, &sv)
+	})
+	return sv, err
+}
+
 // drainRelay reads what the stopped IO thread received and waits, up to
 // drain, until the SQL thread applied it.
 func drainRelay(ctx context.Context, conn *sql.Conn, sv *Survey, drain time.Duration) error {

@@ -47,6 +47,33 @@ func parseGTIDList(s string) (gtidList, error) {
 	return out, nil
 }
 
+// String writes l as MariaDB does: domain-server-seq, by domain.
+func (l gtidList) String() string {
+	parts := make([]string, 0, len(l))
+	for _, d := range slices.Sorted(maps.Keys(l)) {
+		g := l[d]
+		parts = append(parts, fmt.Sprintf("%d-%d-%d", g.Domain, g.Server, g.Seq))
+	}
+	return strings.Join(parts, ",")
+}
+
+// beyond names what of l is beyond o, per domain: "0-1-22..0-1-24"
+// (the transactions l has after o's last of the domain), the same
+// sequence number of another server as one; "" when nothing is.
+func (l gtidList) beyond(o gtidList) string {
+	var parts []string
+	for _, d := range slices.Sorted(maps.Keys(l)) {
+		g, theirs := l[d], o[d]
+		switch {
+		case g.Seq > theirs.Seq+1:
+			parts = append(parts, fmt.Sprintf("%d-%d-%d..%d-%d-%d", d, g.Server, theirs.Seq+1, d, g.Server, g.Seq))
+		case g.Seq == theirs.Seq+1, g.Seq == theirs.Seq && g.Seq > 0 && g.Server != 0 && theirs.Server != 0 && g.Server != theirs.Server:
+			parts = append(parts, fmt.Sprintf("%d-%d-%d", d, g.Server, g.Seq))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
 // behind is how many transactions of o the list l lacks (per domain, how
 // far l's sequence number is below o's). The same sequence number from
 // two servers (both known) is two histories: l lacks o's one.

@@ -86,6 +86,7 @@ func (s *Switcher) Failover(ctx context.Context, enabled bool) {
 		case <-t.Chan():
 		}
 		s.releaseHeld(ctx)
+		s.checkReturn(ctx)
 		if enabled {
 			s.judgeWriters(ctx)
 		}
@@ -239,7 +240,12 @@ func (s *Switcher) failover(ctx context.Context, n Voter, t pool.Term, death str
 	p.target, p.addr = ch.Pick, ch.Addr
 	now := s.cfg.Clock.Now()
 	in := consensus.SwitchIntent{ID: p.id, Cluster: p.cluster, From: p.from, Old: p.old, Target: p.target, Addr: p.addr, By: s.cfg.Node,
-		Started: now, Deadline: now.Add(intentMargin), Kind: consensus.KindFailover}
+		Started: now, Deadline: now.Add(intentMargin), Kind: consensus.KindFailover, OldServerID: oldServerID(t, members)}
+	for _, c := range surveyed {
+		if c.Name == ch.Pick {
+			in.Position = c.Pos.String() // the promotion position: what a returning old writer is judged by
+		}
+	}
 	if _, err := n.BeginSwitch(ctx, in); err != nil {
 		return abort("the failover was not recorded in raft: " + err.Error())
 	}
@@ -267,6 +273,22 @@ func (s *Switcher) failover(ctx context.Context, n Voter, t pool.Term, death str
 	}
 	s.complete(ctx, p, log, "failover")
 	return true
+}
+
+// oldServerID is the dead writer's server_id: its own last health, or
+// what its replicas replicate from; 0 when unknown.
+func oldServerID(t pool.Term, members []pool.Member) uint32 {
+	var fromReplicas uint32
+	for _, m := range members {
+		switch {
+		case m.Health == nil || m.Tags[tags.KeyRole] != tags.RoleDB || tags.Cluster(m.Tags) != t.Cluster:
+		case m.Name == t.Writer && m.Health.ServerID != 0:
+			return m.Health.ServerID
+		case m.Health.Replica && m.Health.SourceServerID != 0:
+			fromReplicas = m.Health.SourceServerID
+		}
+	}
+	return fromReplicas
 }
 
 func (s *Switcher) failoverDecided(cluster, what string) {

@@ -418,3 +418,91 @@ func TestSurveyHoldSurvivesARestart(t *testing.T) {
 		t.Fatal("a broken hold file was accepted")
 	}
 }
+
+// failedOver runs the failover of deadWriter's db1 to db3 (term 2, the
+// promotion position 0-1-12) and returns the fleet.
+func failedOver(t *testing.T) *fleet {
+	t.Helper()
+	f := newFleet(t, true)
+	deadWriter(f)
+	ctx := context.Background()
+	leader := f.sw["db2"]
+	leader.judgeWriters(ctx)
+	f.clock.Advance(confirmFast)
+	leader.judgeWriters(ctx)
+	testkit.WaitFor(t, 10*time.Second, "term 2 to db3 and the intent ended", func() bool {
+		tm := f.raft.fsm.Term("main")
+		return tm.Number == 2 && tm.Writer == "db3" && len(f.raft.fsm.Switches()) == 0 && !leader.failoverRunning("main")
+	})
+	want := consensus.Failover{Cluster: "main", Term: 2, Old: "db1", OldServerID: 1, Target: "db3", Position: "0-1-12"}
+	if got := f.raft.fsm.Failovers()["main"]; got != want {
+		t.Fatalf("failover record %+v, want %+v", got, want)
+	}
+	return f
+}
+
+// The old writer back with transactions beyond the promotion position:
+// they are counted and named, and its server is left alone (diverged).
+// Without any it rejoins as a replica of the new writer. Down, or not
+// read-only yet: judged later. Either way only once.
+func TestFailedOverWriterReturns(t *testing.T) {
+	ctx := context.Background()
+	t.Run("diverged", func(t *testing.T) {
+		f := failedOver(t)
+		old := f.sw["db1"]
+		f.servers["db1"].posErr = errors.New("connection refused")
+		old.checkReturn(ctx)
+		if len(old.Returns()) != 0 {
+			t.Fatalf("judged while down: %v", old.Returns())
+		}
+		f.servers["db1"].posErr = nil
+		f.servers["db1"].positions = fence.Survey{ReadOnly: false, BinlogPos: "0-1-15"}
+		f.clock.Advance(returnEvery)
+		old.checkReturn(ctx)
+		if len(old.Returns()) != 0 {
+			t.Fatalf("judged while writable (the fencer's to set read-only first): %v", old.Returns())
+		}
+		f.servers["db1"].positions.ReadOnly = true
+		f.clock.Advance(returnEvery)
+		old.checkReturn(ctx)
+		r := old.Returns()["main"]
+		if r.Lost != 3 || r.LostSet != "0-1-13..0-1-15" || r.NewRole != "diverged" || !strings.Contains(r.String(), "3 transactions (0-1-13..0-1-15)") {
+			t.Errorf("return %+v: %s", r, r)
+		}
+		if n := old.Stats().LostTransactions.Load(); n != 3 {
+			t.Errorf("lost transactions counted %d, want 3", n)
+		}
+		if o := ops(f, "db1"); len(o) != 0 {
+			t.Errorf("a diverged server was touched: %v", o)
+		}
+		f.clock.Advance(returnEvery)
+		old.checkReturn(ctx)
+		if n := old.Stats().LostTransactions.Load(); n != 3 {
+			t.Errorf("counted again: %d", n)
+		}
+	})
+	t.Run("rejoins", func(t *testing.T) {
+		f := failedOver(t)
+		old := f.sw["db1"]
+		f.servers["db1"].positions = fence.Survey{ReadOnly: true, BinlogPos: "0-1-11"}
+		old.checkReturn(ctx)
+		r := old.Returns()["main"]
+		if r.Lost != 0 || r.NewRole != "replica of db3" || !slices.Equal(ops(f, "db1"), []string{"repoint"}) || !f.servers["db1"].former {
+			t.Errorf("return %+v, steps %v, former writer %v", r, ops(f, "db1"), f.servers["db1"].former)
+		}
+		// Another agent (not the old writer) judges nothing.
+		f.sw["db2"].checkReturn(ctx)
+		if len(f.sw["db2"].Returns()) != 0 {
+			t.Errorf("db2 judged a return: %v", f.sw["db2"].Returns())
+		}
+	})
+	t.Run("same sequence number, another server: one lost", func(t *testing.T) {
+		f := failedOver(t)
+		old := f.sw["db1"]
+		f.servers["db1"].positions = fence.Survey{ReadOnly: true, BinlogPos: "0-9-12"}
+		old.checkReturn(ctx)
+		if r := old.Returns()["main"]; r.Lost != 1 || r.LostSet != "0-9-12" {
+			t.Errorf("return %+v", r)
+		}
+	})
+}

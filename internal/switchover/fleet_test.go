@@ -54,6 +54,11 @@ type fakeServer struct {
 	survey  fence.Survey
 	resumed int
 	timers  fence.Timers // the last repoint's
+	// positions is Positions' answer (posErr its error); former: the
+	// last repoint's FormerWriter.
+	positions fence.Survey
+	posErr    error
+	former    bool
 }
 
 func (f *fakeServer) did(op string) {
@@ -111,8 +116,14 @@ func (f *fakeServer) Repoint(_ context.Context, src fence.Source) error {
 	f.did("repoint")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.timers = src.Timers
+	f.timers, f.former = src.Timers, src.FormerWriter
 	return nil
+}
+
+func (f *fakeServer) Positions(context.Context) (fence.Survey, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.positions, f.posErr
 }
 
 func (f *fakeServer) Survey(context.Context, time.Duration) (fence.Survey, error) {

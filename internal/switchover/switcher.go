@@ -56,6 +56,7 @@ type Actuator interface {
 	Repoint(ctx context.Context, src fence.Source) error
 	Survey(ctx context.Context, drain time.Duration) (fence.Survey, error)
 	ResumeReplication(ctx context.Context) error
+	Positions(ctx context.Context) (fence.Survey, error)
 }
 
 // Config is a Switcher's ports.
@@ -122,7 +123,8 @@ type Switcher struct {
 	// resuming holds the intents the leader is finishing, by ID.
 	resuming map[string]bool
 
-	fo failoverState
+	fo  failoverState
+	ret returnState
 
 	stats Stats
 	// ask sends one attempt of a step and waits for its answer: askStep,
@@ -136,6 +138,9 @@ type Stats struct {
 	// FailoversPromoted and FailoversNotDone count the failovers this
 	// agent ran as the leader.
 	FailoversPromoted, FailoversNotDone atomic.Uint64
+	// LostTransactions counts the transactions returning old writers of
+	// failovers held beyond the promotion position (checkReturn).
+	LostTransactions atomic.Uint64
 }
 
 // New returns a switcher; nothing runs until Resume or a request.
@@ -152,6 +157,7 @@ func New(cfg Config) *Switcher {
 	s := &Switcher{cfg: cfg, answers: map[string][]byte{}, demoted: map[string]uint64{}, resuming: map[string]bool{}}
 	s.ask = s.askStep
 	s.fo.init()
+	s.ret.done = map[string]Return{}
 	if err := s.loadHolds(); err != nil {
 		cfg.Log.Error("failover: survey holds not read: a stopped IO thread is not started again by this agent", "error", err)
 	}

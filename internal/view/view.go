@@ -154,6 +154,10 @@ type Consensus struct {
 	// cluster this agent made as the leader (escaped).
 	Failover  bool
 	Failovers map[string]string
+	// Returned: what became of this agent's server, by cluster, when it
+	// came back after a failover replaced it as the writer (escaped):
+	// re-pointed, or diverged with its lost transactions named.
+	Returned map[string]string
 }
 
 // ConsensusGroup is one raft group as the gossip shows it.

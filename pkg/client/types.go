@@ -177,6 +177,11 @@ type Consensus struct {
 	// made as the raft leader ("failed over to db3 (term 4): ..." or "not
 	// failed over: ..."); never null.
 	Failovers map[string]string `json:"failovers"`
+	// Returned is what became of this agent's server, by cluster, when it
+	// came back after a failover replaced it as the writer: "returned
+	// after the failover of term 2: replica of db3", or "... diverged: 3
+	// transactions (0-1-13..0-1-15) beyond the promotion position ...".
+	Returned map[string]string `json:"returned,omitempty"`
 }
 
 // ConsensusGroup is one raft group as the gossip shows it.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -236,6 +238,19 @@ func TestFailoverMysqldKill(t *testing.T) {
 	}
 	if w, _ := poolOf(f.agents["db2"]); w != "db3" {
 		t.Errorf("after db1 came back, db2's pool routes writes to %q, not db3", w)
+	}
+	// db1 held nothing beyond what db3 had when promoted: its agent
+	// makes it a replica of db3, and it gets the rows written since.
+	testkit.WaitFor(t, 30*time.Second, "db1 replicating row 9 from db3", func() bool {
+		var n int
+		_ = f.srvs["db1"].DB().QueryRow("SELECT COUNT(*) FROM fo.t").Scan(&n)
+		return n == 9
+	})
+	if st, err := f.srvs["db1"].SlaveStatus(); err != nil || st["Master_Port"] != strconv.Itoa(f.srvs["db3"].Port()) {
+		t.Errorf("db1 replicates from port %q (%v), want db3's %d", st["Master_Port"], err, f.srvs["db3"].Port())
+	}
+	if c := consensusOf(f.agents["db1"]); c == nil || !strings.Contains(c.Returned["main"], "replica of db3") {
+		t.Errorf("db1's shoal info does not say it rejoined as a replica of db3: %+v", c)
 	}
 	sampler.stop()
 	if v := sampler.violations(); len(v) > 0 {
@@ -532,4 +547,72 @@ func TestNoFailoverToABrokenReplica(t *testing.T) {
 			t.Errorf("%s read_only=%s", name, ro)
 		}
 	}
+}
+
+// TestFailoverOldWriterDiverged: both replicas stop receiving (IO threads
+// stopped by hand) and db1 takes three more acknowledged writes (rows
+// 9-11) that no replica has; then its mariadbd is killed. The failover
+// promotes db3 (rows 1-8): rows 9-11 are lost to the cluster, as with any
+// asynchronous replication. When db1 comes back its agent counts and
+// names them (3 transactions, their GTIDs; shoal info, the metric,
+// history), and leaves the server read-only and replicating from nobody
+// (diverged): it never rejoins with transactions the writer lacks.
+func TestFailoverOldWriterDiverged(t *testing.T) {
+	f := startFailoverFleet(t, true)
+	f.db3Ahead(t)
+	f.srvs["db1"].PersistReadOnly(true)
+	f.srvs["db3"].MustExec("STOP SLAVE IO_THREAD")
+	before := gtidOf(t, f.srvs["db1"])
+	f.write(t, 9, 11)
+	after := gtidOf(t, f.srvs["db1"])
+	f.srvs["db1"].Kill()
+	t.Logf("db1 wrote rows 9-11 (%s -> %s) that no replica received; killed", before, after)
+
+	testkit.WaitFor(t, 30*time.Second, "db3 the writer", func() bool {
+		w, ok := f.writerNow(f.names[1:])
+		return ok && w == "db3"
+	})
+	missing := f.missingOn(t, f.srvs["db3"])
+	if !slices.Equal(missing, []int{9, 10, 11}) {
+		t.Fatalf("acknowledged rows missing on db3: %v, want [9 10 11]", missing)
+	}
+	f.srvs["db1"].Restart()
+	var said string
+	testkit.WaitFor(t, 30*time.Second, "db1's agent to judge its server", func() bool {
+		c := consensusOf(f.agents["db1"])
+		said = ""
+		if c != nil {
+			said = c.Returned["main"]
+		}
+		return said != ""
+	})
+	t.Logf("db1's shoal info: %s", said)
+	seq := func(g string) string { return g[strings.LastIndex(g, "-")+1:] }
+	want := fmt.Sprintf("3 transactions (0-%d-%s..0-%d-%s)", f.srvs["db1"].ServerID(), strconv.Itoa(atoi(t, seq(before))+1), f.srvs["db1"].ServerID(), seq(after))
+	if !strings.Contains(said, "diverged") || !strings.Contains(said, want) {
+		t.Errorf("db1's shoal info says %q, want it diverged with %q", said, want)
+	}
+	if n := metricOf(f.agents["db1"], "shoal_failover_lost_transactions_total"); n != float64(len(missing)) {
+		t.Errorf("shoal_failover_lost_transactions_total = %v, want %d (the acknowledged rows missing on the new writer)", n, len(missing))
+	}
+	out, _, code := shoal(t, "history", "--http-addr", f.agents["db1"].http, "--kind", "fence")
+	if code != 0 || !strings.Contains(out, "diverged") || !strings.Contains(out, "failover-return") {
+		t.Errorf("db1's history (exit %d) does not name the divergence:\n%s", code, out)
+	}
+	time.Sleep(3 * time.Second)
+	if ro := readOnlyOf(f.srvs["db1"]); ro != "1" {
+		t.Errorf("db1 read_only=%s: a diverged server must stay read-only", ro)
+	}
+	if st, err := f.srvs["db1"].SlaveStatus(); err != nil || len(st) != 0 {
+		t.Errorf("db1 replicates (%v, %v): a diverged server must not rejoin", st["Master_Port"], err)
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	return n
 }
