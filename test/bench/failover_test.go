@@ -81,7 +81,13 @@ func TestFailoverOutage(t *testing.T) {
 			term0 := currentTerm(c, voters)
 			killed := time.Now()
 			f.do(old)
-			next, took := waitNewWriter(c, voters, old, term0, 60*time.Second)
+			var others []*e2e.Agent // a frozen voter answers nothing
+			for _, v := range voters {
+				if v != old.Agent {
+					others = append(others, v)
+				}
+			}
+			next, took := waitNewWriter(c, others, old, term0, 60*time.Second)
 			if next == nil {
 				t.Fatalf("%s %d of %s: no new term within 60s:\n%s", f.name, k+1, old.Name, c.Describe())
 			}
@@ -119,7 +125,7 @@ func TestFailoverOutage(t *testing.T) {
 	b.WriteString("| fault | what | trials | p50 (s) | p90 | p99 | max |\n|---|---|---|---|---|---|---|\n")
 	for _, f := range faults {
 		fmt.Fprintf(&b, "| %s | client write outage | %d | %s |\n", f.name, len(outage[f.name]), Summarize(outage[f.name]).Cells())
-		fmt.Fprintf(&b, "| %s | fault → next term on every voter | %d | %s |\n", f.name, len(term[f.name]), Summarize(term[f.name]).Cells())
+		fmt.Fprintf(&b, "| %s | fault → next term on every other voter | %d | %s |\n", f.name, len(term[f.name]), Summarize(term[f.name]).Cells())
 	}
 	b.WriteString("\nThe peers' documented figures, for scale (not measured here): Orchestrator 10-13 s at GitHub; MaxScale's " +
 		"monitor up to 25 s before the failover starts (5 × 2 s ticks and a 3 s connect timeout); replication-manager's stress tests allow " +
@@ -141,7 +147,7 @@ func currentTerm(c *e2e.Cluster, voters []*e2e.Agent) uint64 {
 	return n
 }
 
-// waitNewWriter waits until every voter knows a term after term0 held by
+// waitNewWriter waits until every voter given knows a term after term0 held by
 // another server than old, and returns it and how long that took.
 func waitNewWriter(c *e2e.Cluster, voters []*e2e.Agent, old *e2e.DBHost, term0 uint64, limit time.Duration) (*e2e.DBHost, time.Duration) {
 	t0 := time.Now()

@@ -37,21 +37,22 @@ type rule struct {
 // wantAlerts are the alerts the rules must define, with their expressions
 // and hold times as specified.
 var wantAlerts = map[string]struct{ expr, hold string }{
-	"ShoalConsensusNoLeader": {`shoal_consensus_bootstrapped == 1 and shoal_consensus_leader_known == 0`, "1m"},
-	"ShoalNoWriterTerm":      {`shoal_pool_writer_term == 0`, "1m"},
-	"ShoalRaftGroupSplit":    {`shoal_consensus_raft_groups > 1`, "30s"},
-	"ShoalSwitchoverResumed": {`increase(shoal_switchover_resumed_total[15m]) > 0`, ""},
-	"ShoalFailover":          {`increase(shoal_failovers_total[15m]) > 0`, ""},
-	"ShoalMemberFailed":      {`shoal_members{status="failed"} > 0`, "1m"},
-	"ShoalNoReaders":         {`shoal_pool_nodes{role="reader"} < 1`, "30s"},
-	"ShoalNoWriter":          {`shoal_pool_nodes{role="writer"} < 1`, "30s"},
-	"ShoalWriterConflict":    {`shoal_pool_writer_conflict == 1`, ""},
-	"ShoalIsolated":          {`shoal_pool_isolated == 1`, ""},
-	"ShoalReplicaStale":      {`shoal_pool_out{reason="stale"} == 1`, "1m"},
-	"ShoalHookFailures":      {`increase(shoal_hook_runs_total{result!="ok"}[10m]) > 0`, ""},
-	"ShoalHookDropped":       {`increase(shoal_hook_dropped_total[10m]) > 0`, ""},
-	"ShoalMySQLProbeDown":    {`shoal_mysql_up == 0`, "30s"},
-	"ShoalSinkFailing":       {`shoal_sink_up == 0`, "2m"},
+	"ShoalConsensusNoLeader":        {`shoal_consensus_bootstrapped == 1 and shoal_consensus_leader_known == 0`, "1m"},
+	"ShoalNoWriterTerm":             {`shoal_pool_writer_term == 0`, "1m"},
+	"ShoalRaftGroupSplit":           {`shoal_consensus_raft_groups > 1`, "30s"},
+	"ShoalSwitchoverResumed":        {`increase(shoal_switchover_resumed_total[15m]) > 0`, ""},
+	"ShoalFailover":                 {`increase(shoal_failovers_total[15m]) > 0`, ""},
+	"ShoalFailoverLostTransactions": {`increase(shoal_failover_lost_transactions_total[1h]) > 0`, ""},
+	"ShoalMemberFailed":             {`shoal_members{status="failed"} > 0`, "1m"},
+	"ShoalNoReaders":                {`shoal_pool_nodes{role="reader"} < 1`, "30s"},
+	"ShoalNoWriter":                 {`shoal_pool_nodes{role="writer"} < 1`, "30s"},
+	"ShoalWriterConflict":           {`shoal_pool_writer_conflict == 1`, ""},
+	"ShoalIsolated":                 {`shoal_pool_isolated == 1`, ""},
+	"ShoalReplicaStale":             {`shoal_pool_out{reason="stale"} == 1`, "1m"},
+	"ShoalHookFailures":             {`increase(shoal_hook_runs_total{result!="ok"}[10m]) > 0`, ""},
+	"ShoalHookDropped":              {`increase(shoal_hook_dropped_total[10m]) > 0`, ""},
+	"ShoalMySQLProbeDown":           {`shoal_mysql_up == 0`, "30s"},
+	"ShoalSinkFailing":              {`shoal_sink_up == 0`, "2m"},
 }
 
 func loadRules(t *testing.T) []rule {
