@@ -28,6 +28,7 @@ func (a *Agent) startSwitcher() {
 		Lease:         a.cfg.Consensus.LeaseDuration(),
 		LeaderLease:   a.cfg.Consensus.LeaderLeaseTimeout,
 		FailoverLimit: a.cfg.Consensus.FailoverLimit,
+		Promotion:     a.cfg.Consensus.Promotion,
 	}
 	if a.probe != nil {
 		cfg.CheckNow = a.probe.CheckNow

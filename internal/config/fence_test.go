@@ -59,6 +59,8 @@ func TestFenceSettingErrors(t *testing.T) {
 			`line 4: consensus.fence_after (--consensus-fence-after) "2m0s": must be from 1s to 1m`},
 		{"fence not a boolean", "consensus:\n  fence: sometimes\n",
 			`line 4: consensus.fence (--consensus-fence) "sometimes": not a boolean`},
+		{"promotion not a rule", "consensus:\n  promotion: always\n",
+			`line 4: consensus.promotion (--consensus-promotion) "always": must be normal, prefer or never`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := load(t, []string{"--config", writeFile(t, "node: n1\ninsecure_no_encryption: true\n"+tc.yaml)}, nil)

@@ -116,7 +116,19 @@ type Settings struct {
 	// starts in an hour (a fleet that flaps is not failed over for ever);
 	// a count, not a block window.
 	FailoverLimit int `yaml:"failover_limit"`
+	// Promotion is this server's promotion rule for a failover: "" or
+	// PromoteNormal, PromotePrefer (picked first among the most advanced),
+	// PromoteNever (never promoted; a failover whose most advanced replica
+	// says never promotes nobody rather than lose its transactions).
+	Promotion string `yaml:"promotion"`
 }
+
+// Promotion rules (consensus.promotion).
+const (
+	PromoteNormal = "normal"
+	PromotePrefer = "prefer"
+	PromoteNever  = "never"
+)
 
 // LeaseDuration is the writer's lease: lease when given, else 2 ×
 // heartbeat_timeout + 3 × election_timeout (5s with the defaults). A raft
@@ -276,6 +288,11 @@ func (s Settings) Check() error {
 	s.checkTimeouts(&errs)
 	if s.FailoverLimit < 1 || s.FailoverLimit > MaxFailoverLimit {
 		errs.Addf("failover_limit", s.FailoverLimit, "must be from 1 to %d (failovers of one cluster per hour)", MaxFailoverLimit)
+	}
+	switch s.Promotion {
+	case "", PromoteNormal, PromotePrefer, PromoteNever:
+	default:
+		errs.Addf("promotion", s.Promotion, "must be %s, %s or %s", PromoteNormal, PromotePrefer, PromoteNever)
 	}
 	if s.FenceAfter < MinFenceAfter || s.FenceAfter > MaxFenceAfter {
 		errs.Addf("fence_after", s.FenceAfter, "must be from %s to %s", shortDur(MinFenceAfter), shortDur(MaxFenceAfter))

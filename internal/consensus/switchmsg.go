@@ -187,6 +187,9 @@ type SurveyAnswer struct {
 	// Own: the GTIDs of gtid_binlog_pos that carry the candidate's own
 	// server_id (written on it, not replicated to it).
 	Own string `json:"own,omitempty"`
+	// Promotion is the candidate's promotion rule (consensus.promotion):
+	// "" (normal), "prefer" or "never".
+	Promotion string `json:"promotion,omitempty"`
 }
 
 // Wire format: one byte, 1 for a signed message (JSON, then the ed25519

@@ -1,6 +1,7 @@
 package switchover
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -45,16 +46,6 @@ func parseGTIDList(s string) (gtidList, error) {
 		out[uint32(d)] = gtid{Domain: uint32(d), Server: uint32(sv), Seq: n}
 	}
 	return out, nil
-}
-
-// String writes l as MariaDB does: domain-server-seq, by domain.
-func (l gtidList) String() string {
-	parts := make([]string, 0, len(l))
-	for _, d := range slices.Sorted(maps.Keys(l)) {
-		g := l[d]
-		parts = append(parts, fmt.Sprintf("%d-%d-%d", g.Domain, g.Server, g.Seq))
-	}
-	return strings.Join(parts, ",")
 }
 
 // beyond names what of l is beyond o, per domain: "0-1-22..0-1-24"
@@ -117,8 +108,11 @@ type choice struct {
 
 // choose picks the replica a failover promotes: a replica whose SQL
 // thread runs, that applied everything it received, that has no errant
-// transactions, and whose position holds every transaction any surveyed
-// replica applied or received. Ties go to the first by name. old is the
+// transactions, whose promotion rule is not never, and whose position
+// holds every transaction any surveyed replica applied or received. Ties
+// go to a candidate whose rule is prefer, then to the first by name. A
+// never candidate's transactions still count: when it alone holds them,
+// nobody is promoted. old is the
 // dead writer's last gossiped position: a transaction a candidate wrote
 // itself that neither old nor any other replica has is errant (its
 // server_id is the candidate's own, its sequence number beyond
@@ -134,7 +128,10 @@ func choose(cands []candidate, old tags.Position) choice {
 		}
 		eligible = append(eligible, c)
 	}
-	slices.SortFunc(eligible, func(a, b candidate) int { return strings.Compare(a.Name, b.Name) })
+	// Those whose rule is prefer first, then by name.
+	slices.SortFunc(eligible, func(a, b candidate) int {
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a.Name, b.Name))
+	})
 	var best *candidate
 	for i := range eligible {
 		c := &eligible[i]
@@ -142,9 +139,12 @@ func choose(cands []candidate, old tags.Position) choice {
 			ch.Out[c.Name] = lack
 			continue
 		}
-		if best == nil {
+		switch {
+		case best == nil:
 			best = c
-		} else {
+		case rank(*best) < rank(*c):
+			ch.Out[c.Name] = fmt.Sprintf("as advanced as %s, whose promotion rule is prefer", best.Name)
+		default:
 			ch.Out[c.Name] = fmt.Sprintf("as advanced as %s, which goes first by name", best.Name)
 		}
 	}
@@ -155,6 +155,14 @@ func choose(cands []candidate, old tags.Position) choice {
 	ch.Pick, ch.Addr = best.Name, best.Addr
 	ch.Why = fmt.Sprintf("%s is the most advanced replica (%s)", best.Name, orNone(formatList(best.Pos)))
 	return ch
+}
+
+// rank orders candidates by promotion rule: prefer (0) before the rest.
+func rank(c candidate) int {
+	if c.Survey.Promotion == consensus.PromotePrefer {
+		return 0
+	}
+	return 1
 }
 
 // ineligible says why c may not be promoted whatever the others hold.
@@ -172,6 +180,8 @@ func ineligible(c candidate, all []candidate, old tags.Position) string {
 		return "replication SQL thread not running"
 	case !c.Survey.Drained:
 		return "has not applied what it received (relay log not drained)"
+	case c.Survey.Promotion == consensus.PromoteNever:
+		return "its promotion rule is never (consensus.promotion)"
 	}
 	errant, err := errantOf(c, all, old)
 	switch {

@@ -243,7 +243,7 @@ func (s *Switcher) failover(ctx context.Context, n Voter, t pool.Term, death str
 		Started: now, Deadline: now.Add(intentMargin), Kind: consensus.KindFailover, OldServerID: oldServerID(t, members)}
 	for _, c := range surveyed {
 		if c.Name == ch.Pick {
-			in.Position = c.Pos.String() // the promotion position: what a returning old writer is judged by
+			in.Position = formatList(c.Pos) // the promotion position: what a returning old writer is judged by
 		}
 	}
 	if _, err := n.BeginSwitch(ctx, in); err != nil {
@@ -446,7 +446,7 @@ func (s *Switcher) surveyHere(ctx context.Context, act Actuator, st consensus.Sw
 	ans.GTID = sv.CurrentPos
 	ans.Detail = sv.SQLError
 	ans.Survey = &consensus.SurveyAnswer{ServerID: sv.ServerID, Replica: sv.Replica, SQLRunning: sv.SQLRunning, Drained: sv.Drained,
-		Received: sv.IOPos, Own: ownGTIDs(sv.BinlogPos, sv.ServerID)}
+		Received: sv.IOPos, Own: ownGTIDs(sv.BinlogPos, sv.ServerID), Promotion: s.cfg.Promotion}
 	return nil
 }
 

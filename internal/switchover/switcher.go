@@ -95,6 +95,9 @@ type Config struct {
 	HoldFile string
 	// FailoverLimit is consensus.failover_limit (0: the default).
 	FailoverLimit int
+	// Promotion is this server's promotion rule (consensus.promotion),
+	// answered in a failover's survey.
+	Promotion string
 	Clock         clockwork.Clock
 	Log           *slog.Logger
 }

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"syscall"
@@ -71,6 +72,55 @@ func TestFailover(t *testing.T) {
 			}
 		})
 	})
+}
+
+// checkReturn: the old writer's agent judged its server once it was
+// back: a replica of next when it held nothing next lacks; else diverged,
+// with exactly as many lost transactions as the clients' rows on it that
+// next lacks (one autocommit insert each).
+func checkReturn(t *testing.T, c *Cluster, old, next *DBHost) {
+	t.Helper()
+	_, last, ok := c.WaitConsensus([]*Agent{old.Agent}, 30*time.Second, func(ci *ConsensusInfo) bool { return ci != nil && ci.Returned["main"] != "" })
+	if !ok {
+		t.Errorf("%s's agent did not judge its server within 30s of its return: %+v", old.Name, last[old.Name])
+		return
+	}
+	said := last[old.Name].Returned["main"]
+	rows := func(d *DBHost) map[string]bool {
+		out := map[string]bool{}
+		r, err := d.Server.DB().Query("SELECT app, DATE_FORMAT(sent, '%Y-%m-%d %H:%i:%s.%f') FROM " + InvTable)
+		if err != nil {
+			t.Fatalf("rows of %s: %v", d.Name, err)
+		}
+		defer r.Close()
+		for r.Next() {
+			var app, sent string
+			if err := r.Scan(&app, &sent); err != nil {
+				t.Fatal(err)
+			}
+			out[app+"@"+sent] = true
+		}
+		return out
+	}
+	onNext := rows(next)
+	missing := 0
+	for k := range rows(old) {
+		if !onNext[k] {
+			missing++
+		}
+	}
+	t.Logf("%s's agent: %s; its rows missing on %s: %d", old.Name, said, next.Name, missing)
+	switch {
+	case missing == 0 && !strings.Contains(said, "replica of "+next.Name):
+		t.Errorf("%s held nothing %s lacks, but its agent says %q, not that it rejoined", old.Name, next.Name, said)
+	case missing == 0:
+		old.Server.WaitReplicating(30 * time.Second)
+		if st, err := old.Server.SlaveStatus(); err != nil || st["Master_Host"] != next.Host.IP {
+			t.Errorf("%s replicates from %q (%v), want %s", old.Name, st["Master_Host"], err, next.Host.IP)
+		}
+	case !strings.Contains(said, fmt.Sprintf("diverged: %d transactions", missing)):
+		t.Errorf("%s holds %d rows %s lacks, but its agent says %q", old.Name, missing, next.Name, said)
+	}
 }
 
 // testFailoverOf builds a cluster, lets fault kill its primary (it
@@ -148,6 +198,7 @@ func testFailoverOf(t *testing.T, limit time.Duration, fault func(t *testing.T, 
 	if !readOnlyOf(t, old) {
 		t.Errorf("%s came back writable", old.Name)
 	}
+	checkReturn(t, c, old, next)
 	p.checkTerm(t, "after the dead writer came back")
 	for name, s := range c.Obs.Latest() {
 		for _, w := range s.Writers {
