@@ -11,6 +11,7 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -157,5 +158,38 @@ func TestClassify(t *testing.T) {
 		if got := classify(tc.err, tc.ctx, tc.connecting); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestParseReceived: what a replica received moves with its heartbeats or
+// its read position; a channel without heartbeats, or a flavor without
+// the columns, is not judged (period 0).
+func TestParseReceived(t *testing.T) {
+	cols := []string{"Connection_name", "Master_Log_File", "Read_Master_Log_Pos", "Slave_received_heartbeats", "Slave_heartbeat_period"}
+	row := func(name, file, pos, hb, period string) []sql.NullString {
+		return []sql.NullString{ns(name), ns(file), ns(pos), ns(hb), ns(period)}
+	}
+	a := parseReceived(cols, [][]sql.NullString{row("", "bin.1", "100", "7", "1.000")})
+	if a.period != time.Second || a.token == "" {
+		t.Fatalf("one channel: %+v", a)
+	}
+	for name, r := range map[string][][]sql.NullString{
+		"a heartbeat":     {row("", "bin.1", "100", "8", "1.000")},
+		"an event":        {row("", "bin.1", "180", "7", "1.000")},
+		"a new binlog":    {row("", "bin.2", "100", "7", "1.000")},
+		"another channel": {row("", "bin.1", "100", "7", "1.000"), row("b", "x.1", "4", "0", "2.500")},
+	} {
+		if b := parseReceived(cols, r); b.token == a.token {
+			t.Errorf("%s: the token did not move (%q)", name, b.token)
+		}
+	}
+	if b := parseReceived(cols, [][]sql.NullString{row("", "bin.1", "100", "7", "1.000"), row("b", "x.1", "4", "0", "2.500")}); b.period != 2500*time.Millisecond {
+		t.Errorf("two channels: period %s, want the longest, 2.5s", b.period)
+	}
+	if b := parseReceived(cols, [][]sql.NullString{row("", "bin.1", "100", "7", "0.000")}); b.period != 0 {
+		t.Errorf("heartbeats off: period %s, want 0 (not judged)", b.period)
+	}
+	if b := parseReceived(cols[:3], [][]sql.NullString{{ns(""), ns("bin.1"), ns("100")}}); b.period != 0 {
+		t.Errorf("no heartbeat columns (MySQL): period %s, want 0", b.period)
 	}
 }
