@@ -20,11 +20,11 @@ import (
 // writes through HAProxy's write port every 10 ms, a new connection each;
 // the outage is the longest gap between two acknowledged writes from 1 s
 // before the kill to 5 s after the new writer's first acknowledged write.
-// Between trials the dead server is restarted (read_only=ON in its file)
-// and made a replica of the new writer again, its copy of the test table
-// emptied and its binlog reset (a reseed of the bench's own data: a
-// writer killed mid-write may hold a transaction its replicas never
-// received). BENCH_FAILOVER_TRIALS (default 20; QUICK 3) sets the kills,
+// Between trials the dead server is restarted (read_only=ON in its file);
+// its agent makes it a replica of the new writer, or leaves it diverged
+// (a writer killed mid-write may hold a transaction its replicas never
+// received), and then the bench reseeds it: its copy of the test table
+// emptied, its binlog reset, replication from the new writer. BENCH_FAILOVER_TRIALS (default 20; QUICK 3) sets the kills,
 // BENCH_FAILOVER_FREEZES (default 20; QUICK 3) the host freezes: the
 // writer's agent and mariadbd SIGSTOPped, thawed once the term moved.
 func TestFailoverOutage(t *testing.T) {
@@ -75,6 +75,7 @@ func TestFailoverOutage(t *testing.T) {
 			}},
 	}
 	outage, term := map[string][]float64{}, map[string][]float64{}
+	var diverged []string // each old writer's return, as its agent judged it
 	for _, f := range faults {
 		for k := range f.trials {
 			old := c.Primary()
@@ -101,7 +102,7 @@ func TestFailoverOutage(t *testing.T) {
 			gap := longestGap(w.Writes(killed.Add(-time.Second), acked.Add(5*time.Second)))
 			outage[f.name], term[f.name] = append(outage[f.name], gap), append(term[f.name], took.Seconds())
 			t.Logf("%s %d of %s: term to %s in %.3fs, client write outage %.3fs", f.name, k+1, old.Name, next.Name, took.Seconds(), gap)
-			rejoin(t, old, next)
+			diverged = append(diverged, rejoin(t, c, old, next, term0+1))
 			if wr := c.Obs.WaitAgents(c.AgentNames(), time.Now(), 30*time.Second, func(s e2e.Snap) bool {
 				return s.OK() && len(s.Writers) == 1 && s.Writers[0] == next.Name && len(s.Readers) == 2
 			}); !wr.OK {
@@ -119,7 +120,7 @@ func TestFailoverOutage(t *testing.T) {
 		"the leader waits the writer's lease (5 s) and raft's leader lease (0.5 s) from when it first saw the agent gone; the frozen " +
 		"host is thawed once the new writer holds the term. A client writes through HAProxy's write port every 10 ms, a new connection each; the outage is the longest gap " +
 		"between two acknowledged writes from 1 s before the kill to 5 s after the new writer's first. Between trials the dead server is " +
-		"restarted read-only and made a replica of the new writer (the bench's table reseeded).\n\n")
+		"restarted read-only; its own agent makes it a replica of the new writer, or leaves it diverged and the bench reseeds it.\n\n")
 	fmt.Fprintf(&b, "Command: `sudo go test -tags 'bench e2e' -count=1 -v -run '^TestFailoverOutage$' ./test/bench/`. Trials: %d kills, %d freezes. This run took %s.\n\n",
 		trials, freezes, time.Since(start).Round(time.Second))
 	b.WriteString("| fault | what | trials | p50 (s) | p90 | p99 | max |\n|---|---|---|---|---|---|---|\n")
@@ -127,6 +128,14 @@ func TestFailoverOutage(t *testing.T) {
 		fmt.Fprintf(&b, "| %s | client write outage | %d | %s |\n", f.name, len(outage[f.name]), Summarize(outage[f.name]).Cells())
 		fmt.Fprintf(&b, "| %s | fault → next term on every other voter | %d | %s |\n", f.name, len(term[f.name]), Summarize(term[f.name]).Cells())
 	}
+	nd := 0
+	for _, r := range diverged {
+		if strings.Contains(r, "diverged") {
+			nd++
+		}
+	}
+	fmt.Fprintf(&b, "\nThe dead writer's return, judged by its own agent (after a restart): %d of %d rejoined as a replica of the new writer; "+
+		"%d diverged (transactions it acknowledged and never sent, counted and named; the bench then reseeds it).\n", len(diverged)-nd, len(diverged), nd)
 	b.WriteString("\nThe peers' documented figures, for scale (not measured here): Orchestrator 10-13 s at GitHub; MaxScale's " +
 		"monitor up to 25 s before the failover starts (5 × 2 s ticks and a 3 s connect timeout); replication-manager's stress tests allow " +
 		"about 11 s per failover; VTOrc took 57 s where replicas kept reporting the primary up. Targets (issue 38): mysqld kill p99 ≤ 2 s; " +
@@ -186,12 +195,27 @@ func waitAck(w *e2e.InvWriter, d *e2e.DBHost, since time.Time, limit time.Durati
 	return since.Add(limit)
 }
 
-// rejoin restarts the dead server (read-only by its file) and makes it a
-// replica of next: the bench's table emptied and the binlog reset first,
-// then replication from next's current position.
-func rejoin(t *testing.T, old, next *e2e.DBHost) {
+// rejoin restarts the dead server (read-only by its file) and waits for
+// its agent to judge it (the failover of term): a replica of next when it
+// held nothing next lacks; else diverged, and then the bench reseeds it:
+// its table emptied, its binlog reset, replication from next's current
+// position. It returns the agent's judgement.
+func rejoin(t *testing.T, c *e2e.Cluster, old, next *e2e.DBHost, term uint64) string {
 	t.Helper()
 	old.Server.Restart()
+	mark := fmt.Sprintf("failover of term %d", term)
+	_, last, ok := c.WaitConsensus([]*e2e.Agent{old.Agent}, 30*time.Second, func(ci *e2e.ConsensusInfo) bool {
+		return ci != nil && strings.Contains(ci.Returned["main"], mark)
+	})
+	if !ok {
+		t.Fatalf("%s's agent did not judge its server after the %s within 30s: %+v", old.Name, mark, last[old.Name])
+	}
+	said := last[old.Name].Returned["main"]
+	if !strings.Contains(said, "diverged") {
+		old.Server.WaitReplicating(30 * time.Second)
+		return said
+	}
+	t.Logf("%s: %s (reseeding it)", old.Name, said)
 	var pos string
 	if err := next.Server.DB().QueryRow("SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {
 		t.Fatal(err)
@@ -214,4 +238,5 @@ func rejoin(t *testing.T, old, next *e2e.DBHost) {
 		}
 	}
 	old.Server.WaitReplicating(30 * time.Second)
+	return said
 }
