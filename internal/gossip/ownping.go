@@ -69,6 +69,7 @@ import (
 // memberlist v0.7.0's message types (net.go; the numbers are protocol).
 const (
 	mlPingMsg     byte = 0
+	mlIndPingMsg  byte = 1
 	mlAckRespMsg  byte = 2
 	mlCompoundMsg byte = 7
 	mlCompressMsg byte = 9
@@ -123,16 +124,53 @@ func sealFor(mc *memberlist.Config) packetSeal {
 	return s
 }
 
+// wireIndirectPing is memberlist's indirect ping request (net.go
+// `indirectPingReq`): the member that receives it pings Node at
+// Target:Port with a sequence number of its own and, when Node answers,
+// sends an ack carrying SeqNo to SourceAddr:SourcePort (handleIndirectPing);
+// with Nack, a nack when Node did not answer within its probe timeout.
+// Every memberlist answers it, whatever its version.
+type wireIndirectPing struct {
+	SeqNo      uint32
+	Target     []byte
+	Port       uint16
+	Node       string
+	Nack       bool
+	SourceAddr []byte `codec:",omitempty"`
+	SourcePort uint16 `codec:",omitempty"`
+	SourceNode string `codec:",omitempty"`
+}
+
+// ip4or16 is ip in its 4-byte form when it is IPv4, as memberlist sends it.
+func ip4or16(ip net.IP) []byte {
+	if ip4 := ip.To4(); ip4 != nil {
+		return ip4
+	}
+	return ip
+}
+
 // encodeOwnPing returns the packet of an own ping with seq to the member
 // named node.
 func encodeOwnPing(seq uint32, node string, self ownSelf, s packetSeal) ([]byte, error) {
+	p := wirePing{SeqNo: seq, Node: node, SourceAddr: ip4or16(self.Addr), SourcePort: self.Port, SourceNode: self.Name}
+	return encodeOwn(mlPingMsg, &p, s)
+}
+
+// encodeOwnRelay returns the packet of an own indirect ping with seq: the
+// member it is sent to pings target (its name and gossip address) for this
+// agent, and forwards target's answer as an ack carrying seq.
+func encodeOwnRelay(seq uint32, target ownSelf, self ownSelf, s packetSeal) ([]byte, error) {
+	p := wireIndirectPing{SeqNo: seq, Target: ip4or16(target.Addr), Port: target.Port, Node: target.Name, Nack: true,
+		SourceAddr: ip4or16(self.Addr), SourcePort: self.Port, SourceNode: self.Name}
+	return encodeOwn(mlIndPingMsg, &p, s)
+}
+
+// encodeOwn returns the packet of one memberlist message of type t: the
+// type byte and msgpack-encoded v, sealed and labelled as s says.
+func encodeOwn(t byte, v any, s packetSeal) ([]byte, error) {
 	var buf bytes.Buffer
-	buf.WriteByte(mlPingMsg)
-	p := wirePing{SeqNo: seq, Node: node, SourceAddr: self.Addr, SourcePort: self.Port, SourceNode: self.Name}
-	if ip4 := self.Addr.To4(); ip4 != nil {
-		p.SourceAddr = ip4
-	}
-	if err := codec.NewEncoder(&buf, &codec.MsgpackHandle{}).Encode(&p); err != nil {
+	buf.WriteByte(t)
+	if err := codec.NewEncoder(&buf, &codec.MsgpackHandle{}).Encode(v); err != nil {
 		return nil, fmt.Errorf("encode ping: %w", err)
 	}
 	msg := buf.Bytes()
@@ -516,6 +554,28 @@ func (s ownPingSender) send(m serf.Member, seq uint32, ans chan<- struct{}) (fun
 	if err != nil {
 		return nil, err
 	}
+	return s.sendTo(to, pkt, seq, ans)
+}
+
+// relay registers seq as expected from via's gossip address, then asks via
+// to ping target for this agent (an indirect ping): via forwards target's
+// answer as an ack carrying seq. The returned function stops expecting it.
+func (s ownPingSender) relay(via, target serf.Member, seq uint32, ans chan<- struct{}) (func(), error) {
+	to, ok := memberAddr(via)
+	if !ok {
+		return nil, fmt.Errorf("member %s has no address", via.Name)
+	}
+	if _, ok := memberAddr(target); !ok {
+		return nil, fmt.Errorf("member %s has no address", target.Name)
+	}
+	pkt, err := encodeOwnRelay(seq, ownSelf{Name: target.Name, Addr: target.Addr, Port: target.Port}, s.self(), s.seal())
+	if err != nil {
+		return nil, err
+	}
+	return s.sendTo(to, pkt, seq, ans)
+}
+
+func (s ownPingSender) sendTo(to netip.AddrPort, pkt []byte, seq uint32, ans chan<- struct{}) (func(), error) {
 	stop, err := s.tr.expectAck(to, seq, ans)
 	if err != nil {
 		return nil, err
@@ -552,6 +612,9 @@ func newSerfPinger(s func() *serf.Serf, tr *Transport, mc *memberlist.Config, in
 type pinger struct {
 	// send sends one own ping with seq to m, expecting its ack on ans.
 	send func(m serf.Member, seq uint32, ans chan<- struct{}) (stop func(), err error)
+	// relay, when set, asks via to ping target for this agent with seq,
+	// expecting the ack via forwards on ans.
+	relay func(via, target serf.Member, seq uint32, ans chan<- struct{}) (stop func(), err error)
 	// seq, when set, gives the sequence numbers (the transport's);
 	// otherwise the pinger counts from a random start itself.
 	seq   func() uint32
@@ -571,7 +634,9 @@ func newPinger(send func(serf.Member, uint32, chan<- struct{}) (func(), error), 
 // newOwnPinger is the pinger of a transport: self and seal are read at
 // every ping (the keyring's primary key changes with a rotation).
 func newOwnPinger(tr *Transport, self func() ownSelf, seal func() packetSeal, inFlight int) *pinger {
-	p := newPinger(ownPingSender{tr: tr, self: self, seal: seal}.send, inFlight)
+	snd := ownPingSender{tr: tr, self: self, seal: seal}
+	p := newPinger(snd.send, inFlight)
+	p.relay = snd.relay
 	p.seq = tr.nextOwnSeq
 	return p
 }
@@ -594,6 +659,21 @@ func (t *Transport) nextOwnSeq() uint32 { return t.ownSeq.Add(1) | ownSeqBit }
 // only what fits now and reports false if nothing was sent (revival checks
 // are best effort).
 func (p *pinger) ping(m serf.Member, n int, wait time.Duration, mustSend bool) bool {
+	return p.check(func(seq uint32, ans chan<- struct{}) (func(), error) { return p.send(m, seq, ans) }, n, wait, mustSend)
+}
+
+// pingVia is ping through via: n indirect pings asking via to ping target
+// for this agent; only an ack via forwards with one of their sequence
+// numbers counts. False when the pinger cannot relay.
+func (p *pinger) pingVia(via, target serf.Member, n int, wait time.Duration, mustSend bool) bool {
+	if p.relay == nil {
+		return false
+	}
+	return p.check(func(seq uint32, ans chan<- struct{}) (func(), error) { return p.relay(via, target, seq, ans) }, n, wait, mustSend)
+}
+
+// check is ping with one way of sending a check.
+func (p *pinger) check(send func(seq uint32, ans chan<- struct{}) (func(), error), n int, wait time.Duration, mustSend bool) bool {
 	ans := make(chan struct{}, 1)
 	held := 0
 	var stops []func()
@@ -622,7 +702,7 @@ func (p *pinger) ping(m serf.Member, n int, wait time.Duration, mustSend bool) b
 				continue
 			}
 		}
-		stop, err := p.send(m, p.nextSeq(), ans)
+		stop, err := send(p.nextSeq(), ans)
 		if err != nil {
 			<-p.slots
 			continue

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -226,6 +227,51 @@ func TestOwnPingBetweenSerfs(t *testing.T) {
 		if !b.pinger().ping(a.member(), 1, 2*time.Second, true) {
 			t.Fatalf("secure=%v: own ping back unanswered", secure)
 		}
+	}
+}
+
+// An indirect ping (relay) through a live serf to a live one is answered
+// through the relay, encrypted and labelled or not; to a stopped one it is
+// not, and neither is a relay through a stopped serf.
+func TestOwnPingRelayedBetweenSerfs(t *testing.T) {
+	for _, secure := range []bool{false, true} {
+		a := newOwnPingSerf(t, "a", secure, nil)
+		b := newOwnPingSerf(t, "b", secure, nil)
+		c := newOwnPingSerf(t, "c", secure, nil)
+		if !a.pinger().pingVia(b.member(), c.member(), 1, 2*time.Second, true) {
+			t.Fatalf("secure=%v: relayed ping unanswered", secure)
+		}
+		_ = c.s.Shutdown()
+		if a.pinger().pingVia(b.member(), c.member(), 2, 700*time.Millisecond, true) {
+			t.Fatalf("secure=%v: relayed ping to a stopped serf answered", secure)
+		}
+		_ = b.s.Shutdown()
+		d := newOwnPingSerf(t, "d", secure, nil)
+		if a.pinger().pingVia(b.member(), d.member(), 2, 700*time.Millisecond, true) {
+			t.Fatalf("secure=%v: relayed ping through a stopped serf answered", secure)
+		}
+	}
+}
+
+// The relay request is memberlist's indirectPingReq, with a nack asked.
+func TestEncodeOwnRelay(t *testing.T) {
+	self := ownSelf{Name: "me", Addr: net.IPv4(10, 0, 0, 1), Port: 7946}
+	target := ownSelf{Name: "db3", Addr: net.IPv4(10, 0, 0, 3), Port: 7947}
+	pkt, err := encodeOwnRelay(ownSeqBit|5, target, self, packetSeal{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pkt[0] != mlIndPingMsg {
+		t.Fatalf("message type %d, want %d", pkt[0], mlIndPingMsg)
+	}
+	var got wireIndirectPing
+	if err := codec.NewDecoder(bytes.NewReader(pkt[1:]), &codec.MsgpackHandle{}).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	want := wireIndirectPing{SeqNo: ownSeqBit | 5, Target: []byte{10, 0, 0, 3}, Port: 7947, Node: "db3", Nack: true,
+		SourceAddr: []byte{10, 0, 0, 1}, SourcePort: 7946, SourceNode: "me"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("decoded %+v, want %+v", got, want)
 	}
 }
 

@@ -2,6 +2,7 @@ package gossip
 
 import (
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,5 +49,52 @@ func TestReachRound(t *testing.T) {
 	r.Close()
 	if r.Probe([]string{"a"}) {
 		t.Fatal("probe accepted after Close")
+	}
+}
+
+// A round asks up to relayVia of the members that answered to ping those
+// that did not; a member that answers one of them is relayed.
+func TestReachRelays(t *testing.T) {
+	var members []serf.Member
+	for i, n := range []string{"p1", "p2", "p3", "p4", "q", "dead"} {
+		members = append(members, serf.Member{Name: n, Addr: net.IPv4(127, 0, 0, byte(i+1))})
+	}
+	var mu sync.Mutex
+	vias := map[string]bool{}
+	done := make(chan struct{}, 1)
+	r := NewReach(ReachConfig{
+		Members: func() []serf.Member { return members },
+		Ping:    func(m serf.Member) bool { return m.Name != "q" && m.Name != "dead" },
+		Relay: func(via, target serf.Member) bool {
+			mu.Lock()
+			vias[via.Name] = true
+			mu.Unlock()
+			return target.Name == "q" && via.Name == "p2"
+		},
+		Pick: func(int) int { return 0 }, // drops the first: p1
+		Done: func() { done <- struct{}{} },
+	})
+	if !r.Probe([]string{"p1", "p2", "p3", "p4", "q", "dead", "ghost"}) {
+		t.Fatal("probe refused")
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the round never ended")
+	}
+	got := r.Latest()
+	if got.Answered["q"] || !got.Relayed["q"] || got.Relayed["dead"] || !got.Reached("q") || got.Reached("dead") || got.Reached("ghost") {
+		t.Fatalf("round = %+v: want q relayed, dead and ghost not reached", got)
+	}
+	if _, asked := got.Relayed["ghost"]; asked {
+		t.Fatal("an unknown name was relayed")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(vias) != relayVia || vias["p1"] {
+		t.Fatalf("relays through %v: want %d of the members that answered (p1 dropped)", vias, relayVia)
+	}
+	if n := r.Relays.Load(); n != 2*relayVia {
+		t.Fatalf("relays %d, want %d (2 members through %d each)", n, 2*relayVia, relayVia)
 	}
 }

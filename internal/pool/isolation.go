@@ -129,11 +129,17 @@ func (t *FleetTracker) Still(f Fleet) Fleet {
 }
 
 // ReachRound is one reachability check: which members were pinged, and
-// whether each answered one of this agent's own pings.
+// whether each answered one of this agent's own pings; and which of those
+// that did not answered a peer that did, asked to ping them for this agent
+// (a relayed ping).
 type ReachRound struct {
 	Started, Finished time.Time
 	Answered          map[string]bool // asked member → answered
+	Relayed           map[string]bool // member that did not answer → answered a peer's relayed ping
 }
+
+// Reached reports whether name answered this agent or a relayed ping.
+func (r ReachRound) Reached(name string) bool { return r.Answered[name] || r.Relayed[name] }
 
 // Done reports whether the round has finished.
 func (r ReachRound) Done() bool { return !r.Finished.IsZero() }
@@ -156,7 +162,9 @@ func (r Reach) Connected() bool {
 }
 
 // JudgeReach computes what round says of the fleet f for the agent self. A
-// member the round asked counts as it answered; a failed member it did not
+// member the round asked counts as reached when it answered this agent or a
+// peer that relayed the ping (a member that answers a peer this agent
+// reaches is on this agent's side of any cut); a failed member it did not
 // ask counts as not reached; any other member it did not ask counts in the
 // proportion of the alive members it asked in its group (db agents, other
 // members).
@@ -174,7 +182,8 @@ func JudgeReach(f Fleet, self string, round ReachRound) Reach {
 			g = &db
 		}
 		g.members++
-		ok, asked := round.Answered[m.Name]
+		_, asked := round.Answered[m.Name]
+		ok := asked && round.Reached(m.Name)
 		switch {
 		case asked && ok:
 			g.reached++

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -42,6 +43,46 @@ func TestJudgeReach(t *testing.T) {
 				t.Fatalf("JudgeReach = %+v connected %v; want %+v connected %v", got, got.Connected(), tt.want, tt.connected)
 			}
 		})
+	}
+}
+
+// Issue 38: 7 app agents failed within the window, then db2; this agent
+// (an app) reaches db1 and app2 but not db3, which answers the pings db1
+// and app2 relay for it.
+func TestJudgeReachCountsRelayed(t *testing.T) {
+	f := Fleet{fm("me", false, false), fm("app2", false, false), fm("db1", true, false), fm("db2", true, true), fm("db3", true, false)}
+	for i := range 7 {
+		f = append(f, fm(fmt.Sprintf("x%d", i), false, true))
+	}
+	answered := map[string]bool{"app2": true, "db1": true, "db3": false}
+	tests := []struct {
+		name      string
+		relayed   map[string]bool
+		want      Reach
+		connected bool
+	}{
+		{"db3 answers a peer", map[string]bool{"db3": true}, Reach{Reached: 4, Fleet: 12, ReachedDB: 2, FleetDB: 3, Unreached: 8}, true},
+		{"db3 answers nobody", map[string]bool{"db3": false}, Reach{Reached: 3, Fleet: 12, ReachedDB: 1, FleetDB: 3, Unreached: 9}, false},
+		{"no relay", nil, Reach{Reached: 3, Fleet: 12, ReachedDB: 1, FleetDB: 3, Unreached: 9}, false},
+		// A member the round did not ask counts only as not asked, whatever
+		// the relays say.
+		{"relayed but not asked", map[string]bool{"db2": true}, Reach{Reached: 3, Fleet: 12, ReachedDB: 1, FleetDB: 3, Unreached: 9}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			round := ReachRound{Answered: answered, Relayed: tt.relayed}
+			got := JudgeReach(f, "me", round)
+			if got != tt.want || got.Connected() != tt.connected {
+				t.Fatalf("JudgeReach = %+v connected %v; want %+v connected %v", got, got.Connected(), tt.want, tt.connected)
+			}
+		})
+	}
+	// A 2|2 split: the peer this agent reaches (db3) is on its side, so the
+	// pings it relays to db1 and db2 go unanswered: isolated still.
+	split := Fleet{fm("me", false, false), fm("db1", true, true), fm("db2", true, true), fm("db3", true, false)}
+	round := ReachRound{Answered: map[string]bool{"db1": false, "db2": false, "db3": true}, Relayed: map[string]bool{"db1": false, "db2": false}}
+	if got := JudgeReach(split, "me", round); got.Connected() {
+		t.Fatalf("2|2 split with relays through the own side: %+v connected", got)
 	}
 }
 

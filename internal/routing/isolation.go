@@ -14,11 +14,13 @@ import (
 //
 // When a node the routed pool had in a role goes out because its agent
 // failed, the router holds it in that role and asks Reach for a round of
-// pings that includes it. A round that started after the failure decides:
-//   - connected, and the node did not answer: the failure is verified, the
+// pings that includes it. A round that started after the failure decides
+// (a member reached counts whether it answered this agent or a peer asked
+// to relay the ping, see pool.JudgeReach):
+//   - connected, and the node was not reached: the failure is verified, the
 //     node leaves the routed pool;
-//   - connected, and the node answered: it is alive and this agent's view is
-//     behind (a heal); it is held until gossip shows it alive, at most
+//   - connected, and the node was reached: it is alive and this agent's view
+//     is behind (a heal); it is held until gossip shows it alive, at most
 //     pool.SettleMax after the answer;
 //   - not connected: this agent is isolated; the node is held, and a new
 //     round asked at every resync, until a round finds the fleet again.
@@ -119,9 +121,9 @@ func (r *Router) holdUnverified(now time.Time, prev, next *pool.Pool, fleet pool
 			verify = append(verify, k.node)
 			continue
 		}
-		switch answered := round.Answered[k.node]; {
+		switch answered := round.Reached(k.node); {
 		case !answered:
-			r.log.Info("held node verified failed: it does not answer this agent's pings, and the fleet does",
+			r.log.Info("held node verified failed: it answers neither this agent's pings nor the peers' it reaches, and the fleet does",
 				"cluster", k.cluster, "node", k.node, "held", now.Sub(h.failedAt).Round(time.Millisecond).String())
 			delete(iso.holds, k)
 			continue
@@ -134,7 +136,7 @@ func (r *Router) holdUnverified(now time.Time, prev, next *pool.Pool, fleet pool
 			delete(iso.holds, k)
 			continue
 		}
-		h.Detail = "held: it answers this agent's pings; waiting for gossip to show it alive"
+		h.Detail = "held: it answers this agent's pings (directly or through a peer); waiting for gossip to show it alive"
 		verify, ask = append(verify, k.node), true
 	}
 	if ask && (askNow || now.Sub(iso.asked) >= reprobeEvery) &&

@@ -16,6 +16,7 @@ import (
 type fakeReach struct {
 	clock  *clockwork.FakeClock
 	up     map[string]bool
+	relay  map[string]bool // answer pings the peers relay, when a peer answered
 	asked  [][]string
 	latest pool.ReachRound
 }
@@ -25,11 +26,22 @@ func newFakeReach(w *world) *fakeReach { return &fakeReach{clock: w.clock, up: m
 func (f *fakeReach) Probe(names []string) bool {
 	f.asked = append(f.asked, slices.Clone(names))
 	ans := map[string]bool{}
+	peers := false
 	for _, n := range names {
 		ans[n] = f.up[n]
+		peers = peers || f.up[n]
+	}
+	var relayed map[string]bool
+	for _, n := range names {
+		if !ans[n] && peers && f.relay != nil {
+			if relayed == nil {
+				relayed = map[string]bool{}
+			}
+			relayed[n] = f.relay[n]
+		}
 	}
 	now := f.clock.Now()
-	f.latest = pool.ReachRound{Started: now, Finished: now, Answered: ans}
+	f.latest = pool.ReachRound{Started: now, Finished: now, Answered: ans, Relayed: relayed}
 	return true
 }
 
@@ -229,6 +241,68 @@ func TestScaleInNeverHoldsALaterFailure(t *testing.T) {
 	u := rec.last(t)
 	if u.Isolated || placeOf(u.Routed, "b") != "out:agent-failed" {
 		t.Fatalf("db b hung after the scale-in: isolated %v, b %s; want out (reach %+v)", u.Isolated, placeOf(u.Routed, "b"), u.Isolation.Reach)
+	}
+}
+
+// Issue 38: the same, but this agent does not hear db agent c (a lossy
+// path): within the window only the db agents can make it connected, and it
+// reaches a and app2 directly, c through them. b goes out at once.
+func TestScaleInThenHangWithADBAgentReachedThroughPeers(t *testing.T) {
+	apps := []string{"x1", "x2", "x3", "x4", "x5", "x6", "x7"}
+	ms := []pool.Member{app("me"), app("app2"), writer("a"), replica("b", 0), replica("c", 0)}
+	for _, n := range apps {
+		ms = append(ms, app(n))
+	}
+	view := fleet(ms...)
+	for _, tt := range []struct {
+		name     string
+		relay    map[string]bool
+		isolated bool
+		b        string
+	}{
+		{"c answers the peers", map[string]bool{"c": true}, false, "out:agent-failed"},
+		// Nobody reaches c: a majority of db agents is not reached, and the
+		// 7 still count. Held, as before.
+		{"c answers nobody", map[string]bool{}, true, "reader:"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld()
+			r, rec, fr := isoRouter(t, w)
+			fr.answer("app2", "a")
+			fr.relay = tt.relay
+			stepAt(r, w, 0, view()...)
+			settleAt(r, w, 1, view(apps...)...)
+			settleAt(r, w, 5, view(append(slices.Clone(apps), "b")...)...)
+			u := rec.last(t)
+			if u.Isolated != tt.isolated || placeOf(u.Routed, "b") != tt.b {
+				t.Fatalf("b hung 4 s after the scale-in: isolated %v, b %s; want %v, %s (reach %+v)", u.Isolated,
+					placeOf(u.Routed, "b"), tt.isolated, tt.b, u.Isolation.Reach)
+			}
+		})
+	}
+}
+
+// A held node that answers only a peer's relayed ping is alive: held, as
+// one that answers this agent is, until gossip shows it alive.
+func TestHeldNodeReachedThroughAPeerIsAlive(t *testing.T) {
+	view := fleet(app("me"), app("app2"), writer("a"), replica("b", 0), replica("c", 0))
+	w := newWorld()
+	r, rec, fr := isoRouter(t, w)
+	fr.answer() // cut off: b fails first, then every other
+	stepAt(r, w, 0, view()...)
+	settleAt(r, w, 1, view("b")...)
+	settleAt(r, w, 2, view("b", "a", "c", "app2")...)
+	if u := rec.last(t); !u.Isolated {
+		t.Fatalf("cut off: not isolated (%+v)", u.Isolation)
+	}
+	// The cut heals for all but b's path to this agent: b answers the
+	// peers only.
+	fr.answer("app2", "a", "c")
+	fr.relay = map[string]bool{"b": true}
+	settleAt(r, w, 4, view("b")...)
+	settleAt(r, w, 5, view("b")...)
+	if u := rec.last(t); u.Isolated || placeOf(u.Routed, "b") != "reader:" || !strings.Contains(detailOf(u.Routed, "b"), "answers") {
+		t.Fatalf("b answers the peers: isolated %v, b %s (%s); want held as a reader", u.Isolated, placeOf(u.Routed, "b"), detailOf(u.Routed, "b"))
 	}
 }
 

@@ -41,7 +41,14 @@ func TestIsolation(t *testing.T) {
 		t.Run("app_cut_30s", func(t *testing.T) { r.testAppCut(t, 30*time.Second, 1) })
 		t.Run("rack_loss", r.testRackLoss) // last: it kills db2 and db3
 	})
-	t.Run("kill7_then_hang", testKill7ThenHang)
+	t.Run("kill7_then_hang", func(t *testing.T) { testKill7ThenHang(t, 0, false) })
+	// Issue 38: the hang lands while the 7 still count in the isolation
+	// window (pool.isolation_window, 10 s); with one db agent unheard by
+	// app1, too.
+	for _, d := range isoHangDelays() {
+		t.Run("kill7_then_hang_"+d.String(), func(t *testing.T) { testKill7ThenHang(t, d, false) })
+		t.Run("kill7_then_hang_"+d.String()+"_db3_unheard", func(t *testing.T) { testKill7ThenHang(t, d, true) })
+	}
 }
 
 // isoTrials is the number of 1 s and 6 s cuts: $SHOAL_E2E_ISO_TRIALS or 3.
@@ -337,9 +344,27 @@ func (r *isoRig) testRackLoss(t *testing.T) {
 // Losing app agents never freezes db routing: no survivor reports isolated.
 // Then db2 hangs (its agent and its mysqld SIGSTOPped): every surviving
 // agent takes it out (not held) and both HAProxies stop routing to it,
-// within a normal detection time.
-func testKill7ThenHang(t *testing.T) {
-	s := Scenario(t, "iso_kill7_then_hang")
+// within a normal detection time. The hang comes delay after the kill (at
+// least once the 7 are failed everywhere), or, with delay 0, a second after
+// the 7 are failed everywhere.
+//
+// With unheard, app1 drops the gossip packets (UDP) of the other replica
+// (db3) from before the kill: memberlist still sees db3 alive through
+// others (indirect probes, TCP pings) but app1's own pings get no answer
+// from it. Within the window the 7 keep app1 from a majority of the
+// members, so only the db agents can make it connected, and it reaches one
+// of the two left directly: issue 38, the survivor held the hung host
+// 14-29 s "isolated" while db1, which it reaches, saw db2 failed too. It
+// must reach db3 through the peers it reaches and take db2 out.
+func testKill7ThenHang(t *testing.T, delay time.Duration, unheard bool) {
+	name := "iso_kill7_then_hang"
+	if delay > 0 {
+		name += "_" + delay.String()
+	}
+	if unheard {
+		name += "_db3_unheard"
+	}
+	s := Scenario(t, name)
 	c := NewCluster(s, Options{AppHosts: 2})
 	h := c.AddHost(s)
 	var seeds []string
@@ -373,6 +398,14 @@ func testKill7ThenHang(t *testing.T) {
 		s.Fatalf("the 7 extra agents did not join everywhere:\n%s", c.Describe())
 	}
 	s.Note("members: %d (%s)", len(c.Obs.Latest()[c.Apps[0].Name].Members), c.Obs.Latest()[c.Apps[0].Name].MembersString())
+	hung := c.Replicas()[0]
+	if unheard {
+		other := c.Replicas()[1]
+		if err := c.Apps[0].Host.IPTables("-A", "INPUT", "-s", other.Host.IP, "-p", "udp", "--sport", fmt.Sprint(GossipPort), "-j", "DROP"); err != nil {
+			s.Fatal(err)
+		}
+		s.Note("%s drops the gossip packets (UDP) of %s", c.Apps[0].Name, other.Name)
+	}
 	time.Sleep(2 * time.Second) // members of a settled cluster, not joiners
 
 	t0 := time.Now()
@@ -387,11 +420,15 @@ func testKill7ThenHang(t *testing.T) {
 	if !seen.OK {
 		s.Fatalf("the 7 killed agents not failed everywhere:\n%s", c.Describe())
 	}
-	time.Sleep(time.Second)
+	if delay > 0 {
+		time.Sleep(time.Until(t0.Add(delay)))
+	} else {
+		time.Sleep(time.Second)
+	}
 
-	hung := c.Replicas()[0]
 	survivors := c.AgentNames(hung.Name)
 	tHang := time.Now()
+	s.Note("hang at +%.3fs after the kill", tHang.Sub(t0).Seconds())
 	if err := hung.Agent.Signal(syscall.SIGSTOP); err != nil {
 		s.Fatal(err)
 	}
@@ -406,6 +443,15 @@ func testKill7ThenHang(t *testing.T) {
 	res := c.Obs.WaitAgents(survivors, tHang, limitFor(isoDetect), func(sn Snap) bool { return sn.OK() && sn.Role(hung.Name) == "out" })
 	if !within(s, "hung_out_on_every_survivor", res, isoDetect) {
 		failWithState(s, c, hung.Name+" (hung) not out on every survivor")
+		// How long it stayed: up to the isolation bound and a margin.
+		res = c.Obs.WaitAgents(survivors, tHang, 70*time.Second, func(sn Snap) bool { return sn.OK() && sn.Role(hung.Name) == "out" })
+	}
+	for _, n := range survivors {
+		if d, ok := res.Per[n]; ok {
+			s.Note("%s: %s (hung) out %.3fs after the hang", n, hung.Name, d.Seconds())
+		} else {
+			s.Note("%s: %s (hung) not out %.3fs after the hang", n, hung.Name, time.Since(tHang).Seconds())
+		}
 	}
 	for _, a := range c.Apps {
 		hx := c.Obs.WaitHAProxy(a.Name, tHang, limitFor(isoDetect), func(h HXSnap) bool {
@@ -534,4 +580,19 @@ func hxChanges(pre map[string]string, snaps []HXSnap, t0 time.Time) (spans []str
 		}
 	}
 	return spans, errs
+}
+
+// isoHangDelays are the delays from the kill of the 7 to the hang:
+// $SHOAL_E2E_ISO_DELAYS (seconds, comma-separated) or 4 and 10 s.
+func isoHangDelays() []time.Duration {
+	var out []time.Duration
+	for _, f := range strings.Split(os.Getenv("SHOAL_E2E_ISO_DELAYS"), ",") {
+		if n, err := strconv.ParseFloat(strings.TrimSpace(f), 64); err == nil && n > 0 {
+			out = append(out, time.Duration(n*float64(time.Second)))
+		}
+	}
+	if len(out) == 0 {
+		return []time.Duration{4 * time.Second, 10 * time.Second}
+	}
+	return out
 }
