@@ -209,6 +209,9 @@ func (r *Router) step() {
 		if iso.Isolated {
 			r.log.Warn("this agent cannot reach the fleet: holding the nodes whose failure it cannot verify",
 				"reached", iso.Reach.Reached, "fleet", iso.Reach.Fleet, "reached_db", iso.Reach.ReachedDB, "fleet_db", iso.Reach.FleetDB)
+		} else if iso.Expired {
+			r.log.Warn("isolation ended by its bound, not by reaching the fleet: held nodes are released",
+				"reached", iso.Reach.Reached, "fleet", iso.Reach.Fleet, "reached_db", iso.Reach.ReachedDB, "fleet_db", iso.Reach.FleetDB)
 		} else {
 			r.log.Info("this agent reaches the fleet again: held nodes are verified one by one",
 				"reached", iso.Reach.Reached, "fleet", iso.Reach.Fleet, "reached_db", iso.Reach.ReachedDB, "fleet_db", iso.Reach.FleetDB)
