@@ -38,8 +38,9 @@ type failoverState struct {
 	// deadSince: when the witnesses first agreed on the death of a
 	// cluster's writer, by cluster (term number, time).
 	deadSince map[string]deadMark
-	// goneSince: when this leader first saw the writer's agent gone from
-	// the gossip, by cluster: the slow path's lease counts from it.
+	// goneSince: when this voter first saw the writer's agent gone from
+	// the gossip, by cluster (kept on every voter, leading or not): the
+	// slow path's lease counts from it.
 	goneSince map[string]deadMark
 	running   map[string]bool      // clusters a failover runs for
 	retryAt   map[string]time.Time // a cluster's next try, after one did not go ahead

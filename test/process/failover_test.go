@@ -616,3 +616,64 @@ func atoi(t *testing.T, s string) int {
 	}
 	return n
 }
+
+// TestNoFailoverToAnErrantReplica: db3 took a write of its own (made
+// writable by mistake, binlogged with its server_id: an errant GTID) that
+// neither db1 nor db2 has. db1's mariadbd is killed: the failover passes
+// db3 over for it, though its position looks the most advanced, and
+// promotes db2, which lacks nothing but the errant transaction.
+func TestNoFailoverToAnErrantReplica(t *testing.T) {
+	f := startFailoverFleet(t, true)
+	f.write(t, 1, 3)
+	for _, name := range f.names[1:] {
+		if got := gtidWait(t, f.srvs[name], gtidOf(t, f.srvs["db1"]), 30*time.Second); got != 0 {
+			t.Fatalf("%s did not catch up: %d", name, got)
+		}
+	}
+	ctx := context.Background()
+	conn, err := f.srvs["db3"].DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"SET GLOBAL read_only=OFF", "INSERT INTO fo.t VALUES (100)", "SET GLOBAL read_only=ON"} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s on db3: %v", q, err)
+		}
+	}
+	conn.Close()
+	errant := gtidOf(t, f.srvs["db3"])
+	t.Logf("db3's errant write: gtid_current_pos %s (db1's %s)", errant, gtidOf(t, f.srvs["db1"]))
+	time.Sleep(2 * time.Second) // the errant position gossiped
+	f.srvs["db1"].PersistReadOnly(true)
+	f.srvs["db1"].Kill()
+	var said string
+	testkit.WaitFor(t, 30*time.Second, "a leader's decision on main", func() bool {
+		for _, name := range f.names {
+			if c := consensusOf(f.agents[name]); c != nil && c.Failovers["main"] != "" {
+				said = c.Failovers["main"]
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("the leader: %s", said)
+	for _, want := range []string{"failed over to db2", "db2 is the most advanced replica"} {
+		if !strings.Contains(said, want) {
+			t.Errorf("the leader's decision lacks %q", want)
+		}
+	}
+	testkit.WaitFor(t, 30*time.Second, "db2 the writer", func() bool {
+		w, ok := f.writerNow(f.names[1:])
+		return ok && w == "db2"
+	})
+	if m := f.missingOn(t, f.srvs["db2"]); len(m) > 0 {
+		t.Errorf("acknowledged rows %v missing on db2", m)
+	}
+	var leaderLog string
+	for _, name := range f.names {
+		leaderLog += f.agents[name].log.String()
+	}
+	if !strings.Contains(leaderLog, "errant transactions: "+errant) {
+		t.Errorf("no agent's log says db3 was passed over for its errant transaction %s", errant)
+	}
+}
