@@ -26,11 +26,15 @@ import (
 // received), and then the bench reseeds it: its copy of the test table
 // emptied, its binlog reset, replication from the new writer. BENCH_FAILOVER_TRIALS (default 20; QUICK 3) sets the kills,
 // BENCH_FAILOVER_FREEZES (default 20; QUICK 3) the host freezes: the
-// writer's agent and mariadbd SIGSTOPped, thawed once the term moved.
+// writer's agent and mariadbd SIGSTOPped, thawed once the term moved;
+// BENCH_FAILOVER_SEMISYNC (default 20; QUICK 3) the kills with MariaDB's
+// semi-synchronous replication on. Each trial counts the writes the dead
+// writer acknowledged that the new writer lacks (lost).
 func TestFailoverOutage(t *testing.T) {
 	e2e.Require(t)
 	trials := envInt("BENCH_FAILOVER_TRIALS", Pick(20, 3))
 	freezes := envInt("BENCH_FAILOVER_FREEZES", Pick(20, 3))
+	semiKills := envInt("BENCH_FAILOVER_SEMISYNC", Pick(20, 3))
 	start := time.Now()
 	ckey := e2e.Keygen(t)
 	c := e2e.NewCluster(t, e2e.Options{DBHosts: 3, AppHosts: 1, DBFlags: append(e2e.ConsensusFlags(ckey, 3), "--consensus-failover", "--consensus-failover-limit", "1000"),
@@ -57,6 +61,7 @@ func TestFailoverOutage(t *testing.T) {
 	type fault struct {
 		name   string
 		trials int
+		setup  func()                // before the first trial (nil: none)
 		do     func(old *e2e.DBHost) // kills the writer
 		undo   func(old *e2e.DBHost) // before the rejoin
 	}
@@ -73,10 +78,16 @@ func TestFailoverOutage(t *testing.T) {
 				_ = old.Agent.Signal(syscall.SIGCONT)
 				old.Server.Cont()
 			}},
+		{name: "mysqld kill, semi-sync", trials: semiKills, setup: func() { semiSync(t, c) },
+			do: func(old *e2e.DBHost) { old.Server.Kill() }, undo: func(*e2e.DBHost) {}},
 	}
 	outage, term := map[string][]float64{}, map[string][]float64{}
+	lost, ackedBefore := map[string]int{}, map[string]int{}
 	var diverged []string // each old writer's return, as its agent judged it
 	for _, f := range faults {
+		if f.setup != nil && f.trials > 0 {
+			f.setup()
+		}
 		for k := range f.trials {
 			old := c.Primary()
 			term0 := currentTerm(c, voters)
@@ -101,7 +112,11 @@ func TestFailoverOutage(t *testing.T) {
 			time.Sleep(5 * time.Second)
 			gap := longestGap(w.Writes(killed.Add(-time.Second), acked.Add(5*time.Second)))
 			outage[f.name], term[f.name] = append(outage[f.name], gap), append(term[f.name], took.Seconds())
-			t.Logf("%s %d of %s: term to %s in %.3fs, client write outage %.3fs", f.name, k+1, old.Name, next.Name, took.Seconds(), gap)
+			n, of := lostAcked(t, w, old, next, killed)
+			lost[f.name] += n
+			ackedBefore[f.name] += of
+			t.Logf("%s %d of %s: term to %s in %.3fs, client write outage %.3fs, acknowledged writes lost %d of %d in the 10 s before",
+				f.name, k+1, old.Name, next.Name, took.Seconds(), gap, n, of)
 			diverged = append(diverged, rejoin(t, c, old, next, term0+1))
 			if wr := c.Obs.WaitAgents(c.AgentNames(), time.Now(), 30*time.Second, func(s e2e.Snap) bool {
 				return s.OK() && len(s.Writers) == 1 && s.Writers[0] == next.Name && len(s.Readers) == 2
@@ -118,15 +133,22 @@ func TestFailoverOutage(t *testing.T) {
 		"re-points the other. Host freeze: the writer's agent and mariadbd are SIGSTOPped (a hung host); the replicas' IO threads " +
 		"report running but receive nothing, not even heartbeats (`MASTER_HEARTBEAT_PERIOD=1`), which they publish after 3 periods, and " +
 		"the leader waits the writer's lease (5 s) and raft's leader lease (0.5 s) from when it first saw the agent gone; the frozen " +
-		"host is thawed once the new writer holds the term. A client writes through HAProxy's write port every 10 ms, a new connection each; the outage is the longest gap " +
+		"host is thawed once the new writer holds the term. Semi-sync: the same kill with MariaDB's built-in semi-synchronous replication " +
+		"on every server (`rpl_semi_sync_master_enabled`, `rpl_semi_sync_slave_enabled`, wait point `AFTER_SYNC`): a write is acknowledged " +
+		"only once a replica received it. Lost writes: the writes the dead writer acknowledged in the 10 s before the fault whose row " +
+		"the new writer lacks. A client writes through HAProxy's write port every 10 ms, a new connection each; the outage is the longest gap " +
 		"between two acknowledged writes from 1 s before the kill to 5 s after the new writer's first. Between trials the dead server is " +
 		"restarted read-only; its own agent makes it a replica of the new writer, or leaves it diverged and the bench reseeds it.\n\n")
-	fmt.Fprintf(&b, "Command: `sudo go test -tags 'bench e2e' -count=1 -v -run '^TestFailoverOutage$' ./test/bench/`. Trials: %d kills, %d freezes. This run took %s.\n\n",
-		trials, freezes, time.Since(start).Round(time.Second))
+	fmt.Fprintf(&b, "Command: `sudo go test -tags 'bench e2e' -count=1 -v -run '^TestFailoverOutage$' ./test/bench/`. Trials: %d kills, %d freezes, %d semi-sync kills. This run took %s.\n\n",
+		trials, freezes, semiKills, time.Since(start).Round(time.Second))
 	b.WriteString("| fault | what | trials | p50 (s) | p90 | p99 | max |\n|---|---|---|---|---|---|---|\n")
 	for _, f := range faults {
 		fmt.Fprintf(&b, "| %s | client write outage | %d | %s |\n", f.name, len(outage[f.name]), Summarize(outage[f.name]).Cells())
 		fmt.Fprintf(&b, "| %s | fault → next term on every other voter | %d | %s |\n", f.name, len(term[f.name]), Summarize(term[f.name]).Cells())
+	}
+	b.WriteString("\n| fault | trials | writes the dead writer acknowledged in the 10 s before | of them, missing on the new writer (lost) |\n|---|---|---|---|\n")
+	for _, f := range faults {
+		fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", f.name, len(outage[f.name]), ackedBefore[f.name], lost[f.name])
 	}
 	nd := 0
 	for _, r := range diverged {
@@ -239,4 +261,68 @@ func rejoin(t *testing.T, c *e2e.Cluster, old, next *e2e.DBHost, term uint64) st
 	}
 	old.Server.WaitReplicating(30 * time.Second)
 	return said
+}
+
+// semiSync turns on MariaDB's built-in semi-synchronous replication on
+// every server (master and slave sides, AFTER_SYNC), at runtime and in its
+// file, and restarts the replicas' IO threads so that they ack; it waits
+// until the writer has both replicas as semi-sync clients.
+func semiSync(t *testing.T, c *e2e.Cluster) {
+	t.Helper()
+	for _, d := range c.DBs {
+		for _, kv := range []string{"rpl_semi_sync_master_wait_point=AFTER_SYNC", "rpl_semi_sync_master_enabled=ON", "rpl_semi_sync_slave_enabled=ON"} {
+			d.Server.PersistSetting(kv)
+			d.Server.MustExec("SET GLOBAL " + kv)
+		}
+	}
+	for _, d := range c.DBs {
+		if d != c.Primary() {
+			d.Server.MustExec("STOP SLAVE IO_THREAD")
+			d.Server.MustExec("START SLAVE IO_THREAD")
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var name string
+		var n int
+		err := c.Primary().Server.DB().QueryRow("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_master_clients'").Scan(&name, &n)
+		if err == nil && n == len(c.DBs)-1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("semi-sync: the writer has %d semi-sync clients after 30s (%v), want %d", n, err, len(c.DBs)-1)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// lostAcked counts the writes old acknowledged in the 10 s before killed
+// whose row next lacks (lost), and those writes.
+func lostAcked(t *testing.T, w *e2e.InvWriter, old, next *e2e.DBHost, killed time.Time) (lost, acked int) {
+	t.Helper()
+	from := killed.Add(-10 * time.Second)
+	rows, err := next.Server.DB().Query("SELECT app, DATE_FORMAT(sent, '%Y-%m-%d %H:%i:%s.%f') FROM "+e2e.InvTable+" WHERE sent >= ?", from.Add(-time.Second).UTC())
+	if err != nil {
+		t.Fatalf("rows of %s: %v", next.Name, err)
+	}
+	defer rows.Close()
+	have := map[string]bool{}
+	for rows.Next() {
+		var app, sent string
+		if err := rows.Scan(&app, &sent); err != nil {
+			t.Fatal(err)
+		}
+		have[app+"@"+sent] = true
+	}
+	id := int64(old.Server.ServerID())
+	for _, op := range w.Writes(from, killed.Add(time.Second)) {
+		if !op.OK() || op.ServerID != id {
+			continue
+		}
+		acked++
+		if !have[op.App+"@"+op.Sent.UTC().Format("2006-01-02 15:04:05.000000")] {
+			lost++
+		}
+	}
+	return lost, acked
 }

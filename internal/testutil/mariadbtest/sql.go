@@ -173,6 +173,20 @@ func (s *Server) PersistReadOnly(on bool) {
 	}
 }
 
+// PersistSetting adds a line to the [mariadbd] section of the server's
+// file ("rpl_semi_sync_slave_enabled=ON"), for its next start; the running
+// server is not changed.
+func (s *Server) PersistSetting(line string) {
+	s.t.Helper()
+	s.mu.Lock()
+	s.cfg.Extra = append(s.cfg.Extra, line)
+	err := s.cfg.Write()
+	s.mu.Unlock()
+	if err != nil {
+		s.t.Fatalf("mariadbtest: %v", err)
+	}
+}
+
 // WaitReplicating waits until both replication threads report Yes.
 func (s *Server) WaitReplicating(timeout time.Duration) {
 	s.t.Helper()
