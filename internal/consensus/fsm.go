@@ -190,7 +190,7 @@ func (f *FSM) grant(g pool.Grant, switchID string) (pool.Term, error) {
 		f.switches[g.Term.Cluster] = in
 		if in.Kind == KindFailover {
 			f.failovers[g.Term.Cluster] = Failover{Cluster: in.Cluster, Term: g.Term.Number, Old: in.Old, OldServerID: in.OldServerID,
-				Target: in.Target, Position: in.Position}
+				Target: in.Target, Position: in.Position, Timers: in.Timers}
 		}
 	}
 	f.terms[g.Term.Cluster] = g.Term

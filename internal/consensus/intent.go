@@ -49,6 +49,9 @@ type SwitchIntent struct {
 	// only without any.
 	Position    string `json:"position,omitempty"`
 	OldServerID uint32 `json:"old_server_id,omitempty"`
+	// Timers are the target's replication timers as a replica (from the
+	// survey): the old writer rejoins with them.
+	Timers *ReplTimers `json:"timers,omitempty"`
 }
 
 // Failover is the record of the latest failover of a cluster, kept in the
@@ -61,6 +64,9 @@ type Failover struct {
 	OldServerID uint32 `json:"old_server_id,omitempty"`
 	Target      string `json:"target"`
 	Position    string `json:"position"`
+	// Timers: the target's replication timers (nil: unknown), which a
+	// rejoining old writer takes.
+	Timers *ReplTimers `json:"timers,omitempty"`
 }
 
 // maxPosition bounds a promotion position: a GTID list of a few domains.

@@ -26,6 +26,9 @@ type Survey struct {
 	SlavePos   string // @@gtid_slave_pos after the drain
 	CurrentPos string // @@gtid_current_pos after the drain
 	Drained    bool   // the SQL thread applied IOPos within the wait
+	// Timers are its replication's connect retry and heartbeat period
+	// (zero: unknown), which the servers re-pointed to it take.
+	Timers Timers
 }
 
 // ErrNotMariaDB is Survey's error on a MySQL server.
@@ -61,6 +64,7 @@ func (a *Actuator) Survey(ctx context.Context, drain time.Duration) (Survey, err
 		}
 		if st != nil {
 			sv.Replica = true
+			sv.Timers = replicaTimers(ctx, conn, fl)
 			if _, err := conn.ExecContext(ctx, "STOP SLAVE IO_THREAD"); err != nil {
 				return fmt.Errorf("STOP SLAVE IO_THREAD: %w", err)
 			}

@@ -205,7 +205,9 @@ func TestSurveyCaughtUpMariaDB(t *testing.T) {
 		}
 		return sv
 	}
-	replica := Survey{Flavor: "mariadb", ServerID: uint32(r.ServerID()), ReadOnly: true, Replica: true, SQLRunning: true, Drained: true}
+	// mariadbtest's replicas: MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1, which the survey reads.
+	replica := Survey{Flavor: "mariadb", ServerID: uint32(r.ServerID()), ReadOnly: true, Replica: true, SQLRunning: true, Drained: true,
+		Timers: Timers{ConnectRetry: 1, HeartbeatPeriod: 1}}
 
 	want := replica
 	want.IOPos, want.BinlogPos, want.SlavePos, want.CurrentPos = pos, pos, pos, pos

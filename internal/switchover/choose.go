@@ -92,6 +92,7 @@ type candidate struct {
 	Pos, Received gtidList
 	Survey        consensus.SurveyAnswer
 	SQLError      string
+	Timers        *consensus.ReplTimers // its replication timers, from the survey
 	// Hint: not surveyed (its agent is gone or did not answer); Pos is
 	// its last gossiped position, which the pick must hold too.
 	Hint bool

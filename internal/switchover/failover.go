@@ -245,6 +245,7 @@ func (s *Switcher) failover(ctx context.Context, n Voter, t pool.Term, death str
 	for _, c := range surveyed {
 		if c.Name == ch.Pick {
 			in.Position = formatList(c.Pos) // the promotion position: what a returning old writer is judged by
+			in.Timers = c.Timers
 		}
 	}
 	if _, err := n.BeginSwitch(ctx, in); err != nil {
@@ -401,6 +402,7 @@ func surveyed(c candidate, ans consensus.SwitchAnswer, err error) candidate {
 	}
 	c.Survey = *ans.Survey
 	c.SQLError = ans.Detail
+	c.Timers = ans.Timers
 	if c.Pos, err = parseGTIDList(ans.GTID); err == nil {
 		c.Received, err = parseGTIDList(ans.Survey.Received)
 	}
@@ -446,6 +448,7 @@ func (s *Switcher) surveyHere(ctx context.Context, act Actuator, st consensus.Sw
 	}
 	ans.GTID = sv.CurrentPos
 	ans.Detail = sv.SQLError
+	ans.Timers = replTimers(sv.Timers)
 	ans.Survey = &consensus.SurveyAnswer{ServerID: sv.ServerID, Replica: sv.Replica, SQLRunning: sv.SQLRunning, Drained: sv.Drained,
 		Received: sv.IOPos, Own: ownGTIDs(sv.BinlogPos, sv.ServerID), Promotion: s.cfg.Promotion}
 	return nil

@@ -44,7 +44,7 @@ func (s *Switcher) FailoverNow(ctx context.Context, req view.FailoverRequest) (v
 	res.Pick, res.Candidates = ch.Pick, failoverCandidates(ch, members)
 	res.Why = "by the gossiped positions, no candidate may be promoted (a run surveys each candidate first)"
 	if ch.Pick != "" {
-		res.Why = fmt.Sprintf("by the gossiped positions, %s has every transaction the other candidates have (a run surveys each candidate first: its own position, what it received, errant transactions)", ch.Pick)
+		res.Why = fmt.Sprintf("by the gossiped positions, %s has every transaction the other candidates have (a run surveys each candidate first: its own position, what it received, errant transactions, its promotion rule)", ch.Pick)
 	}
 	if req.DryRun {
 		return res, nil

@@ -425,6 +425,7 @@ func failedOver(t *testing.T) *fleet {
 	t.Helper()
 	f := newFleet(t, true)
 	deadWriter(f)
+	f.servers["db3"].survey.Timers = fence.Timers{ConnectRetry: 2, HeartbeatPeriod: 0.5}
 	ctx := context.Background()
 	leader := f.sw["db2"]
 	leader.judgeWriters(ctx)
@@ -435,7 +436,11 @@ func failedOver(t *testing.T) *fleet {
 		return tm.Number == 2 && tm.Writer == "db3" && len(f.raft.fsm.Switches()) == 0 && !leader.failoverRunning("main")
 	})
 	want := consensus.Failover{Cluster: "main", Term: 2, Old: "db1", OldServerID: 1, Target: "db3", Position: "0-1-12"}
-	if got := f.raft.fsm.Failovers()["main"]; got != want {
+	got := f.raft.fsm.Failovers()["main"]
+	if tm := got.Timers; tm == nil || *tm != (consensus.ReplTimers{ConnectRetry: 2, HeartbeatMS: 500}) {
+		t.Fatalf("failover record's timers %+v, want db3's survey's", tm)
+	}
+	if got.Timers = nil; got != want {
 		t.Fatalf("failover record %+v, want %+v", got, want)
 	}
 	return f
@@ -489,6 +494,9 @@ func TestFailedOverWriterReturns(t *testing.T) {
 		r := old.Returns()["main"]
 		if r.Lost != 0 || r.NewRole != "replica of db3" || !slices.Equal(ops(f, "db1"), []string{"repoint"}) || !f.servers["db1"].former {
 			t.Errorf("return %+v, steps %v, former writer %v", r, ops(f, "db1"), f.servers["db1"].former)
+		}
+		if tm := f.servers["db1"].timers; tm != (fence.Timers{ConnectRetry: 2, HeartbeatPeriod: 0.5}) {
+			t.Errorf("db1 rejoined with timers %+v, want db3's (its heartbeat period: a silent writer is seen by it)", tm)
 		}
 		// Another agent (not the old writer) judges nothing.
 		f.sw["db2"].checkReturn(ctx)

@@ -201,9 +201,7 @@ func (s *Switcher) promoteHere(ctx context.Context, act Actuator, st consensus.S
 	if err != nil {
 		return err
 	}
-	if tm.ConnectRetry > 0 || tm.HeartbeatPeriod > 0 {
-		ans.Timers = &consensus.ReplTimers{ConnectRetry: min(tm.ConnectRetry, 86400), HeartbeatMS: min(int64(tm.HeartbeatPeriod*1000), 4294967000)}
-	}
+	ans.Timers = replTimers(tm)
 	s.unhold(st.Cluster)
 	s.history(st, "read-only", "writable", fmt.Sprintf("switchover from %s by %s: holds term %d, replication reset, read_only=OFF", st.Old, st.By, st.From+1))
 	return nil
@@ -216,9 +214,7 @@ func (s *Switcher) repointHere(ctx context.Context, act Actuator, st consensus.S
 		return errors.New("the target does not replicate from itself")
 	}
 	src := fence.Source{Addr: st.Addr, FormerWriter: st.Old == self, User: s.cfg.ReplUser, Password: s.cfg.ReplPassword}
-	if t := st.Timers; t != nil {
-		src.Timers = fence.Timers{ConnectRetry: t.ConnectRetry, HeartbeatPeriod: float64(t.HeartbeatMS) / 1000}
-	}
+	src.Timers = fenceTimers(st.Timers)
 	if err := act.Repoint(ctx, src); err != nil {
 		if errors.Is(err, fence.ErrNoReplicationAccount) {
 			return fmt.Errorf("%w: set mysql.replication_user and mysql.replication_password_file on %s", err, self)
@@ -254,4 +250,22 @@ func (s *Switcher) waitHeld(ctx context.Context, cluster string, number uint64) 
 		case <-clk.After(heldEvery):
 		}
 	}
+}
+
+// replTimers are a server's replication timers as steps carry them (nil
+// when none is known).
+func replTimers(tm fence.Timers) *consensus.ReplTimers {
+	if tm.ConnectRetry <= 0 && tm.HeartbeatPeriod <= 0 {
+		return nil
+	}
+	return &consensus.ReplTimers{ConnectRetry: min(tm.ConnectRetry, 86400), HeartbeatMS: min(int64(tm.HeartbeatPeriod*1000), 4294967000)}
+}
+
+// fenceTimers are timers a step carries, for a re-point (zero: keep the
+// server's).
+func fenceTimers(t *consensus.ReplTimers) fence.Timers {
+	if t == nil {
+		return fence.Timers{}
+	}
+	return fence.Timers{ConnectRetry: t.ConnectRetry, HeartbeatPeriod: float64(t.HeartbeatMS) / 1000}
 }

@@ -130,7 +130,8 @@ func (s *Switcher) judgeReturn(ctx context.Context, rec consensus.Failover, sv f
 			"lost", r.Lost, "gtids", r.LostSet, "binlog", sv.BinlogPos, "promoted", rec.Position)
 		return r
 	}
-	if err := s.cfg.Actuator.Repoint(ctx, fence.Source{Addr: addr, User: s.cfg.ReplUser, Password: s.cfg.ReplPassword, FormerWriter: true}); err != nil {
+	src := fence.Source{Addr: addr, User: s.cfg.ReplUser, Password: s.cfg.ReplPassword, FormerWriter: true, Timers: fenceTimers(rec.Timers)}
+	if err := s.cfg.Actuator.Repoint(ctx, src); err != nil {
 		log.Warn("failover return: cannot re-point this server to the new writer; trying again", "error", err)
 		return Return{}
 	}

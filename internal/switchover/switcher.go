@@ -98,8 +98,8 @@ type Config struct {
 	// Promotion is this server's promotion rule (consensus.promotion),
 	// answered in a failover's survey.
 	Promotion string
-	Clock         clockwork.Clock
-	Log           *slog.Logger
+	Clock     clockwork.Clock
+	Log       *slog.Logger
 }
 
 // Switcher is one agent's part in switchovers: the one it coordinates,
