@@ -221,9 +221,9 @@ func waitAck(w *e2e.InvWriter, d *e2e.DBHost, since time.Time, limit time.Durati
 
 // rejoin restarts the dead server (read-only by its file) and waits for
 // its agent to judge it (the failover of term): a replica of next when it
-// held nothing next lacks; else diverged, and then the bench reseeds it:
-// its table emptied, its binlog reset, replication from next's current
-// position. It returns the agent's judgement.
+// held nothing next lacks; else diverged, and then the bench rewinds it
+// to the promotion position its agent names. It returns the agent's
+// judgement.
 func rejoin(t *testing.T, c *e2e.Cluster, old, next *e2e.DBHost, term uint64) string {
 	t.Helper()
 	old.Server.Restart()
