@@ -42,6 +42,10 @@ type failoverState struct {
 	// the gossip, by cluster (kept on every voter, leading or not): the
 	// slow path's lease counts from it.
 	goneSince map[string]deadMark
+	// leaderSeen: when this voter last saw each node lead raft; a writer
+	// whose agent led shortly before it was seen gone needs raft's leader
+	// lease on top of the writer's lease.
+	leaderSeen map[string]time.Time
 	running   map[string]bool      // clusters a failover runs for
 	retryAt   map[string]time.Time // a cluster's next try, after one did not go ahead
 	started   map[string][]time.Time
@@ -64,6 +68,7 @@ type heldMark struct {
 func (f *failoverState) init() {
 	f.deadSince = map[string]deadMark{}
 	f.goneSince = map[string]deadMark{}
+	f.leaderSeen = map[string]time.Time{}
 	f.running = map[string]bool{}
 	f.retryAt = map[string]time.Time{}
 	f.started = map[string][]time.Time{}
@@ -105,6 +110,11 @@ func (s *Switcher) judgeWriters(ctx context.Context) {
 	members := s.cfg.Members()
 	now := s.cfg.Clock.Now()
 	leader := n.IsLeader()
+	if l := n.Status().Leader; l != "" {
+		f.mu.Lock()
+		f.leaderSeen[l] = now
+		f.mu.Unlock()
+	}
 	intents := n.FSM().Switches()
 	for cluster, t := range n.FSM().Terms() {
 		v := writerDeath(t, members)
@@ -141,7 +151,7 @@ func (s *Switcher) judgeWriters(ctx context.Context) {
 		// silence within that lease.
 		ready := now.Sub(d.since) >= confirmFast
 		if !v.Fast {
-			ready = ready && now.Sub(f.goneSince[cluster].since) >= s.cfg.Lease+s.cfg.LeaderLease
+			ready = ready && now.Sub(f.goneSince[cluster].since) >= s.slowWait(t.Writer, f.goneSince[cluster].since)
 		}
 		go_ := ready && !f.running[cluster] && !now.Before(f.retryAt[cluster])
 		if go_ {
@@ -160,6 +170,19 @@ func (s *Switcher) judgeWriters(ctx context.Context) {
 			s.cfg.Go(func() { s.releaseFailover(cluster, s.failover(ctx, n, t, v.Why)) })
 		}
 	}
+}
+
+// slowWait is how long after the writer's agent was first seen gone (at
+// gone) the slow path waits: the writer's lease, after which a follower
+// that lost contact when it was cut or froze (before the gossip saw it
+// gone) has fenced itself; and raft's leader lease more when the writer's
+// agent led raft within a lease before (a leader counts as in contact
+// until it steps down). f.mu held.
+func (s *Switcher) slowWait(writer string, gone time.Time) time.Duration {
+	if seen, ok := s.fo.leaderSeen[writer]; ok && !seen.Before(gone.Add(-s.cfg.Lease)) {
+		return s.cfg.Lease + s.cfg.LeaderLease
+	}
+	return s.cfg.Lease
 }
 
 // failoverLimit bounds the failovers of one cluster this leader starts in

@@ -514,3 +514,42 @@ func TestFailedOverWriterReturns(t *testing.T) {
 		}
 	})
 }
+
+// A writer whose agent led raft when it froze: the slow path waits raft's
+// leader lease on top of the writer's lease (a leader counts as in contact
+// until it steps down), counted from when a voter that did not lead yet
+// first saw it gone.
+func TestFrozenLeaderWriterWaitsTheLeaderLeaseToo(t *testing.T) {
+	f := newFleet(t, true)
+	deadWriter(f)
+	f.setMember("db1", pool.StatusFailed, nil)
+	for i, n := range []string{"db2", "db3"} {
+		f.setMember(n, pool.StatusAlive, &tags.Health{State: tags.Passing, ReadOnly: true, Replica: true, IORunning: true, SQLRunning: true,
+			NotReceiving: true, ServerID: uint32(i + 2), SourceServerID: 1})
+	}
+	setLeader := func(n string) {
+		f.raft.mu.Lock()
+		f.raft.leader = n
+		f.raft.mu.Unlock()
+	}
+	sw := f.sw["db2"]
+	sw.cfg.Lease, sw.cfg.LeaderLease = 5*time.Second, 500*time.Millisecond
+	ctx := context.Background()
+	setLeader("db1")
+	sw.judgeWriters(ctx) // t=0: db1 leads in db2's view, and is gone
+	f.clock.Advance(1500 * time.Millisecond)
+	setLeader("db2") // elected
+	sw.judgeWriters(ctx)
+	f.clock.Advance(3500 * time.Millisecond)
+	sw.judgeWriters(ctx) // t=5s: a lease after it went, not the leader lease more
+	time.Sleep(50 * time.Millisecond)
+	if o := ops(f, "db3"); len(o) != 0 {
+		t.Fatalf("surveyed a lease after a leading writer went, before raft's leader lease: %v", o)
+	}
+	f.clock.Advance(500 * time.Millisecond)
+	sw.judgeWriters(ctx)
+	testkit.WaitFor(t, 10*time.Second, "term 2 to db3", func() bool {
+		tm := f.raft.fsm.Term("main")
+		return tm.Number == 2 && tm.Writer == "db3"
+	})
+}

@@ -134,7 +134,7 @@ func TestFailoverOutage(t *testing.T) {
 		"mysqld down, every replica lost it, for 0.5 s), surveys the replicas, grants the next term to the most advanced, promotes it and " +
 		"re-points the other. Host freeze: the writer's agent and mariadbd are SIGSTOPped (a hung host); the replicas' IO threads " +
 		"report running but receive nothing, not even heartbeats (`MASTER_HEARTBEAT_PERIOD=1`), which they publish after 3 periods, and " +
-		"the leader waits the writer's lease (5 s) and raft's leader lease (0.5 s) from when it first saw the agent gone; the frozen " +
+		"the leader waits the writer's lease (5 s; and raft's leader lease, 0.5 s, when the frozen agent led raft) from when it first saw the agent gone; the frozen " +
 		"host is thawed once the new writer holds the term. Semi-sync: the same kill with MariaDB's built-in semi-synchronous replication " +
 		"on every server (`rpl_semi_sync_master_enabled`, `rpl_semi_sync_slave_enabled`, wait point `AFTER_SYNC`, `rpl_semi_sync_master_wait_no_slave=OFF`): a write is acknowledged " +
 		"only once a replica received it. Lost writes: the writes the dead writer acknowledged in the 10 s before the fault whose row " +
