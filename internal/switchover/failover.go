@@ -46,9 +46,9 @@ type failoverState struct {
 	// whose agent led shortly before it was seen gone needs raft's leader
 	// lease on top of the writer's lease.
 	leaderSeen map[string]time.Time
-	running   map[string]bool      // clusters a failover runs for
-	retryAt   map[string]time.Time // a cluster's next try, after one did not go ahead
-	started   map[string][]time.Time
+	running    map[string]bool      // clusters a failover runs for
+	retryAt    map[string]time.Time // a cluster's next try, after one did not go ahead
+	started    map[string][]time.Time
 	// held: the survey this server stands still for, by cluster.
 	held map[string]heldMark
 	// last is the latest failover decision, for the status.
