@@ -162,22 +162,11 @@ func TestSwitchIntentSnapshot(t *testing.T) {
 	if _, err := apply(t, f, index, b, err); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf memSink
-	if err := snap.Persist(&buf); err != nil {
-		t.Fatal(err)
-	}
-	g := NewFSM(nil)
-	if err := g.Restore(io.NopCloser(bytes.NewReader(buf.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
+	g, snapshot := roundTrip(t, f)
 	if in, ok := g.Switch("main"); !ok || in != sampleIntent("0123456789abcdef") {
 		t.Errorf("restored intent %+v %v", in, ok)
 	}
-	bad := strings.Replace(buf.String(), `"target":"db2"`, `"target":"db1"`, 1)
+	bad := strings.Replace(snapshot, `"target":"db2"`, `"target":"db1"`, 1)
 	if err := NewFSM(nil).Restore(io.NopCloser(strings.NewReader(bad))); err == nil || !strings.Contains(err.Error(), "restore switchovers") {
 		t.Errorf("a snapshot with a bad intent: %v", err)
 	}
@@ -223,22 +212,11 @@ func TestFailoverRecord(t *testing.T) {
 	if got := f.Failovers()["main"]; got != want {
 		t.Fatalf("record %+v, want %+v", got, want)
 	}
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf memSink
-	if err := snap.Persist(&buf); err != nil {
-		t.Fatal(err)
-	}
-	g := NewFSM(nil)
-	if err := g.Restore(io.NopCloser(bytes.NewReader(buf.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
+	g, snapshot := roundTrip(t, f)
 	if got := g.Failovers()["main"]; got != want {
 		t.Errorf("restored record %+v, want %+v", got, want)
 	}
-	bad := strings.Replace(buf.String(), `"position":"0-1-21,1-3-4"}`, `"position":"0-1-21'; DROP"}`, 1)
+	bad := strings.Replace(snapshot, `"position":"0-1-21,1-3-4"}`, `"position":"0-1-21'; DROP"}`, 1)
 	if err := NewFSM(nil).Restore(io.NopCloser(strings.NewReader(bad))); err == nil || !strings.Contains(err.Error(), "restore failovers") {
 		t.Errorf("a snapshot with a bad record: %v", err)
 	}
@@ -261,4 +239,23 @@ func TestFailoverRecord(t *testing.T) {
 	if _, err := EncodeSwitchBegin(in); err == nil || !strings.Contains(err.Error(), "position") {
 		t.Errorf("a bad position: %v", err)
 	}
+}
+
+// roundTrip persists f's snapshot and restores it into a new FSM; it
+// returns that and the snapshot.
+func roundTrip(t *testing.T, f *FSM) (*FSM, string) {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf memSink
+	if err := snap.Persist(&buf); err != nil {
+		t.Fatal(err)
+	}
+	g := NewFSM(nil)
+	if err := g.Restore(io.NopCloser(bytes.NewReader(buf.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	return g, buf.String()
 }

@@ -50,21 +50,11 @@ func (a *Actuator) Survey(ctx context.Context, drain time.Duration) (Survey, err
 	drain = max(drain, 0)
 	var sv Survey
 	err := a.do(ctx, drain+DefaultTimeout, func(ctx context.Context, conn *sql.Conn) error {
-		fl, err := a.flavorOn(ctx, conn)
-		if err != nil {
+		if err := a.lookOn(ctx, conn, &sv); err != nil {
 			return err
 		}
-		sv.Flavor = fl
-		if fl == string(probe.FlavorMySQL) {
-			return ErrNotMariaDB
-		}
-		st, err := replicaStatus(ctx, conn)
-		if err != nil {
-			return err
-		}
-		if st != nil {
-			sv.Replica = true
-			sv.Timers = replicaTimers(ctx, conn, fl)
+		if sv.Replica {
+			sv.Timers = replicaTimers(ctx, conn, sv.Flavor)
 			if _, err := conn.ExecContext(ctx, "STOP SLAVE IO_THREAD"); err != nil {
 				return fmt.Errorf("STOP SLAVE IO_THREAD: %w", err)
 			}
@@ -83,22 +73,31 @@ func (a *Actuator) Survey(ctx context.Context, drain time.Duration) (Survey, err
 func (a *Actuator) Positions(ctx context.Context) (Survey, error) {
 	var sv Survey
 	err := a.do(ctx, a.cfg.Timeout, func(ctx context.Context, conn *sql.Conn) error {
-		fl, err := a.flavorOn(ctx, conn)
-		if err != nil {
+		if err := a.lookOn(ctx, conn, &sv); err != nil {
 			return err
 		}
-		sv.Flavor = fl
-		if fl == string(probe.FlavorMySQL) {
-			return ErrNotMariaDB
-		}
-		st, err := replicaStatus(ctx, conn)
-		if err != nil {
-			return err
-		}
-		sv.Replica = st != nil
 		return readPositions(ctx, conn, &sv)
 	})
 	return sv, err
+}
+
+// lookOn reads the flavor (MariaDB only: ErrNotMariaDB) and whether a
+// replication source is configured into sv.
+func (a *Actuator) lookOn(ctx context.Context, conn *sql.Conn, sv *Survey) error {
+	fl, err := a.flavorOn(ctx, conn)
+	if err != nil {
+		return err
+	}
+	sv.Flavor = fl
+	if fl == string(probe.FlavorMySQL) {
+		return ErrNotMariaDB
+	}
+	st, err := replicaStatus(ctx, conn)
+	if err != nil {
+		return err
+	}
+	sv.Replica = st != nil
+	return nil
 }
 
 // drainRelay reads what the stopped IO thread received and waits, up to

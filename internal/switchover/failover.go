@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -327,11 +328,7 @@ func (s *Switcher) failoverDecided(cluster, what string) {
 func (s *Switcher) LastFailover() map[string]string {
 	s.fo.mu.Lock()
 	defer s.fo.mu.Unlock()
-	out := make(map[string]string, len(s.fo.last))
-	for c, w := range s.fo.last {
-		out[c] = w
-	}
-	return out
+	return maps.Clone(s.fo.last)
 }
 
 // candidates are the cluster's db members other than the dead writer

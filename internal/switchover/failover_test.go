@@ -169,22 +169,33 @@ func TestFailoverWaitsForTheLeaseWhenTheAgentIsGone(t *testing.T) {
 	})
 }
 
+// frozenWriter is deadWriter's fleet with db1's agent failed and both
+// replicas' IO threads running, receiving nothing when silent.
+func frozenWriter(t *testing.T, silent bool) *fleet {
+	f := newFleet(t, true)
+	deadWriter(f)
+	f.setMember("db1", pool.StatusFailed, nil)
+	replicasHear(f, silent)
+	return f
+}
+
+// replicasHear sets db2's and db3's health: IO thread running, and
+// receiving nothing when silent.
+func replicasHear(f *fleet, silent bool) {
+	for i, n := range []string{"db2", "db3"} {
+		f.setMember(n, pool.StatusAlive, &tags.Health{State: tags.Passing, ReadOnly: true, Replica: true, IORunning: true, SQLRunning: true,
+			NotReceiving: silent, ServerID: uint32(i + 2), SourceServerID: 1})
+	}
+}
+
 // A frozen host (agent and mysqld stopped): the replicas' IO threads run
 // on but receive nothing after a few heartbeat periods. The lease counts
 // from the first time the leader saw the writer's agent gone, not from
 // when the replicas noticed: the failover starts a lease after the agent
 // went, not a lease after the silence.
 func TestFrozenWriterFailsOverALeaseAfterItsAgentWent(t *testing.T) {
-	f := newFleet(t, true)
-	deadWriter(f)
-	f.setMember("db1", pool.StatusFailed, nil)
-	receiving := func(nr bool) {
-		for i, n := range []string{"db2", "db3"} {
-			f.setMember(n, pool.StatusAlive, &tags.Health{State: tags.Passing, ReadOnly: true, Replica: true, IORunning: true, SQLRunning: true,
-				NotReceiving: nr, ServerID: uint32(i + 2), SourceServerID: 1})
-		}
-	}
-	receiving(false)
+	f := frozenWriter(t, false)
+	receiving := func(nr bool) { replicasHear(f, nr) }
 	leader := f.sw["db2"]
 	leader.cfg.Lease = 5 * time.Second
 	ctx := context.Background()
@@ -208,13 +219,7 @@ func TestFrozenWriterFailsOverALeaseAfterItsAgentWent(t *testing.T) {
 // Replicas that receive again (the host thawed) call the failover off,
 // however long the agent was gone.
 func TestNoFailoverOnceTheReplicasReceiveAgain(t *testing.T) {
-	f := newFleet(t, true)
-	deadWriter(f)
-	f.setMember("db1", pool.StatusFailed, nil)
-	for i, n := range []string{"db2", "db3"} {
-		f.setMember(n, pool.StatusAlive, &tags.Health{State: tags.Passing, ReadOnly: true, Replica: true, IORunning: true, SQLRunning: true,
-			NotReceiving: true, ServerID: uint32(i + 2), SourceServerID: 1})
-	}
+	f := frozenWriter(t, true)
 	leader := f.sw["db2"]
 	leader.cfg.Lease = 5 * time.Second
 	ctx := context.Background()
@@ -520,13 +525,7 @@ func TestFailedOverWriterReturns(t *testing.T) {
 // until it steps down), counted from when a voter that did not lead yet
 // first saw it gone.
 func TestFrozenLeaderWriterWaitsTheLeaderLeaseToo(t *testing.T) {
-	f := newFleet(t, true)
-	deadWriter(f)
-	f.setMember("db1", pool.StatusFailed, nil)
-	for i, n := range []string{"db2", "db3"} {
-		f.setMember(n, pool.StatusAlive, &tags.Health{State: tags.Passing, ReadOnly: true, Replica: true, IORunning: true, SQLRunning: true,
-			NotReceiving: true, ServerID: uint32(i + 2), SourceServerID: 1})
-	}
+	f := frozenWriter(t, true)
 	setLeader := func(n string) {
 		f.raft.mu.Lock()
 		f.raft.leader = n

@@ -3,6 +3,7 @@ package switchover
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/shoaldb/shoal/internal/consensus"
@@ -145,9 +146,5 @@ func (s *Switcher) judgeReturn(ctx context.Context, rec consensus.Failover, sv f
 func (s *Switcher) Returns() map[string]Return {
 	s.fo.mu.Lock()
 	defer s.fo.mu.Unlock()
-	out := make(map[string]Return, len(s.ret.done))
-	for c, r := range s.ret.done {
-		out[c] = r
-	}
-	return out
+	return maps.Clone(s.ret.done)
 }

@@ -105,6 +105,46 @@ func (f *failoverFleet) db3Ahead(t *testing.T) {
 	}
 }
 
+// newWriterHasEveryRow waits until name takes writes, holds the term and
+// is every surviving agent's writer, and fails t if it lacks an
+// acknowledged row.
+func (f *failoverFleet) newWriterHasEveryRow(t *testing.T, name string, limit time.Duration) {
+	t.Helper()
+	testkit.WaitFor(t, limit, name+" the writer", func() bool {
+		w, ok := f.writerNow(f.names[1:])
+		return ok && w == name
+	})
+	if m := f.missingOn(t, f.srvs[name]); len(m) > 0 {
+		t.Fatalf("acknowledged rows %v missing on the new writer %s", m, name)
+	}
+}
+
+// caughtUp waits until both replicas applied everything db1 has.
+func (f *failoverFleet) caughtUp(t *testing.T) {
+	t.Helper()
+	for _, name := range f.names[1:] {
+		if got := gtidWait(t, f.srvs[name], gtidOf(t, f.srvs["db1"]), 30*time.Second); got != 0 {
+			t.Fatalf("%s did not catch up: %d", name, got)
+		}
+	}
+}
+
+// decision waits for a leader's failover decision on main, and returns it.
+func (f *failoverFleet) decision(t *testing.T) string {
+	t.Helper()
+	var said string
+	testkit.WaitFor(t, 30*time.Second, "a leader's decision on main", func() bool {
+		for _, name := range f.names {
+			if c := consensusOf(f.agents[name]); c != nil && c.Failovers["main"] != "" {
+				said = c.Failovers["main"]
+				return true
+			}
+		}
+		return false
+	})
+	return said
+}
+
 // writerNow is the server that takes writes, holds the current term in
 // every agent of alive, and is every such agent's pool writer.
 func (f *failoverFleet) writerNow(alive []string) (string, bool) {
@@ -351,13 +391,7 @@ func TestManualFailover(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "failed over: db3 holds term 2") {
 		t.Fatalf("shoal failover: exit %d, want 0 and db3 holding term 2", code)
 	}
-	testkit.WaitFor(t, 15*time.Second, "db3 the writer in db2's and db3's pools", func() bool {
-		w, ok := f.writerNow(f.names[1:])
-		return ok && w == "db3"
-	})
-	if m := f.missingOn(t, f.srvs["db3"]); len(m) > 0 {
-		t.Fatalf("acknowledged rows %v missing on the new writer db3", m)
-	}
+	f.newWriterHasEveryRow(t, "db3", 15*time.Second)
 }
 
 // TestFailoverLeaderKilled: the raft leader's agent is killed (SIGKILL)
@@ -369,11 +403,7 @@ func TestManualFailover(t *testing.T) {
 func TestFailoverLeaderKilled(t *testing.T) {
 	f := startFailoverFleet(t, true)
 	f.write(t, 1, 3)
-	for _, name := range f.names[1:] {
-		if got := gtidWait(t, f.srvs[name], gtidOf(t, f.srvs["db1"]), 30*time.Second); got != 0 {
-			t.Fatalf("%s did not catch up: %d", name, got)
-		}
-	}
+	f.caughtUp(t)
 	lock := holdRowLock(t, f.srvs["db2"], "SELECT id FROM fo.t WHERE id = 1 FOR UPDATE")
 	t.Cleanup(lock)
 	f.srvs["db1"].MustExec("DELETE FROM fo.t WHERE id = 1") // db2 cannot apply it while the lock is held
@@ -498,11 +528,7 @@ func TestFailoverTwiceInARow(t *testing.T) {
 func TestNoFailoverToABrokenReplica(t *testing.T) {
 	f := startFailoverFleet(t, true)
 	f.write(t, 1, 3)
-	for _, name := range f.names[1:] {
-		if got := gtidWait(t, f.srvs[name], gtidOf(t, f.srvs["db1"]), 30*time.Second); got != 0 {
-			t.Fatalf("%s did not catch up: %d", name, got)
-		}
-	}
+	f.caughtUp(t)
 	f.srvs["db2"].MustExec("STOP SLAVE IO_THREAD")
 	ctx := context.Background()
 	conn, err := f.srvs["db3"].DB().Conn(ctx)
@@ -522,16 +548,7 @@ func TestNoFailoverToABrokenReplica(t *testing.T) {
 	})
 	f.srvs["db1"].PersistReadOnly(true)
 	f.srvs["db1"].Kill()
-	var said string
-	testkit.WaitFor(t, 30*time.Second, "a leader's decision on main", func() bool {
-		for _, name := range f.names {
-			if c := consensusOf(f.agents[name]); c != nil && c.Failovers["main"] != "" {
-				said = c.Failovers["main"]
-				return true
-			}
-		}
-		return false
-	})
+	said := f.decision(t)
 	t.Logf("the leader: %s", said)
 	for _, want := range []string{"not failed over", "db3: replication SQL thread stopped on an error: 1062", "db2: lacks 1 transactions db3 received"} {
 		if !strings.Contains(said, want) {
@@ -625,11 +642,7 @@ func atoi(t *testing.T, s string) int {
 func TestNoFailoverToAnErrantReplica(t *testing.T) {
 	f := startFailoverFleet(t, true)
 	f.write(t, 1, 3)
-	for _, name := range f.names[1:] {
-		if got := gtidWait(t, f.srvs[name], gtidOf(t, f.srvs["db1"]), 30*time.Second); got != 0 {
-			t.Fatalf("%s did not catch up: %d", name, got)
-		}
-	}
+	f.caughtUp(t)
 	ctx := context.Background()
 	conn, err := f.srvs["db3"].DB().Conn(ctx)
 	if err != nil {
@@ -646,29 +659,14 @@ func TestNoFailoverToAnErrantReplica(t *testing.T) {
 	time.Sleep(2 * time.Second) // the errant position gossiped
 	f.srvs["db1"].PersistReadOnly(true)
 	f.srvs["db1"].Kill()
-	var said string
-	testkit.WaitFor(t, 30*time.Second, "a leader's decision on main", func() bool {
-		for _, name := range f.names {
-			if c := consensusOf(f.agents[name]); c != nil && c.Failovers["main"] != "" {
-				said = c.Failovers["main"]
-				return true
-			}
-		}
-		return false
-	})
+	said := f.decision(t)
 	t.Logf("the leader: %s", said)
 	for _, want := range []string{"failed over to db2", "db2 is the most advanced replica"} {
 		if !strings.Contains(said, want) {
 			t.Errorf("the leader's decision lacks %q", want)
 		}
 	}
-	testkit.WaitFor(t, 30*time.Second, "db2 the writer", func() bool {
-		w, ok := f.writerNow(f.names[1:])
-		return ok && w == "db2"
-	})
-	if m := f.missingOn(t, f.srvs["db2"]); len(m) > 0 {
-		t.Errorf("acknowledged rows %v missing on db2", m)
-	}
+	f.newWriterHasEveryRow(t, "db2", 30*time.Second)
 	var leaderLog string
 	for _, name := range f.names {
 		leaderLog += f.agents[name].log.String()
