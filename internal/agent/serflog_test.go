@@ -22,13 +22,20 @@ func TestSerfLogNoise(t *testing.T) {
 			t.Errorf("reconnect attempt not at DEBUG: %s", l)
 		}
 	}
-	// serf's agent logs that line from its own event loop once it sees
-	// the shutdown: a moment after Shutdown returns, on a busy machine
-	// after node0's first reconnect attempt.
-	testkit.WaitFor(t, 10*time.Second, "node1 logs serf's shutdown line", func() bool {
-		return strings.Contains(nodes[1].logs.String(), "Serf shutdown detected")
-	})
+	// serf's agent logs that line from its own event loop when it sees
+	// serf shut down, a moment after Shutdown returns. Its loop selects
+	// between serf's shutdown and its own, which Shutdown closes right
+	// after: when both are closed before the loop runs (a busy machine,
+	// seen in CI), it may take the other branch and log nothing. The
+	// level mapping itself is table-tested in package gossip.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(nodes[1].logs.String(), "Serf shutdown detected") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
 	log1 := nodes[1].logs.String()
+	if !strings.Contains(log1, "Serf shutdown detected") {
+		t.Logf("serf's event loop took its own shutdown branch: no shutdown line to check in this run")
+	}
 	for _, l := range strings.Split(log1, "\n") {
 		if strings.Contains(l, "Serf shutdown detected") && !strings.Contains(l, "level=INFO") {
 			t.Errorf("requested shutdown logged as: %s", l)

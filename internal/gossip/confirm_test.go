@@ -573,6 +573,10 @@ func TestFailureGateSyncsAfterAComeback(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no state exchange after a member came back")
 	}
+	// The sync goroutine waits again (for syncLate) before the clock
+	// moves: an Advance before its wait registers is lost (seen in CI
+	// under load: "no second state exchange").
+	blockUntil(t, clk, 1)
 	clk.Advance(syncDelay)
 	select {
 	case n := <-synced:
