@@ -65,19 +65,14 @@ func CheckTerm(t Term) error {
 	return nil
 }
 
-// TermSettle is how long after its grant a term's holder that is still
-// read-only keeps the term (a promotion in progress, not an outside one).
-const TermSettle = 5 * time.Second
-
 // DecideTerms returns the grants the consensus leader should make, from
 // its view of the members, the current terms by cluster and the voters
 // (only a voter can hold a term). The rules (docs/consensus.md):
 //
 //   - no term yet: grant term 1 when exactly one passing server of the
 //     cluster is writable, and it is a voter;
-//   - the holder is gone (not a member, left, failed, critical, or
-//     read-only TermSettle after its grant) and exactly one other passing
-//     server is writable, a
+//   - the holder is gone (not a member, left, failed, critical or
+//     read-only) and exactly one other passing server is writable, a
 //     voter: grant it the next term (an outside promotion: an operator,
 //     Orchestrator or MaxScale flipped read_only);
 //   - otherwise none: two writable servers leave the term where it is,
@@ -115,15 +110,6 @@ func decideTerm(cluster string, ms []Member, policy Policy, cur Term, voters map
 		}
 		if cur.Number != 0 && m.Name == cur.Writer {
 			holderGone, holderWhy = termHolderGone(m)
-			if holderWhy == "read-only" && !cur.Granted.IsZero() && now.Sub(cur.Granted) < TermSettle {
-				// Just granted: a switchover's or failover's target is
-				// made writable after its grant, and its tag says so a
-				// probe and a gossip round later. Read-only meanwhile is
-				// not gone (a writer frozen before the grant and thawed
-				// now still gossips its old writable tag: it must not get
-				// the term back as an outside promotion).
-				holderGone = false
-			}
 			if m.Addr != cur.Addr {
 				// The same node at another address (its MySQL address
 				// changed) no longer holds the term, which routers

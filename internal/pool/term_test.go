@@ -15,9 +15,6 @@ func TestDecideTerms(t *testing.T) {
 		return map[string]Term{"default": {Cluster: "default", Number: n, Writer: w, Addr: w + ":3306"}}
 	}
 	voters := map[string]bool{"dbp": true, "dbr": true, "dbq": true}
-	grantedAgo := func(w string, n uint64, d time.Duration) map[string]Term {
-		return map[string]Term{"default": {Cluster: "default", Number: n, Writer: w, Addr: w + ":3306", Granted: now.Add(-d)}}
-	}
 	warning := dbh("dbp", tags.Health{State: tags.Warning})
 	galera := func(n string) Member {
 		return dbh(n, tags.Health{State: tags.Passing, Galera: true, GaleraSynced: true})
@@ -40,12 +37,6 @@ func TestDecideTerms(t *testing.T) {
 		{"holder critical, one other writable: promoted", []Member{dbh("dbp", tags.Health{State: tags.Critical}), writer("dbr")}, held("dbp", 3), voters, "term 4 to dbr (expect 3)"},
 		{"holder failed, one other writable: promoted", []Member{writer("dbp", status(StatusFailed)), writer("dbr")}, held("dbp", 3), voters, "term 4 to dbr (expect 3)"},
 		{"holder not a member, one other writable: promoted", []Member{writer("dbr")}, held("dbp", 3), voters, "term 4 to dbr (expect 3)"},
-		{"holder granted 2s ago still read-only (being promoted), the thawed old writer's tag writable: kept", []Member{replica("dbp", 0), writer("dbr")},
-			grantedAgo("dbp", 3, 2*time.Second), voters, ""},
-		{"holder read-only 6s after its grant, one other writable: promoted", []Member{replica("dbp", 0), writer("dbr")},
-			grantedAgo("dbp", 3, 6*time.Second), voters, "term 4 to dbr (expect 3)"},
-		{"holder critical 1s after its grant, one other writable: promoted", []Member{dbh("dbp", tags.Health{State: tags.Critical}), writer("dbr")},
-			grantedAgo("dbp", 3, time.Second), voters, "term 4 to dbr (expect 3)"},
 		{"holder read-only, two others writable: none", []Member{replica("dbp", 0), writer("dbr"), writer("dbq")}, held("dbp", 3), voters, ""},
 		{"holder read-only, no other writable: none", []Member{replica("dbp", 0), replica("dbr", 0)}, held("dbp", 3), voters, ""},
 		{"holder in maintenance: kept", []Member{writer("dbp", maint("kernel")), writer("dbr")}, held("dbp", 3), voters, ""},
