@@ -233,7 +233,14 @@ func (n *Node) decide(ctx context.Context, v View) {
 			v.Publish(granted)
 		}
 	}()
-	for _, g := range pool.DecideTerms(members, v.Policy(), n.fsm.Terms(), voters, n.clock.Now()) {
+	terms := n.fsm.Terms()
+	barred := map[string]string{}
+	for c, fo := range n.fsm.Failovers() {
+		if terms[c].Number == fo.Term {
+			barred[c] = fo.Old
+		}
+	}
+	for _, g := range pool.DecideTerms(members, v.Policy(), terms, voters, barred, n.clock.Now()) {
 		if ctx.Err() != nil {
 			return
 		}

@@ -80,7 +80,13 @@ func CheckTerm(t Term) error {
 //
 // A Galera cluster (any synced Galera node) gets no term: all its nodes
 // are writable by design, and its writer rule is pickWriter's.
-func DecideTerms(members []Member, policy Policy, terms map[string]Term, voters map[string]bool, now time.Time) []Grant {
+//
+// barred names, by cluster, a node that may not get the next term by these
+// rules: the writer a failover replaced, while that failover's term is
+// current (a writer frozen before it and thawed now still gossips its old
+// writable tag while the new holder's tag may still say read-only: it is
+// no outside promotion).
+func DecideTerms(members []Member, policy Policy, terms map[string]Term, voters map[string]bool, barred map[string]string, now time.Time) []Grant {
 	byCluster := map[string][]Member{}
 	for _, m := range dedupe(members) {
 		if m.Tags[tags.KeyRole] == tags.RoleDB {
@@ -90,7 +96,7 @@ func DecideTerms(members []Member, policy Policy, terms map[string]Term, voters 
 	}
 	var grants []Grant
 	for _, c := range slices.Sorted(maps.Keys(byCluster)) {
-		if g, ok := decideTerm(c, byCluster[c], policy, terms[c], voters, now); ok {
+		if g, ok := decideTerm(c, byCluster[c], policy, terms[c], voters, now); ok && (barred[c] == "" || barred[c] != g.Term.Writer) {
 			grants = append(grants, g)
 		}
 	}

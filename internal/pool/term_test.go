@@ -47,7 +47,7 @@ func TestDecideTerms(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			gs := DecideTerms(tc.members, Policy{}, tc.terms, tc.voters, now)
+			gs := DecideTerms(tc.members, Policy{}, tc.terms, tc.voters, nil, now)
 			var got []string
 			for _, g := range gs {
 				if err := CheckTerm(g.Term); err != nil {
@@ -65,10 +65,30 @@ func TestDecideTerms(t *testing.T) {
 	}
 }
 
+// The writer a failover replaced, thawed and still gossiping its old
+// writable tag while the new holder's says read-only, gets no term by the
+// outside-promotion rule; another writable server still does.
+func TestDecideTermsBarsTheFailedOverWriter(t *testing.T) {
+	now := time.Date(2026, 12, 6, 4, 23, 28, 0, time.UTC)
+	voters := map[string]bool{"db1": true, "db2": true, "db3": true}
+	terms := map[string]Term{"default": {Cluster: "default", Number: 22, Writer: "db2", Addr: "db2:3306"}}
+	barred := map[string]string{"default": "db1"}
+	if gs := DecideTerms([]Member{writer("db1"), replica("db2", 0), replica("db3", 0)}, Policy{}, terms, voters, barred, now); len(gs) != 0 {
+		t.Errorf("the failed-over writer was granted %+v", gs)
+	}
+	gs := DecideTerms([]Member{replica("db1", 0), replica("db2", 0), writer("db3")}, Policy{}, terms, voters, barred, now)
+	if len(gs) != 1 || gs[0].Term.Writer != "db3" || gs[0].Term.Number != 23 {
+		t.Errorf("an outside promotion of db3: %+v", gs)
+	}
+	if gs := DecideTerms([]Member{writer("db1"), replica("db2", 0), replica("db3", 0)}, Policy{}, terms, voters, nil, now); len(gs) != 1 {
+		t.Errorf("without the bar the rule grants db1 (the bug): %+v", gs)
+	}
+}
+
 func TestDecideTermsPerCluster(t *testing.T) {
 	ms := []Member{writer("a1", cluster("a")), replica("a2", 0, cluster("a")), writer("b1", cluster("b")), writer("b2", cluster("b"))}
 	voters := map[string]bool{"a1": true, "a2": true, "b1": true, "b2": true}
-	gs := DecideTerms(ms, Policy{}, map[string]Term{}, voters, time.Now())
+	gs := DecideTerms(ms, Policy{}, map[string]Term{}, voters, nil, time.Now())
 	if len(gs) != 1 || gs[0].Term.Cluster != "a" || gs[0].Term.Writer != "a1" || gs[0].Term.Addr != "a1:3306" {
 		t.Fatalf("grants = %+v, want one: term 1 of a to a1 at a1:3306", gs)
 	}
