@@ -35,8 +35,9 @@ unit:
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
 ## e2e: the fault suite in network namespaces (root; real MariaDB, HAProxy, iptables, stress-ng).
+## It prints every line as it comes and ends with the last lines of each failed test.
 e2e:
-	$(GO) test -count=1 -tags e2e -v -timeout 20m ./test/e2e/
+	$(GO) run ./test/testsummary -v -- $(GO) test -count=1 -tags e2e -json -timeout 20m ./test/e2e/
 
 ## e2e-clean: delete namespaces left by dead e2e runs (never those of a live run).
 e2e-clean:

@@ -1,10 +1,13 @@
 // Command testsummary runs `go test -json ...` (the command after --) and
 // prints what plain `go test` would (each package's result, the output of
 // every failed test, build errors), then a summary that names every skipped
-// test and why it skipped, so that no skip passes silently. `make test` runs
-// the tests through it.
+// test and why it skipped, so that no skip passes silently, and repeats
+// the last lines of every failed test at the end (a long run's log is read
+// from its end). `make test` runs the tests through it; `make e2e` with -v,
+// which prints every line as it comes, as go test -v does.
 //
 //	go run ./test/testsummary -- go test -race -count=1 -json ./...
+//	go run ./test/testsummary -v -- go test -count=1 -tags e2e -json ./test/e2e/
 //
 // It exits with the command's status, or 1 when the stream reports a
 // failure that the status does not.
@@ -17,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -25,11 +29,15 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	verbose := false
+	if len(args) > 0 && args[0] == "-v" {
+		verbose, args = true, args[1:]
+	}
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: testsummary -- go test -json [flags] [packages]")
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprintln(stderr, "usage: testsummary [-v] -- go test -json [flags] [packages]")
 		return 2
 	}
 	cmd := exec.Command(args[0], args[1:]...)
@@ -61,6 +69,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 	r := newReport(stdout)
+	r.verbose = verbose
 	readErr := r.read(out)
 	waitErr := cmd.Wait()
 	r.summary()

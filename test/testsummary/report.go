@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -18,10 +19,12 @@ type event struct {
 	ImportPath string // build-output events
 }
 
-// Bounds: a test's kept output, and the longest line read.
+// Bounds: a test's kept output, the longest line read, and the lines of
+// a failed test repeated in the closing recap.
 const (
-	maxTestLines = 400
-	maxLine      = 4 << 20
+	maxTestLines  = 400
+	maxLine       = 4 << 20
+	maxRecapLines = 20
 )
 
 type testKey struct{ pkg, test string }
@@ -41,6 +44,15 @@ type report struct {
 	failed  int // failed tests, or packages failing without a failed test
 	pkgFail map[string]bool
 	failedT map[string]bool // packages with a failed test
+	recap   []failure       // failed tests in the order they ended
+	verbose bool            // print every line as it comes (go test -v)
+}
+
+// failure is a failed test and the last lines it printed: the run's last
+// lines repeat them, since a long run's log is often read from its end.
+type failure struct {
+	testKey
+	tail []string
 }
 
 func newReport(w io.Writer) *report {
@@ -95,6 +107,9 @@ func (r *report) testEvent(e event) {
 	k := testKey{e.Package, e.Test}
 	switch e.Action {
 	case "output":
+		if r.verbose {
+			fmt.Fprint(r.w, e.Output)
+		}
 		if strings.HasPrefix(e.Output, "=== ") {
 			return // -json's framing (=== RUN, PAUSE, CONT, NAME): plain go test prints none
 		}
@@ -113,8 +128,38 @@ func (r *report) testEvent(e event) {
 	case "fail":
 		r.failed++
 		r.failedT[e.Package] = true
-		fmt.Fprint(r.w, strings.Join(r.out[k], ""))
+		if !r.verbose {
+			fmt.Fprint(r.w, strings.Join(r.out[k], ""))
+		}
+		lines := r.out[k]
+		r.recap = append(r.recap, failure{k, slices.Clone(lines[max(0, len(lines)-maxRecapLines):])})
 		delete(r.out, k)
+	}
+}
+
+// printRecap repeats, once the run is over, the last lines of every failed
+// test that has no failed subtest of its own (a parent's failure is its
+// subtests'; its output is mostly theirs).
+func (r *report) printRecap() {
+	var leaves []failure
+	for _, f := range r.recap {
+		leaf := true
+		for _, g := range r.recap {
+			if g.pkg == f.pkg && strings.HasPrefix(g.test, f.test+"/") {
+				leaf = false
+				break
+			}
+		}
+		if leaf {
+			leaves = append(leaves, f)
+		}
+	}
+	if len(leaves) == 0 {
+		return
+	}
+	fmt.Fprintf(r.w, "\nFAILED (%d), the last lines of each:\n", len(leaves))
+	for _, f := range leaves {
+		fmt.Fprintf(r.w, "--- %s %s\n%s", f.pkg, f.test, strings.Join(f.tail, ""))
 	}
 }
 
@@ -142,6 +187,7 @@ func (r *report) summary() {
 			r.failed++ // a build failure, a panic outside a test, a timeout
 		}
 	}
+	r.printRecap()
 	fmt.Fprintf(r.w, "\ntests: %d passed, %d failed, %d skipped\n", r.passed, r.failed, len(r.skips))
 	if len(r.skips) == 0 {
 		fmt.Fprintln(r.w, "no test skipped")

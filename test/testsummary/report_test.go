@@ -102,3 +102,50 @@ func TestPackageFailureWithoutTestCounts(t *testing.T) {
 		t.Fatalf("got:\n%s", out.String())
 	}
 }
+
+// TestRecapRepeatsFailedLeaves: the end of the run repeats the last lines
+// of each failed test without a failed subtest (the parent is not
+// repeated); -v prints every line as it comes, framing included.
+func TestRecapRepeatsFailedLeaves(t *testing.T) {
+	in := `{"Action":"output","Package":"p","Test":"TestA","Output":"=== RUN   TestA\n"}
+{"Action":"output","Package":"p","Test":"TestA/sub","Output":"    a_test.go:9: measured 1.2s\n"}
+{"Action":"output","Package":"p","Test":"TestA/sub","Output":"    a_test.go:10: db1 not out within 20s\n"}
+{"Action":"output","Package":"p","Test":"TestA/sub","Output":"    --- FAIL: TestA/sub (5.45s)\n"}
+{"Action":"fail","Package":"p","Test":"TestA/sub"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"    a_test.go:30: server log: a long dump\n"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"--- FAIL: TestA (9.00s)\n"}
+{"Action":"fail","Package":"p","Test":"TestA"}
+{"Action":"output","Package":"p","Test":"TestB","Output":"    b_test.go:3: fine\n"}
+{"Action":"pass","Package":"p","Test":"TestB"}
+{"Action":"fail","Package":"p"}
+`
+	for _, verbose := range []bool{false, true} {
+		var out bytes.Buffer
+		r := newReport(&out)
+		r.verbose = verbose
+		if err := r.read(strings.NewReader(in)); err != nil {
+			t.Fatal(err)
+		}
+		r.summary()
+		got := out.String()
+		_, recap, ok := strings.Cut(got, "\nFAILED (1), the last lines of each:\n--- p TestA/sub\n")
+		if !ok {
+			t.Fatalf("verbose %v: no recap of TestA/sub alone:\n%s", verbose, got)
+		}
+		if !strings.HasPrefix(recap, "    a_test.go:9: measured 1.2s\n    a_test.go:10: db1 not out within 20s\n") || strings.Contains(recap, "long dump") {
+			t.Errorf("verbose %v: recap %q", verbose, recap)
+		}
+		if verbose != strings.Contains(got, "b_test.go:3: fine") || verbose != strings.Contains(got, "=== RUN") {
+			t.Errorf("verbose %v: a passing test's lines or the framing printed %v:\n%s", verbose, !verbose, got)
+		}
+	}
+}
+
+func TestUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	for _, args := range [][]string{nil, {"--"}, {"-x", "--", "go"}, {"-v"}} {
+		if code := run(args, &out, &errb); code != 2 {
+			t.Errorf("run(%q) = %d, want 2 (usage)", args, code)
+		}
+	}
+}
