@@ -121,6 +121,7 @@ func (a *Agent) newTagParts() {
 		Maint:     func() string { return a.maint.Reason() },
 		Voter:     a.voterTag,
 		Published: func() { a.pool.router.Trigger() },
+		Streamed:  cfg.Gossip.Positions != gossip.PositionsTags,
 		Clock:     a.clock, Log: a.log,
 	})
 	a.maint = maint.New(maint.Config{

@@ -25,7 +25,11 @@ func (a *Agent) onProbe(e probe.Event) {
 		a.recordHealth(e)
 		a.hookHealth(e)
 	}
-	a.pub.SetHealth(e.Status.Health(a.mysqlPort()), e.StateChanged)
+	h := e.Status.Health(a.mysqlPort())
+	a.pub.SetHealth(h, e.StateChanged)
+	if a.mesh.pos != nil {
+		a.mesh.pos.Publish(h.Position, !h.ReadOnly)
+	}
 }
 
 // poolMembers converts serf's member view for pool.Compute, admitting each
@@ -34,9 +38,31 @@ func (a *Agent) poolMembers() []pool.Member {
 	ms := a.Members()
 	out := make([]pool.Member, 0, len(ms))
 	for _, m := range ms {
-		out = append(out, gossiped.FromSerf(m).Pool())
+		pm := gossiped.FromSerf(m).Pool()
+		if a.mesh.pos != nil {
+			a.streamPosition(&pm)
+		}
+		out = append(out, pm)
 	}
 	return out
+}
+
+// streamPosition gives m the position stream's newest position of it,
+// when that covers the one its health tag carries (the tag's is kept when
+// it is the newer, or when the two differ: a server restored from a
+// backup publishes its health, position included, at once).
+func (a *Agent) streamPosition(m *pool.Member) {
+	if m.Health == nil || m.Bad != pool.ReasonNone {
+		return
+	}
+	s, ok := a.mesh.pos.Latest(m.Name)
+	if !ok || s.Pos == m.Health.Position || !s.Pos.Covers(m.Health.Position) {
+		return
+	}
+	h := *m.Health
+	h.Position = s.Pos
+	m.Health = &h
+	m.PosPrev, m.PosPrevAt = s.Prev, s.PrevAt
 }
 
 // Router returns the agent's pool router.

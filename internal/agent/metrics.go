@@ -8,6 +8,7 @@ import (
 
 	"github.com/shoaldb/shoal/internal/agent/hookevent"
 	"github.com/shoaldb/shoal/internal/agent/poolevent"
+	"github.com/shoaldb/shoal/internal/gossip"
 	"github.com/shoaldb/shoal/internal/metrics"
 	"github.com/shoaldb/shoal/internal/probe"
 	"github.com/shoaldb/shoal/internal/routing"
@@ -40,6 +41,15 @@ func (a *Agent) Collectors() []prometheus.Collector {
 	cs = append(cs, metrics.NewPublishCollectors(a.publishFailures, func() bool { return a.PublishStatus().OK })...)
 	if r := a.mesh.reach; r != nil {
 		cs = append(cs, metrics.NewReachCollectors(metrics.ReachCounts{Rounds: r.Rounds.Load, Pings: r.Pings.Load, Refused: r.Dropped.Load})...)
+	}
+	if p := a.mesh.pos; p != nil {
+		st := func(f func(gossip.PosStats) uint64) func() uint64 { return func() uint64 { return f(p.Stats()) } }
+		cs = append(cs, metrics.NewPositionCollectors(metrics.PositionCounts{
+			Published: st(func(s gossip.PosStats) uint64 { return s.Published }), PacketsSent: st(func(s gossip.PosStats) uint64 { return s.PacketsSent }),
+			BytesSent: st(func(s gossip.PosStats) uint64 { return s.BytesSent }), SendErrors: st(func(s gossip.PosStats) uint64 { return s.SendErrors }),
+			Received: st(func(s gossip.PosStats) uint64 { return s.Received }), New: st(func(s gossip.PosStats) uint64 { return s.New }),
+			Bad: st(func(s gossip.PosStats) uint64 { return s.PacketsBad }), Dropped: st(func(s gossip.PosStats) uint64 { return s.QueueDropped }),
+		})...)
 	}
 	if g := a.mesh.gate; g != nil {
 		cs = append(cs, metrics.NewGateCollectors(metrics.GateCounts{

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shoaldb/shoal/internal/agent/publish"
+	"github.com/shoaldb/shoal/internal/gossip"
 	"github.com/shoaldb/shoal/internal/tags"
 	"github.com/shoaldb/shoal/internal/testutil/mariadbtest"
 	"github.com/shoaldb/shoal/internal/testutil/testkit"
@@ -14,19 +15,40 @@ import (
 // TestPublishPositionCadence: with a real MariaDB taking writes all the
 // time, the agent publishes its GTID position no more often than its
 // cadence (250 ms writable, 1 s read-only), and once the writes stop, the
-// last position is published.
+// last position is published: in the health tag with gossip.positions
+// tags, in the position stream by default, where the health tag then
+// carries a position change alone at most every 30 s.
 func TestPublishPositionCadence(t *testing.T) {
+	for _, mode := range []string{gossip.PositionsTags, gossip.PositionsStream} {
+		t.Run(mode, func(t *testing.T) { testPositionCadence(t, mode) })
+	}
+}
+
+func testPositionCadence(t *testing.T, mode string) {
 	mariadbtest.Require(t)
 	t.Setenv("SHOAL_MYSQL_PASSWORD", probePW)
 	srv := mariadbtest.Start(t, mariadbtest.Options{})
 	srv.CreateUser(probeUser)
 	srv.MustExec("CREATE DATABASE d")
 	srv.MustExec("CREATE TABLE d.t (id INT AUTO_INCREMENT PRIMARY KEY)")
-	db1 := startNode(t, dbConfig(t, "db1", srv))
-	published := func() tags.Health {
+	cfg := dbConfig(t, "db1", srv)
+	cfg.Gossip.Positions = mode
+	db1 := startNode(t, cfg)
+	tagHealth := func() tags.Health {
 		h, _ := tags.Decode(db1.a.Serf().LocalMember().Tags[tags.KeyHealth])
 		return h
 	}
+	published := tagHealth
+	if mode == gossip.PositionsStream {
+		published = func() tags.Health {
+			h := tagHealth()
+			s, _ := db1.a.mesh.pos.Latest("db1")
+			h.Position = s.Pos
+			return h
+		}
+	}
+	tagChanges := 0
+	tagPos := tagHealth().Position
 	testkit.WaitFor(t, 20*time.Second, "db1 publishes passing with a position", func() bool {
 		h := published()
 		return h.State == tags.Passing && h.Position.Known()
@@ -58,6 +80,9 @@ func TestPublishPositionCadence(t *testing.T) {
 			if p := published().Position; p != last {
 				changes, last = append(changes, time.Now()), p
 			}
+			if p := tagHealth().Position; p != tagPos {
+				tagChanges, tagPos = tagChanges+1, p
+			}
 			time.Sleep(2 * time.Millisecond)
 		}
 		close(stop)
@@ -80,5 +105,10 @@ func TestPublishPositionCadence(t *testing.T) {
 		testkit.WaitFor(t, 3*tc.interval+time.Second, fmt.Sprintf("the last position %s published", pos), func() bool {
 			return "0-"+fmt.Sprint(srv.ServerID())+"-"+fmt.Sprint(published().Position.Domains[0].Seq) == pos
 		})
+	}
+	// Each read_only flip publishes the tag at once, with the position.
+	if t.Logf("health tag position changes: %d", tagChanges); mode == gossip.PositionsStream && tagChanges > 3 {
+		t.Errorf("the health tag's position changed %d times in %s of writes, want at most the read_only flip and one position-only publish",
+			tagChanges, 4*(publish.WriterPositionInterval+publish.ReaderPositionInterval))
 	}
 }

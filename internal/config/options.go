@@ -158,6 +158,7 @@ var options = []option{
 	durOpt("gossip.push_pull_interval", "push-pull-interval", "", "override: full state sync interval", func(c *Config) *time.Duration { return &c.Gossip.PushPullInterval }),
 	durOpt("gossip.reconnect_interval", "reconnect-interval", "", "override: how often to try failed members again", func(c *Config) *time.Duration { return &c.Gossip.ReconnectInterval }),
 	durOpt("gossip.reconnect_timeout", "reconnect-timeout", "", "override: how long failed members are kept before being reaped", func(c *Config) *time.Duration { return &c.Gossip.ReconnectTimeout }),
+	strOpt("gossip.positions", "positions", "SHOAL_POSITIONS", "how GTID positions travel: stream (packets of their own; the default) or tags (the health tag at every change, for a cluster still running a release without the stream)", func(c *Config) *string { return &c.Gossip.Positions }),
 	boolOpt("gossip.confirm_failures", "confirm-failures", "", "act on a member-failed only once direct pings to the member go unanswered", func(c *Config) *bool { return &c.Gossip.ConfirmFailures }),
 	durOpt("gossip.dead_node_reclaim_time", "dead-node-reclaim-time", "", "after this long, a dead member's name may rejoin from another address", func(c *Config) *time.Duration { return &c.Gossip.DeadNodeReclaimTime }),
 	durOpt("gossip.tombstone_timeout", "tombstone-timeout", "", "override: how long left members are kept", func(c *Config) *time.Duration { return &c.Gossip.TombstoneTimeout }),

@@ -173,7 +173,11 @@ func encodeOwn(t byte, v any, s packetSeal) ([]byte, error) {
 	if err := codec.NewEncoder(&buf, &codec.MsgpackHandle{}).Encode(v); err != nil {
 		return nil, fmt.Errorf("encode ping: %w", err)
 	}
-	msg := buf.Bytes()
+	return sealOwn(buf.Bytes(), s)
+}
+
+// sealOwn seals and labels msg as s says, as memberlist does a packet.
+func sealOwn(msg []byte, s packetSeal) ([]byte, error) {
 	if s.encrypt && s.keyring != nil && len(s.keyring.GetKeys()) > 0 {
 		sealed, err := sealPacket(s.version, s.keyring.GetPrimaryKey(), msg, []byte(s.label))
 		if err != nil {
@@ -183,7 +187,7 @@ func encodeOwn(t byte, v any, s packetSeal) ([]byte, error) {
 	}
 	out, err := memberlist.AddLabelHeaderToPacket(msg, s.label)
 	if err != nil {
-		return nil, fmt.Errorf("label ping: %w", err)
+		return nil, fmt.Errorf("label packet: %w", err)
 	}
 	return out, nil
 }

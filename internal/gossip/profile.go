@@ -69,6 +69,6 @@ func (p Profile) Effective(t Tuning) Tuning {
 		}
 	}
 	// Not profile settings: the user's, zero included (0 never reclaims).
-	g.DeadNodeReclaimTime, g.ConfirmFailures = t.DeadNodeReclaimTime, t.ConfirmFailures
+	g.DeadNodeReclaimTime, g.ConfirmFailures, g.Positions = t.DeadNodeReclaimTime, t.ConfirmFailures, t.Positions
 	return g
 }

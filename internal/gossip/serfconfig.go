@@ -42,13 +42,25 @@ type Tuning struct {
 	// (pool, hooks, members, metrics) until this agent's own direct pings
 	// to the member go unanswered (see confirm.go).
 	ConfirmFailures bool `yaml:"confirm_failures"`
+	// Positions is how GTID positions travel: PositionsStream (the
+	// position stream, positions.go; the health tag carries them at a slow
+	// cadence) or PositionsTags (in the health tag at every change, as
+	// releases before the stream did: for a cluster being upgraded from
+	// one, until every agent runs this one).
+	Positions string `yaml:"positions"`
 }
+
+// Values of Tuning.Positions.
+const (
+	PositionsStream = "stream"
+	PositionsTags   = "tags"
+)
 
 // DefaultTuning returns the settings the agent starts from: the profile's
 // timings, a dead member's name reclaimable after
 // DefaultDeadNodeReclaimTime, failures confirmed.
 func DefaultTuning() Tuning {
-	return Tuning{DeadNodeReclaimTime: DefaultDeadNodeReclaimTime, ConfirmFailures: true}
+	return Tuning{DeadNodeReclaimTime: DefaultDeadNodeReclaimTime, ConfirmFailures: true, Positions: PositionsStream}
 }
 
 // The smallest timings a user may set (0 keeps the profile's).
@@ -88,6 +100,11 @@ func (t Tuning) Check() error {
 	count("gossip_nodes", t.GossipNodes)
 	count("retransmit_mult", t.RetransmitMult)
 	count("indirect_checks", t.IndirectChecks)
+	switch t.Positions {
+	case "", PositionsStream, PositionsTags:
+	default:
+		errs.Addf("positions", t.Positions, "must be %s or %s", PositionsStream, PositionsTags)
+	}
 	if t.ProbeInterval != 0 && t.ProbeTimeout != 0 && t.ProbeTimeout > t.ProbeInterval {
 		errs.Addf("probe_timeout", t.ProbeTimeout, "must not exceed gossip.probe_interval (%s)", t.ProbeInterval)
 	}

@@ -76,6 +76,10 @@ type Transport struct {
 	// members tells the accept loop whose addresses are members' (see
 	// SetMembers): others get the strangers' stream limits.
 	members memberAddrs
+
+	// positions takes the position stream's packets (positions.go), which
+	// memberlist never sees; nil: they are dropped.
+	positions atomic.Pointer[Positions]
 }
 
 const maxHeard = 8192
@@ -277,6 +281,10 @@ func (t *Transport) readLoop() {
 		metrics.IncrCounter([]string{"memberlist", "udp", "received"}, float32(n))
 		ap := ua.AddrPort()
 		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		if buf[0] == posMarker {
+			t.readPositions(ap, buf[1:n])
+			continue
+		}
 		if t.nacks.Load() > 0 {
 			t.matchAcks(ap, buf[:n])
 		}
@@ -409,4 +417,35 @@ func (t *Transport) heard(addr netip.AddrPort) {
 	}
 	delete(t.watches, addr)
 	t.nwatch.Add(-int32(len(ws)))
+}
+
+// SetPositions hands the position stream's packets to p.
+func (t *Transport) SetPositions(p *Positions) { t.positions.Store(p) }
+
+// readPositions opens a position packet (its marker removed) as memberlist
+// would open a packet of its own, and hands its entries to the stream.
+func (t *Transport) readPositions(from netip.AddrPort, pkt []byte) {
+	p := t.positions.Load()
+	if p == nil {
+		return
+	}
+	plain, ok := t.opener.open(pkt)
+	if !ok {
+		p.badPacket()
+		return
+	}
+	es, err := decodePositions(plain)
+	if err != nil {
+		p.badPacket()
+		return
+	}
+	p.receive(from, es)
+}
+
+// writePacket sends a packet of shoal's own from the gossip socket.
+func (t *Transport) writePacket(pkt []byte, to netip.AddrPort) error {
+	if _, err := writeToUDP(t.udp, pkt, net.UDPAddrFromAddrPort(to)); err != nil {
+		return fmt.Errorf("send to %s: %w", to, err)
+	}
+	return nil
 }

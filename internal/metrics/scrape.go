@@ -133,3 +133,22 @@ func counterFuncs(cs ...counter) []prometheus.Collector {
 	}
 	return out
 }
+
+// PositionCounts reads the position stream's counters (gossip.Positions).
+type PositionCounts struct {
+	Published, PacketsSent, BytesSent, SendErrors, Received, New, Bad, Dropped func() uint64
+}
+
+// NewPositionCollectors reports the position stream.
+func NewPositionCollectors(p PositionCounts) []prometheus.Collector {
+	return counterFuncs(
+		counter{"position_stream_published_total", "GTID positions of this agent's server published to the position stream.", nil, p.Published},
+		counter{"position_stream_packets_sent_total", "Position stream packets sent: this agent's positions and the new ones it passed on, each to a few random agents.", nil, p.PacketsSent},
+		counter{"position_stream_bytes_sent_total", "Bytes of the position stream packets sent (UDP payload).", nil, p.BytesSent},
+		counter{"position_stream_send_errors_total", "Position stream packets that could not be sealed or sent.", nil, p.SendErrors},
+		counter{"position_stream_received_total", "Positions received from other agents.", nil, p.Received},
+		counter{"position_stream_new_total", "Positions received that were newer than what this agent had of their server.", nil, p.New},
+		counter{"position_stream_bad_packets_total", "Position stream packets dropped because they did not open with the gossip keyring or did not decode.", nil, p.Bad},
+		counter{"position_stream_dropped_total", "Position stream packets dropped because the stream's queue was full.", nil, p.Dropped},
+	)
+}

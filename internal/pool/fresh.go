@@ -137,19 +137,21 @@ func (h *History) Observe(now time.Time, members []Member) {
 		}
 		t.aliveAt = now
 		if n := len(t.samples); n > 0 {
-			last := t.samples[n-1].pos
-			if last == pos {
+			last := t.samples[n-1]
+			if last.pos == pos {
 				continue
 			}
-			if !pos.Covers(last) {
+			if !pos.Covers(last.pos) {
 				t.samples = t.samples[:0]
+				since = time.Time{}
+			} else if missed(m, last, now) {
+				// The stream's position before this one, which this agent
+				// missed: dated from when it was reached, not from now.
+				t.add(sample{pos: m.PosPrev, at: m.PosPrevAt, since: since})
 				since = time.Time{}
 			}
 		}
-		if len(t.samples) == maxSamples {
-			t.samples = append(t.samples[:0], t.samples[1:]...)
-		}
-		t.samples = append(t.samples, sample{pos: pos, at: now, since: since})
+		t.add(sample{pos: pos, at: now, since: since})
 	}
 	for name, t := range h.nodes {
 		if !seen[name] {
@@ -166,6 +168,22 @@ func (h *History) Observe(now time.Time, members []Member) {
 			t.samples = append(t.samples[:0], t.samples[cut:]...)
 		}
 	}
+}
+
+// missed reports whether m's stream position before its current one lies
+// between last and it, unseen by this agent.
+func missed(m Member, last sample, now time.Time) bool {
+	p := m.PosPrev
+	return p.Known() && p != last.pos && p.Covers(last.pos) && m.Health.Position.Covers(p) &&
+		m.PosPrevAt.After(last.at) && m.PosPrevAt.Before(now)
+}
+
+// add appends s, dropping the oldest sample when full.
+func (t *track) add(s sample) {
+	if len(t.samples) == maxSamples {
+		t.samples = append(t.samples[:0], t.samples[1:]...)
+	}
+	t.samples = append(t.samples, s)
 }
 
 // passed returns when this agent first saw writer at a position beyond p:

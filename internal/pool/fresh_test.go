@@ -291,3 +291,31 @@ func TestWriterBackFromAwayJudgesStuckReplicas(t *testing.T) {
 		}
 	})
 }
+
+// TestMissedStreamPositionIsDated: an agent that missed the writer's
+// stream position 101 (reached at t=11) and got 102 at t=11.25 dates 101
+// from the entry's Prev: a replica stuck at 100 is stale max_lag after
+// t=11, not after t=11.25. A Prev that is not between what the agent had
+// and the new position is ignored.
+func TestMissedStreamPositionIsDated(t *testing.T) {
+	r := newFreshRun(t, Policy{MaxLag: 5 * time.Second, MinReaders: 1, ReadFallback: ReadFallbackWriter})
+	r.at(10, writer("w", gtid(100)), replica("r", 0, gtid(100)))
+	w := writer("w", gtid(102))
+	w.PosPrev, w.PosPrevAt = tags.Position{N: 1, Domains: [tags.MaxDomains]tags.Domain{{ID: 0, Seq: 101}}}, r.start.Add(11*time.Second)
+	_, l := r.at(11.25, w, replica("r", 0, gtid(100)))
+	if lag := l.Nodes["default"]["r"]; lag.Seconds != 0.25 || lag.Transactions != 2 {
+		t.Fatalf("lag %+v, want 0.25 s (from t=11), 2 transactions", lag)
+	}
+	if p, _ := r.at(16.001, w, replica("r", 0, gtid(100))); summary(p) != "default{w[w] r[w:fallback] o[r:stale]}" {
+		t.Fatalf("at t=16.001: %s, want r stale (the writer passed 100 at t=11)", summary(p))
+	}
+
+	// Prev older than the last sample: nothing is inserted.
+	r = newFreshRun(t, Policy{MaxLag: 5 * time.Second, MinReaders: 1, ReadFallback: ReadFallbackWriter})
+	r.at(10, writer("w", gtid(101)), replica("r", 0, gtid(101)))
+	w = writer("w", gtid(102))
+	w.PosPrev, w.PosPrevAt = tags.Position{N: 1, Domains: [tags.MaxDomains]tags.Domain{{ID: 0, Seq: 100}}}, r.start.Add(9*time.Second)
+	if _, l := r.at(11, w, replica("r", 0, gtid(101))); l.Nodes["default"]["r"].Seconds != 0 {
+		t.Fatalf("lag %+v, want 0 (the writer passed 101 at t=11)", l.Nodes["default"]["r"])
+	}
+}

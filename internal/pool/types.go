@@ -58,6 +58,12 @@ type Member struct {
 	// says why (reason bad-health-tag).
 	Health    *tags.Health
 	HealthErr string
+	// PosPrev is, when Health's position came from the position stream
+	// (gossip.Positions) rather than the tag, the member's position before
+	// it, reached at about PosPrevAt (this agent's clock): History dates it
+	// from there when it missed that position. Zero otherwise.
+	PosPrev   tags.Position
+	PosPrevAt time.Time
 }
 
 // Defaults and limits of the pool settings.

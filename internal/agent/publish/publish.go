@@ -67,8 +67,12 @@ type Config struct {
 	// Published runs after a publish changed the local tags (the router's
 	// Trigger).
 	Published func()
-	Clock     clockwork.Clock // nil: the real clock
-	Log       *slog.Logger
+	// Streamed: the GTID position travels in the position stream
+	// (gossip.Positions), and a change of the position alone is published
+	// in the health tag only every StreamPositionInterval.
+	Streamed bool
+	Clock    clockwork.Clock // nil: the real clock
+	Log      *slog.Logger
 }
 
 // Local is the local member's side of serf (*serf.Serf).
@@ -174,6 +178,11 @@ const (
 	WriterPositionInterval = 250 * time.Millisecond
 	// ReaderPositionInterval is that of a read-only server.
 	ReaderPositionInterval = time.Second
+	// StreamPositionInterval is that of any server when the positions
+	// travel in the position stream: the tag's position is then for
+	// members that join late, for agents of releases without the stream,
+	// and the position when the stream misses one for long.
+	StreamPositionInterval = 30 * time.Second
 )
 
 // positionInterval is the position-only cadence of a server with health h,
@@ -181,9 +190,12 @@ const (
 // writer's cadence, and a check that comes a little early (its ticker's
 // jitter, a slower check before) must not be held to the check after,
 // which would halve the resolution.
-func positionInterval(h tags.Health) time.Duration {
+func positionInterval(h tags.Health, streamed bool) time.Duration {
 	d := WriterPositionInterval
-	if h.ReadOnly {
+	switch {
+	case streamed:
+		d = StreamPositionInterval
+	case h.ReadOnly:
 		d = ReaderPositionInterval
 	}
 	return d - d/10
@@ -194,7 +206,9 @@ func positionInterval(h tags.Health) time.Duration {
 // health changed, but a change of the GTID position alone only once
 // positionInterval has passed since the last publish of a health: until
 // then h is held, and the next call (the probe's next check, changed or
-// not) publishes it once the interval is over.
+// not) publishes it once the interval is over. A position that lacks a
+// transaction of the last one published (a server restored from a backup)
+// is published at once.
 func (p *Publisher) SetHealth(h tags.Health, stateChanged bool) {
 	now := p.cfg.Clock.Now()
 	p.mu.Lock()
@@ -205,7 +219,7 @@ func (p *Publisher) SetHealth(h tags.Health, stateChanged bool) {
 	changed := h != p.health
 	samePos := h
 	samePos.Position = p.health.Position
-	if changed && samePos == p.health && now.Sub(p.healthSet) < positionInterval(h) {
+	if changed && samePos == p.health && h.Position.Covers(p.health.Position) && now.Sub(p.healthSet) < positionInterval(h, p.cfg.Streamed) {
 		changed = false // position only, too soon: held until a later call
 	}
 	if changed {
