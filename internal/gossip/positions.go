@@ -218,8 +218,8 @@ type PositionsConfig struct {
 	// Seal seals a packet's plaintext (sealOwn with the memberlist's
 	// configuration); nil sends it as it is.
 	Seal func(plain []byte) ([]byte, error)
-	// Changed is called, off the receive path, when a position from
-	// another member was new.
+	// Changed is called when this agent published a position, and, off
+	// the receive path, when a position from another member was new.
 	Changed func()
 	Clock   clockwork.Clock
 	Log     *slog.Logger
@@ -323,6 +323,7 @@ func (p *Positions) Publish(pos tags.Position, writable bool) {
 	p.mu.Unlock()
 	p.counts.published.Add(1)
 	p.enqueue(posInbound{entries: []PosEntry{e}})
+	p.cfg.Changed()
 }
 
 // receive takes a packet's entries from the transport's read loop: it

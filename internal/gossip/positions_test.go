@@ -191,7 +191,8 @@ func TestPositionsReachEveryMember(t *testing.T) {
 
 func TestPositionsPublishCadence(t *testing.T) {
 	clock := clockwork.NewFakeClock()
-	p := NewPositions(PositionsConfig{Self: func() string { return "db1" }, Clock: clock, Peers: func() []PosPeer { return nil },
+	changed := 0
+	p := NewPositions(PositionsConfig{Self: func() string { return "db1" }, Clock: clock, Peers: func() []PosPeer { return nil }, Changed: func() { changed++ },
 		Send: func(netip.AddrPort, []byte) error { return nil }})
 	pos := func(seq uint64) tags.Position { return mustPos(t, tags.Domain{ID: 0, Seq: seq}) }
 	p.Publish(pos(1), true)
@@ -211,8 +212,8 @@ func TestPositionsPublishCadence(t *testing.T) {
 		t.Fatalf("a read-only server's position published %s after the last", PosWriterInterval)
 	}
 	p.Publish(tags.Position{}, true)
-	if st := p.Stats(); st.Published != 2 {
-		t.Fatalf("published %d, want 2", st.Published)
+	if st := p.Stats(); st.Published != 2 || changed != 2 {
+		t.Fatalf("published %d, changed %d, want 2 each (this agent's router recomputes with its own new position)", st.Published, changed)
 	}
 }
 
