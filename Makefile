@@ -62,7 +62,8 @@ soak:
 ## docs/benchmarks.md. Never fails on a timing. BENCH_QUICK=1: a few minutes.
 ## Suites 1, 3 and 4 are light and run side by side; suite 2 (CPUs
 ## saturated on purpose), suite 5 (1,000 agents), suite 7 (freshness:
-## silent replication cuts, then the CPU cost of positions), suite 8
+## silent replication cuts, then the CPU cost of positions; then host-crash
+## detection while the primary takes writes), suite 8
 ## (writer terms by consensus), suite 9 (switchover write outage) and the
 ## lease's cost each run alone.
 BENCH_GO := $(GO) test -tags 'bench e2e' -count=1 -parallel 8 -v -timeout 90m
@@ -82,6 +83,8 @@ bench:
 	$(BENCH_GO) -run 'TestScale|TestMembersLatency' ./test/bench/ > build/bench/scale.log 2>&1; echo $$? > build/bench/scale.rc
 	@echo "== suite 7 (about 35 min; BENCH_QUICK=1: about 8)"
 	$(BENCH_GO) -run '^TestFreshness' ./test/bench/ > build/bench/freshness.log 2>&1; echo $$? > build/bench/freshness.rc
+	@echo "== host-crash detection while the primary takes writes, N = 15 (about 6 min; BENCH_QUICK=1: about 2)"
+	$(BENCH_GO) -run '^TestDetectionUnderWrites$$' ./test/bench/ > build/bench/detw.log 2>&1; echo $$? > build/bench/detw.rc
 	@echo "== idle CPU per agent, 15 and 50 agents (about 6 min; BENCH_QUICK=1: about 3)"
 	$(BENCH_GO) -run '^TestIdleCPU$$' ./test/bench/ > build/bench/idlecpu.log 2>&1; echo $$? > build/bench/idlecpu.rc
 	$(BENCH_GO) -run '^TestConsensusTerms$$' ./test/bench/ > build/bench/consensus.log 2>&1; echo $$? > build/bench/consensus.rc

@@ -117,6 +117,19 @@ func (w *freshWriter) stats() (rows, errs int, lastErr string) {
 	return len(w.at), w.errs, w.lastErr
 }
 
+// rowsBetween is the number of inserts that returned within [from, to].
+func (w *freshWriter) rowsBetween(from, to time.Time) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, at := range w.at {
+		if !at.Before(from) && !at.After(to) {
+			n++
+		}
+	}
+	return n
+}
+
 // freshApplied is the highest fresh.w id the server has (0 for none).
 func freshApplied(db *sql.DB) (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
