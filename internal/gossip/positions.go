@@ -326,8 +326,21 @@ func (p *Positions) Publish(pos tags.Position, writable bool) {
 	p.cfg.Changed()
 }
 
-// receive takes a packet's entries from the transport's read loop: it
-// never blocks (a full queue drops the packet, counted).
+// Receive takes a packet from from: its plaintext, after the marker byte,
+// opened (Transport does this; a transport of its own, in a simulation,
+// whose Seal is nil, passes what Send was given less its first byte). It
+// never blocks: a full queue drops the packet, counted, as is a packet
+// that does not decode (the error says why).
+func (p *Positions) Receive(from netip.AddrPort, plain []byte) error {
+	es, err := decodePositions(plain)
+	if err != nil {
+		p.badPacket()
+		return err
+	}
+	p.receive(from, es)
+	return nil
+}
+
 func (p *Positions) receive(from netip.AddrPort, es []PosEntry) {
 	p.counts.received.Add(uint64(len(es)))
 	p.enqueue(posInbound{from: from, entries: es})

@@ -434,12 +434,7 @@ func (t *Transport) readPositions(from netip.AddrPort, pkt []byte) {
 		p.badPacket()
 		return
 	}
-	es, err := decodePositions(plain)
-	if err != nil {
-		p.badPacket()
-		return
-	}
-	p.receive(from, es)
+	_ = p.Receive(from, plain)
 }
 
 // writePacket sends a packet of shoal's own from the gossip socket.
