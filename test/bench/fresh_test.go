@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shoaldb/shoal/internal/gossip"
 	"github.com/shoaldb/shoal/pkg/client"
 	"github.com/shoaldb/shoal/test/e2e"
 )
@@ -524,6 +525,7 @@ func freshMeanState(xs []freshCostState) freshCostState {
 // freshCostCell is one cluster size.
 type freshCostCell struct {
 	N, DBs      int
+	Mode        string // gossip.positions
 	Formed      time.Duration
 	Idle, Write []freshCostState // one per round
 	Rows        []int            // rows the writer wrote in each write window
@@ -599,11 +601,12 @@ func measureCost(t *testing.T, nodes []freshNode, window time.Duration) freshCos
 	return st
 }
 
-func freshCostRun(t *testing.T, n int, window time.Duration) *freshCostCell {
+func freshCostRun(t *testing.T, n int, window time.Duration, mode string) *freshCostCell {
 	e2e.RaiseNeighbourLimits(t, n)
-	cell := &freshCostCell{N: n, DBs: 3}
+	cell := &freshCostCell{N: n, DBs: 3, Mode: mode}
 	start := time.Now()
-	c := e2e.NewCluster(t, e2e.Options{FormTimeout: 3 * time.Minute})
+	flags := []string{"--positions", mode}
+	c := e2e.NewCluster(t, e2e.Options{FormTimeout: 3 * time.Minute, AgentFlags: flags})
 	var seeds []string
 	for _, d := range c.DBs {
 		seeds = append(seeds, d.Host.IP)
@@ -617,7 +620,7 @@ func freshCostRun(t *testing.T, n int, window time.Duration) *freshCostCell {
 	}
 	for i := len(nodes); i < n; i++ {
 		h := c.AddHost(t)
-		a := c.AddAgent(t, h, e2e.AgentSpec{Name: fmt.Sprintf("app%d", i-len(c.DBs)+1), Role: "app", Key: c.Key, Join: seeds})
+		a := c.AddAgent(t, h, e2e.AgentSpec{Name: fmt.Sprintf("app%d", i-len(c.DBs)+1), Role: "app", Key: c.Key, Join: seeds, Extra: flags})
 		nodes = append(nodes, freshNode{a, false})
 		time.Sleep(100 * time.Millisecond) // staggered joins, as a fleet starts
 	}
@@ -694,17 +697,25 @@ func TestFreshnessCost(t *testing.T) {
 		sizes = append(sizes, n)
 	}
 	window := envDur("BENCH_FRESH_WINDOW", Pick(60*time.Second, 20*time.Second))
+	modes := envList("BENCH_FRESH_MODES", []string{gossip.PositionsStream, gossip.PositionsTags})
+	for _, m := range modes {
+		if m != gossip.PositionsStream && m != gossip.PositionsTags {
+			t.Fatalf("BENCH_FRESH_MODES: %q is not %s or %s", m, gossip.PositionsStream, gossip.PositionsTags)
+		}
+	}
 	var cells []*freshCostCell
 	for _, n := range sizes {
-		var cell *freshCostCell
-		// One subtest per size: its cleanups tear the cluster down before
-		// the next size is built.
-		if !t.Run(fmt.Sprintf("N=%d", n), func(t *testing.T) { cell = freshCostRun(t, n, window) }) {
-			t.FailNow()
+		for _, mode := range modes {
+			var cell *freshCostCell
+			// One subtest per cluster: its cleanups tear the cluster down
+			// before the next is built.
+			if !t.Run(fmt.Sprintf("N=%d/%s", n, mode), func(t *testing.T) { cell = freshCostRun(t, n, window, mode) }) {
+				t.FailNow()
+			}
+			t.Logf("N=%d positions %s formed in %s; idle: %s; writes: %s", n, mode, cell.Formed.Round(time.Second), freshMeanState(cell.Idle).summary(),
+				freshMeanState(cell.Write).summary())
+			cells = append(cells, cell)
 		}
-		t.Logf("N=%d formed in %s; idle: %s; writes: %s", n, cell.Formed.Round(time.Second), freshMeanState(cell.Idle).summary(),
-			freshMeanState(cell.Write).summary())
-		cells = append(cells, cell)
 	}
 	body := freshCostSection(cells, window)
 	WriteSection(t, "71-freshness-cost", body)
@@ -739,9 +750,12 @@ func (s freshCostState) summary() string {
 func freshCostSection(cells []*freshCostCell, window time.Duration) string {
 	var s strings.Builder
 	s.WriteString("### 7b. Cost of positions: gossip bandwidth and agent CPU\n\n")
-	fmt.Fprintf(&s, "Every db agent gossips its server's GTID position; while the primary takes writes the positions change, "+
-		"so the writer's agent republishes its health tag (at most every 250 ms) and the replicas' agents theirs (at most "+
-		"every 1 s), and every agent relays those updates. Measured: gossip bytes (UDP and TCP from or to port %d, "+
+	fmt.Fprintf(&s, "Every db agent gossips its server's GTID position; while the primary takes writes the positions change: "+
+		"the writer's agent publishes one at most every 250 ms and the replicas' agents at most every 1 s. Two ways, "+
+		"each a cluster of its own in the same run (`gossip.positions`): `stream`, the default, sends each position in "+
+		"a packet of its own to 3 random agents, each passing a new one on to 3 others once (the health tag carries a "+
+		"change of the position alone every 30 s); `tags`, as releases before the stream did, republishes the whole "+
+		"health tag at each position, which every agent relays as a memberlist broadcast. Measured: gossip bytes (UDP and TCP from or to port %d, "+
 		"counted by `iptables-legacy` rules on each host's eth0: IP packets, without Ethernet headers) and agent CPU "+
 		"(utime+stime from `/proc`, %% of one core), and the member tag updates each agent's serf processed (its "+
 		"`/metrics`), over %s windows, in two states: the db servers idle (positions "+
@@ -753,7 +767,7 @@ func freshCostSection(cells []*freshCostCell, window time.Duration) string {
 		e2e.GossipPort, fd(window), fd(freshWriteEvery), freshCostRounds, fd(freshCostSettle))
 	fmt.Fprintf(&s, "Command: %s\n\n", Command("^TestFreshnessCost"))
 	if Quick() {
-		s.WriteString("**BENCH_QUICK=1 run: short windows, 15 agents only.**\n\n")
+		s.WriteString("**BENCH_QUICK=1 run: short windows (15 agents unless BENCH_FRESH_SIZES says otherwise).**\n\n")
 	}
 	all := func(string) bool { return true }
 	app := func(n string) bool { return !freshIsDB(n) }
@@ -789,11 +803,12 @@ func freshCostSection(cells []*freshCostCell, window time.Duration) string {
 			if w-i >= 0 {
 				diff = "+" + diff
 			}
-			rows = append(rows, []string{fmt.Sprint(c.N), m.label, f(i), f(w), diff})
+			rows = append(rows, []string{fmt.Sprint(c.N), "`" + c.Mode + "`", m.label, f(i), f(w), diff})
 		}
 	}
-	s.WriteString(Table([]string{"agents", "measure", "db servers idle", "writes on the primary", "difference"}, rows))
-	s.WriteString("\nPosition updates travel as memberlist broadcasts (UDP), so the UDP rows carry their cost. TCP is " +
+	s.WriteString(Table([]string{"agents", "positions", "measure", "db servers idle", "writes on the primary", "difference"}, rows))
+	s.WriteString("\n" + freshCostRatios(cells))
+	s.WriteString("\nPositions travel in UDP packets either way, so the UDP rows carry their cost. TCP is " +
 		"memberlist's periodic push-pull of the full member state; each agent runs one every tens of seconds, so a " +
 		"window holds zero or one per agent depending on its phase, and the TCP rows swing by hundreds of B/s between " +
 		"windows whatever the state (see the rounds below); the positions add only their few bytes to each push-pull.\n\n")
@@ -803,8 +818,36 @@ func freshCostSection(cells []*freshCostCell, window time.Duration) string {
 			idle = append(idle, fmt.Sprintf("%.0f+%.0f", freshMean(c.Idle[r].OutUDP, all), freshMean(c.Idle[r].OutTCP, all)))
 			write = append(write, fmt.Sprintf("%.0f+%.0f", freshMean(c.Write[r].OutUDP, all), freshMean(c.Write[r].OutTCP, all)))
 		}
-		fmt.Fprintf(&s, "- N=%d: formed in %s; gossip sent per agent in each round (UDP+TCP B/s), idle %s, writes %s; rows written per write window %v.\n",
-			c.N, c.Formed.Round(time.Second), strings.Join(idle, " / "), strings.Join(write, " / "), c.Rows)
+		fmt.Fprintf(&s, "- N=%d, `%s`: formed in %s; gossip sent per agent in each round (UDP+TCP B/s), idle %s, writes %s; rows written per write window %v.\n",
+			c.N, c.Mode, c.Formed.Round(time.Second), strings.Join(idle, " / "), strings.Join(write, " / "), c.Rows)
+	}
+	return s.String()
+}
+
+// freshCostRatios compares, per size, what positions cost (writes less
+// idle) with the stream and with the tags, against issue 39's targets:
+// per agent at most idle + 2 KB/s and idle + 0.2 % of a core.
+func freshCostRatios(cells []*freshCostCell) string {
+	all := func(string) bool { return true }
+	cost := func(c *freshCostCell) (bytes, cpu float64) {
+		i, w := freshMeanState(c.Idle), freshMeanState(c.Write)
+		return freshMean(w.Out, all) - freshMean(i.Out, all), freshMean(w.CPU, all) - freshMean(i.CPU, all)
+	}
+	var s strings.Builder
+	for _, st := range cells {
+		if st.Mode != gossip.PositionsStream {
+			continue
+		}
+		b, c := cost(st)
+		fmt.Fprintf(&s, "- N=%d, `stream`: positions cost %+.0f B/s and %+.2f %% of a core per agent (target ≤ +2000 B/s and ≤ +0.20 %%: %s)",
+			st.N, b, c, map[bool]string{true: "met", false: "**not met**"}[b <= 2000 && c <= 0.2])
+		for _, tg := range cells {
+			if tg.N == st.N && tg.Mode == gossip.PositionsTags {
+				tb, tc := cost(tg)
+				fmt.Fprintf(&s, "; `tags` in the same run: %+.0f B/s and %+.2f %% (stream ÷ tags: bytes %.2f×, CPU %.2f×)", tb, tc, b/tb, c/tc)
+			}
+		}
+		s.WriteString(".\n")
 	}
 	return s.String()
 }
