@@ -2,6 +2,7 @@ package agent
 
 import (
 	"github.com/shoaldb/shoal/internal/config"
+	"github.com/shoaldb/shoal/internal/gossip"
 	gossiped "github.com/shoaldb/shoal/internal/member"
 	"github.com/shoaldb/shoal/internal/pool"
 	"github.com/shoaldb/shoal/internal/probe"
@@ -27,7 +28,7 @@ func (a *Agent) onProbe(e probe.Event) {
 	}
 	h := e.Status.Health(a.mysqlPort())
 	a.pub.SetHealth(h, e.StateChanged)
-	if a.mesh.pos != nil {
+	if a.cfg.Gossip.Positions != gossip.PositionsTags {
 		a.mesh.pos.Publish(h.Position, !h.ReadOnly)
 	}
 }
@@ -39,9 +40,7 @@ func (a *Agent) poolMembers() []pool.Member {
 	out := make([]pool.Member, 0, len(ms))
 	for _, m := range ms {
 		pm := gossiped.FromSerf(m).Pool()
-		if a.mesh.pos != nil {
-			a.streamPosition(&pm)
-		}
+		a.streamPosition(&pm)
 		out = append(out, pm)
 	}
 	return out
@@ -52,7 +51,7 @@ func (a *Agent) poolMembers() []pool.Member {
 // it is the newer, or when the two differ: a server restored from a
 // backup publishes its health, position included, at once).
 func (a *Agent) streamPosition(m *pool.Member) {
-	if m.Health == nil || m.Bad != pool.ReasonNone {
+	if a.mesh.pos == nil || m.Health == nil || m.Bad != pool.ReasonNone {
 		return
 	}
 	s, ok := a.mesh.pos.Latest(m.Name)

@@ -42,7 +42,7 @@ func (a *Agent) Collectors() []prometheus.Collector {
 	if r := a.mesh.reach; r != nil {
 		cs = append(cs, metrics.NewReachCollectors(metrics.ReachCounts{Rounds: r.Rounds.Load, Pings: r.Pings.Load, Refused: r.Dropped.Load})...)
 	}
-	if p := a.mesh.pos; p != nil {
+	if p := a.mesh.pos; p != nil { // nil in unit tests that build an agent by hand
 		st := func(f func(gossip.PosStats) uint64) func() uint64 { return func() uint64 { return f(p.Stats()) } }
 		cs = append(cs, metrics.NewPositionCollectors(metrics.PositionCounts{
 			Published: st(func(s gossip.PosStats) uint64 { return s.Published }), PacketsSent: st(func(s gossip.PosStats) uint64 { return s.PacketsSent }),

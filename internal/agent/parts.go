@@ -52,7 +52,7 @@ type mesh struct {
 	tr         *gossip.Transport // memberlist's; memberlist shuts it down too
 	gate       *gossip.Gate      // nil when gossip.confirm_failures is off
 	reach      *gossip.Reach     // isolation's reachability rounds (routing.Reacher)
-	pos        *gossip.Positions // the position stream; nil with gossip.positions: tags
+	pos        *gossip.Positions // the position stream
 	peers      *gossip.Peers     // nil without a snapshot
 	events     *eventHub
 	keyWarning string // about the keyring file, for Info

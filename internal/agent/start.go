@@ -186,12 +186,12 @@ func (a *Agent) startPool(_ context.Context, st *startup) (err error) {
 		Serf: func() *serf.Serf { return a.mesh.sa.Serf() }, Transport: func() *gossip.Transport { return a.mesh.tr },
 		Memberlist: st.sc.MemberlistConfig, Done: func() { a.pool.router.Trigger() }, Log: a.logs.Logger.With("component", "gossip"),
 	})
-	if a.cfg.Gossip.Positions != gossip.PositionsTags {
-		a.mesh.pos = gossip.NewSerfPositions(gossip.SerfPositionsConfig{
-			Serf: func() *serf.Serf { return a.mesh.sa.Serf() }, Transport: func() *gossip.Transport { return a.mesh.tr },
-			Memberlist: st.sc.MemberlistConfig, Changed: func() { a.pool.router.Trigger() }, Log: a.logs.Logger.With("component", "gossip"),
-		})
-	}
+	// Every agent takes part in the position stream; gossip.positions
+	// decides only how this agent's own positions travel (onProbe).
+	a.mesh.pos = gossip.NewSerfPositions(gossip.SerfPositionsConfig{
+		Serf: func() *serf.Serf { return a.mesh.sa.Serf() }, Transport: func() *gossip.Transport { return a.mesh.tr },
+		Memberlist: st.sc.MemberlistConfig, Changed: func() { a.pool.router.Trigger() }, Log: a.logs.Logger.With("component", "gossip"),
+	})
 	a.pool.router = routing.New(routing.Config{Policy: ps.Policy(), Damp: ps.Damp(), NoDamping: !ps.Damping,
 		IsolationWindow: ps.IsolationWindow, IsolationMax: ps.IsolationMax, Self: a.cfg.Node, Reach: a.mesh.reach,
 		Terms: a.cons.terms.View, WriterLease: a.cfg.Consensus.LeaseDuration(), Clock: a.clock},
@@ -242,9 +242,7 @@ func (a *Agent) startGossip(_ context.Context, st *startup) error {
 		return fmt.Errorf("start gossip on %s: %w", a.cfg.Bind, err)
 	}
 	a.mesh.tr, mc.Transport = tr, tr
-	if a.mesh.pos != nil {
-		tr.SetPositions(a.mesh.pos)
-	}
+	tr.SetPositions(a.mesh.pos)
 
 	sa := a.mesh.sa
 	if a.cfg.Gossip.ConfirmFailures {
@@ -309,9 +307,7 @@ func (a *Agent) startLoops(ctx context.Context, _ *startup) error {
 	}
 	a.startSinks(ctx)
 	loops := []func(context.Context){a.reannounce, a.pub.Run, a.pool.router.Run, a.retryJoin, a.watchSerf, a.runConsensus, a.cons.terms.Run, a.runFence, a.cons.sw.Resume, a.runFailover}
-	if a.mesh.pos != nil {
-		loops = append(loops, func(ctx context.Context) { a.mesh.pos.Run(ctx.Done()) })
-	}
+	loops = append(loops, func(ctx context.Context) { a.mesh.pos.Run(ctx.Done()) })
 	if a.mesh.peers != nil {
 		loops = append(loops, a.mesh.peers.Run, a.mesh.peers.Rejoin)
 		a.mesh.peers.MarkDirty()

@@ -42,11 +42,12 @@ type Tuning struct {
 	// (pool, hooks, members, metrics) until this agent's own direct pings
 	// to the member go unanswered (see confirm.go).
 	ConfirmFailures bool `yaml:"confirm_failures"`
-	// Positions is how GTID positions travel: PositionsStream (the
-	// position stream, positions.go; the health tag carries them at a slow
-	// cadence) or PositionsTags (in the health tag at every change, as
-	// releases before the stream did: for a cluster being upgraded from
-	// one, until every agent runs this one).
+	// Positions is how this agent's GTID positions travel: PositionsStream
+	// (the position stream, positions.go; the health tag carries them at a
+	// slow cadence) or PositionsTags (in the health tag at every change,
+	// as releases before the stream did: for a cluster being upgraded from
+	// one, until every agent runs this one). Either way the agent takes
+	// part in the stream: it receives and passes on others' positions.
 	Positions string `yaml:"positions"`
 }
 
